@@ -1,0 +1,132 @@
+//! The call as every front end sees it: a request in, an outcome out.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// One tool call, from any front end.
+#[derive(Clone, Default)]
+pub struct CallRequest {
+    /// The tool's name as the caller gave it.
+    pub tool: String,
+    /// The input object (any JSON value; the validator says what is wrong with it).
+    pub input: Value,
+    /// A batch or request this call belongs to, for the audit log.
+    pub parent_id: Option<String>,
+    /// Which front end asked ("cli", "mcp", "batch", ...), for the audit log.
+    pub origin: &'static str,
+    /// Where the plugin's progress reports go, when the caller wants them.
+    pub progress: Option<ProgressSink>,
+    /// Cancelled by the caller to stop the call; the guest is interrupted promptly.
+    pub cancel: CancellationToken,
+    /// Who answers an `ask` decision; with none, ask means deny.
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+/// A progress report from a running plugin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// Units done so far.
+    pub done: u64,
+    /// Units in all, when known.
+    pub total: Option<u64>,
+    /// What is being done.
+    pub message: String,
+}
+
+/// Receives progress reports; called on the executing task, so it must not block.
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// What the gate asks an approver.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalRequest {
+    /// The tool to run.
+    pub tool: String,
+    /// The plugin that provides it.
+    pub plugin: String,
+    /// The validated input.
+    pub input: Value,
+    /// Why the gate asks, and which rule would allow the call without asking.
+    pub reason: String,
+}
+
+/// Answers `ask` decisions: the CLI asks on a terminal, MCP uses elicitation.
+pub trait Approver: Send + Sync {
+    /// Resolve to true to run the call, false to deny it.
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
+}
+
+/// Why a call did not succeed. Stable names: they appear in the audit log and in metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// No tool of that name.
+    UnknownTool,
+    /// The input did not match the schema (or the plugin said `invalid-input`).
+    InvalidInput,
+    /// The permission gate refused the call, or an approver said no.
+    Denied,
+    /// The wall-clock deadline passed.
+    Timeout,
+    /// The fuel budget ran out.
+    OutOfFuel,
+    /// The guest tried to grow memory beyond its limit.
+    MemoryLimit,
+    /// The guest trapped (a panic, unreachable, stack overflow, ...).
+    Trap,
+    /// The tool ran and reported failure.
+    ToolFailed,
+    /// The structured output did not match the tool's output schema, or was not JSON.
+    BadOutput,
+    /// The caller cancelled the call.
+    Cancelled,
+    /// Too many calls at once; try again.
+    Busy,
+    /// The audit log could not be written and the policy refuses unaudited calls.
+    AuditUnavailable,
+    /// A fault in the host itself.
+    Internal,
+}
+
+impl ErrorKind {
+    /// The snake_case name used in audit lines and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UnknownTool => "unknown_tool",
+            Self::InvalidInput => "invalid_input",
+            Self::Denied => "denied",
+            Self::Timeout => "timeout",
+            Self::OutOfFuel => "out_of_fuel",
+            Self::MemoryLimit => "memory_limit",
+            Self::Trap => "trap",
+            Self::ToolFailed => "tool_failed",
+            Self::BadOutput => "bad_output",
+            Self::Cancelled => "cancelled",
+            Self::Busy => "busy",
+            Self::AuditUnavailable => "audit_unavailable",
+            Self::Internal => "internal",
+        }
+    }
+}
+
+/// The answer to a call, shaped for a model: failures are outcomes too, never panics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallOutcome {
+    /// The id of this call in the audit log.
+    pub call_id: String,
+    /// Text for the model: the tool's content, or what went wrong and what to try.
+    pub content: String,
+    /// Structured JSON, only on success and only when the tool returned it.
+    pub structured: Option<Value>,
+    /// Set on every failure; `error_kind` then says which.
+    pub is_error: bool,
+    /// Why the call failed.
+    pub error_kind: Option<ErrorKind>,
+}
