@@ -1,1 +1,31 @@
-fn main() {}
+//! The `toolhost` binary: parse flags, log to stderr, run the command, map errors to exit codes.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    // Logs go to stderr only: stdout belongs to results and, for `serve --stdio`, to MCP messages.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| EnvFilter::new("warn")))
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("toolhost: cannot start the async runtime: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    match runtime.block_on(cli.run()) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("toolhost: {:#}", f.error);
+            ExitCode::from(f.code)
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! The audit log: append-only JSONL, one record per finished call. It records; it never decides.
+//!
+//! Each line is one [`AuditRecord`], `"v"` first, every field present except `input`:
+//!
+//! ```text
+//! {"v":1,"call_id":"0190a5c4-7d2e-7b3a-9c1f-2f6f0e4b8a11","parent_id":"batch-7","origin":"mcp",
+//!  "ts_start":"2025-06-01T12:00:00.000123Z","ts_end":"2025-06-01T12:00:00.042123Z",
+//!  "tool":"fetch_url","plugin":"net-tools","input_sha256":"…64 hex digits…",
+//!  "decision":{"kind":"allowed","by":"rule allow: net.example.com"},
+//!  "coercions":["timeout: \"5\" -> 5"],"outcome":"ok","error_kind":null,"duration_us":42000,
+//!  "fuel_used":1250000,"peak_memory_bytes":2097152,"output_bytes":1024,"truncated":false}
+//! ```
+//!
+//! (shown wrapped; on disk it is one line: `audit/testdata/record.v1.jsonl` is the golden copy,
+//! refreshed with `BLESS=1`). Writers: [`AuditLog`]. Readers: [`read_records`], [`Filter`],
+//! [`summarize`], [`render_table`].
+
+mod reader;
+mod record;
+mod summary;
+mod writer;
+
+pub use self::reader::{Filter, ReadError, Records, read_records};
+pub use self::record::{
+    AuditRecord, Decision, Outcome, SCHEMA_VERSION, UnknownOutcome, canonical_json, input_sha256,
+};
+pub use self::summary::{Summary, ToolSummary, render_table, summarize};
+pub use self::writer::{AuditError, AuditLog, AuditOptions, OnFailure};
+
+#[cfg(test)]
+mod testdir {
+    use std::path::{Path, PathBuf};
+
+    /// A fresh directory under the system temp dir, removed on drop.
+    pub(super) struct TestDir(PathBuf);
+
+    impl TestDir {
+        pub(super) fn new() -> Self {
+            let path =
+                std::env::temp_dir().join(format!("toolhost-audit-{}", uuid::Uuid::new_v4()));
+            std::fs::create_dir_all(&path).unwrap();
+            Self(path)
+        }
+
+        pub(super) fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TestDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! The command line: flags in, one of the commands run, an exit code out.
+//!
+//! Exit codes: 0 success; 1 the call ran and returned an error result (or a plugin was rejected, for
+//! `inspect`); 2 bad usage or configuration; 3 anything else (I/O, the plugins folder, the audit log).
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use serde_json::Value;
+
+use toolhost::audit::{self, AuditLog, Filter};
+use toolhost::config::{Config, Overrides};
+use toolhost::exec::{ApprovalRequest, Approver, CallRequest, Pipeline};
+use toolhost::gate::Mode;
+use toolhost::registry::{PluginStatus, Registry};
+use toolhost::sandbox::{EngineOptions, Sandbox};
+use toolhost::server::ServeOptions;
+
+/// Hosts AI agent tools as sandboxed WebAssembly components.
+#[derive(Parser, Debug)]
+#[command(name = "toolhost", version, about)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Debug)]
+struct Global {
+    /// Plugins folder [default: ./plugins, or `plugins-dir` in the config].
+    #[arg(long, global = true, value_name = "DIR")]
+    plugins: Option<PathBuf>,
+    /// Config file [default: ./toolhost.toml when present].
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Global permission mode: plan, default, accept-edits or bypass.
+    #[arg(long, global = true, value_name = "MODE")]
+    mode: Option<Mode>,
+    /// Grant a plugin a directory, seen by the guest as ".": PLUGIN=PATH[:ro|:rw] (read-only by default).
+    #[arg(long = "dir", global = true, value_name = "PLUGIN=PATH[:rw]")]
+    dirs: Vec<String>,
+    /// Grant a plugin an env var: PLUGIN=NAME (passed through) or PLUGIN=NAME=VALUE.
+    #[arg(long = "env", global = true, value_name = "PLUGIN=NAME[=VALUE]")]
+    env: Vec<String>,
+    /// Audit log file [default: .toolhost/audit.jsonl next to the config].
+    #[arg(long, global = true, value_name = "FILE")]
+    audit: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the MCP daemon: on stdio by default, over Streamable HTTP with --http, or both.
+    Serve {
+        /// Serve MCP on stdin/stdout (the default when --http is not given).
+        #[arg(long)]
+        stdio: bool,
+        /// Serve Streamable HTTP at /mcp (with /health and /metrics) on ADDR
+        /// [default: `server.http` in the config, else 127.0.0.1:8750].
+        #[arg(long, value_name = "ADDR", num_args = 0..=1)]
+        http: Option<Option<String>>,
+        /// Do not reload plugins when the plugins folder changes.
+        #[arg(long)]
+        no_watch: bool,
+    },
+    /// List the tools, their plugin, hints and grants (and every rejected plugin with its reason).
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool and print its result; exits 1 when the result is an error.
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// The input object as JSON, or "-" to read it from stdin.
+        #[arg(long, short, default_value = "{}")]
+        input: String,
+        /// Print the whole outcome as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show what a component imports and exports, and whether it fits the contract.
+    Inspect {
+        /// The `.wasm` file.
+        file: PathBuf,
+    },
+    /// Read the audit log: matching records, or a per-tool summary.
+    Audit {
+        /// Only this tool.
+        #[arg(long)]
+        tool: Option<String>,
+        /// Only this outcome: ok, error or cancelled.
+        #[arg(long)]
+        outcome: Option<audit::Outcome>,
+        /// Only calls that started at or after this RFC 3339 time.
+        #[arg(long)]
+        since: Option<chrono::DateTime<chrono::Utc>>,
+        /// Only calls that started before this RFC 3339 time.
+        #[arg(long)]
+        until: Option<chrono::DateTime<chrono::Utc>>,
+        /// Print matching records as JSONL instead of the summary.
+        #[arg(long)]
+        records: bool,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// An error with the exit code it maps to.
+pub(crate) struct Failure {
+    pub(crate) code: u8,
+    pub(crate) error: anyhow::Error,
+}
+
+fn usage(error: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        code: 2,
+        error: error.into(),
+    }
+}
+
+fn other(error: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        code: 3,
+        error: error.into(),
+    }
+}
+
+impl Cli {
+    /// Run the command; `Ok(code)` for normal exits (0 or 1).
+    pub(crate) async fn run(self) -> Result<u8, Failure> {
+        let g = &self.global;
+        let overrides = Overrides {
+            plugins_dir: g.plugins.clone(),
+            mode: g.mode,
+            dirs: g.dirs.clone(),
+            env: g.env.clone(),
+            audit_path: g.audit.clone(),
+            http: match &self.command {
+                Command::Serve { http: Some(addr), .. } => addr.clone(),
+                _ => None,
+            },
+        };
+        let config = Config::load(g.config.as_deref(), &overrides).map_err(usage)?;
+        match self.command {
+            Command::Serve { stdio, http, no_watch } => {
+                let registry = Arc::new(open_registry(config.clone()).await?);
+                let audit = open_audit(&config)?;
+                let pipeline = Arc::new(Pipeline::new(registry, audit, config.server.max_concurrent_calls));
+                let options = ServeOptions {
+                    stdio: stdio || http.is_none(),
+                    http: http.is_some().then_some(config.server.http),
+                    server: config.server.clone(),
+                    hot_reload: !no_watch,
+                };
+                toolhost::server::serve(pipeline, options).await.map_err(other)?;
+                Ok(0)
+            }
+            Command::Inspect { file } => inspect(&config, &file),
+            Command::Audit {
+                tool,
+                outcome,
+                since,
+                until,
+                records,
+                json,
+            } => {
+                let filter = Filter {
+                    tool,
+                    outcome,
+                    since,
+                    until,
+                    ..Filter::default()
+                };
+                show_audit(&config, &filter, records, json)
+            }
+            Command::List { json } => {
+                let registry = open_registry(config).await?;
+                list(&registry, json)
+            }
+            Command::Call { tool, input, json } => {
+                let input = read_input(&input)?;
+                let registry = Arc::new(open_registry(config.clone()).await?);
+                let audit = open_audit(&config)?;
+                let pipeline = Pipeline::new(registry, audit, 1);
+                let approver: Option<Arc<dyn Approver>> = TtyApprover::open().map(|a| Arc::new(a) as _);
+                let outcome = pipeline
+                    .call(CallRequest {
+                        tool,
+                        input,
+                        origin: "cli",
+                        approver,
+                        ..CallRequest::default()
+                    })
+                    .await;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&outcome).map_err(other)?);
+                } else if outcome.is_error {
+                    eprintln!("{}", outcome.content);
+                } else {
+                    println!("{}", outcome.content);
+                }
+                Ok(u8::from(outcome.is_error))
+            }
+        }
+    }
+}
+
+async fn open_registry(config: Config) -> Result<Registry, Failure> {
+    let sandbox = Sandbox::new(&EngineOptions {
+        cache_dir: config.cache_dir.clone(),
+    })
+    .map_err(other)?;
+    Registry::open(Arc::new(sandbox), Arc::new(config))
+        .await
+        .map_err(other)
+}
+
+fn open_audit(config: &Config) -> Result<AuditLog, Failure> {
+    match &config.audit_path {
+        Some(path) => AuditLog::open(path, config.audit.clone()).map_err(other),
+        None => Ok(AuditLog::disabled()),
+    }
+}
+
+fn read_input(arg: &str) -> Result<Value, Failure> {
+    let text = if arg == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("cannot read the input from stdin")
+            .map_err(usage)?;
+        s
+    } else {
+        arg.to_string()
+    };
+    serde_json::from_str(&text)
+        .with_context(|| "the input is not valid JSON")
+        .map_err(usage)
+}
+
+fn list(registry: &Registry, json: bool) -> Result<u8, Failure> {
+    let catalog = registry.catalog();
+    let config = registry.config();
+    if json {
+        let tools: Vec<Value> = catalog
+            .tools
+            .values()
+            .map(|t| {
+                let p = &t.plugin.policy;
+                serde_json::json!({
+                    "name": t.spec.name,
+                    "plugin": t.plugin.name,
+                    "title": t.spec.title,
+                    "description": t.spec.description,
+                    "hints": t.spec.hints,
+                    "permission_subject": t.spec.permission_subject,
+                    "input_schema": t.spec.input_schema,
+                    "output_schema": t.spec.output_schema,
+                    "grants": {
+                        "dirs": p.grants.dirs.iter().map(|d| serde_json::json!({
+                            "host": d.host, "guest": d.guest, "read_only": d.read_only,
+                        })).collect::<Vec<_>>(),
+                        "env": p.grants.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                    },
+                })
+            })
+            .collect();
+        let out = serde_json::json!({ "tools": tools, "plugins": catalog.plugins });
+        println!("{}", serde_json::to_string_pretty(&out).map_err(other)?);
+        return Ok(0);
+    }
+    let mut out = String::new();
+    for t in catalog.tools.values() {
+        let h = t.spec.hints;
+        let hints: Vec<&str> = [
+            (h.read_only, "read-only"),
+            (h.destructive, "destructive"),
+            (h.idempotent, "idempotent"),
+            (h.open_world, "open-world"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+        let grants: Vec<String> = t
+            .plugin
+            .policy
+            .grants
+            .dirs
+            .iter()
+            .map(|d| format!("{}:{}", d.host.display(), if d.read_only { "ro" } else { "rw" }))
+            .chain(t.plugin.policy.grants.env.iter().map(|(k, _)| format!("env:{k}")))
+            .collect();
+        out.push_str(&format!(
+            "{:<20} {:<10} [{}] grants: {}\n    {}\n",
+            t.spec.name,
+            t.plugin.name,
+            hints.join(", "),
+            if grants.is_empty() { "none".into() } else { grants.join(", ") },
+            t.spec.description.lines().next().unwrap_or_default()
+        ));
+    }
+    for (name, status) in &catalog.plugins {
+        match status {
+            PluginStatus::Rejected { reason, .. } => {
+                out.push_str(&format!("plugin {name} rejected: {reason}\n"));
+            }
+            PluginStatus::Loaded { hidden, .. } => {
+                for (tool, owner) in hidden {
+                    out.push_str(&format!(
+                        "plugin {name}: tool {tool} hidden (plugin {owner} provides it; set a prefix)\n"
+                    ));
+                }
+            }
+        }
+    }
+    if catalog.tools.is_empty() {
+        out.push_str(&format!("no tools in {}\n", config.plugins_dir.display()));
+    }
+    print!("{out}");
+    Ok(0)
+}
+
+fn inspect(config: &Config, file: &std::path::Path) -> Result<u8, Failure> {
+    let bytes = std::fs::read(file)
+        .with_context(|| format!("cannot read {}", file.display()))
+        .map_err(usage)?;
+    let sandbox = Sandbox::new(&EngineOptions { cache_dir: None }).map_err(other)?;
+    let _ = config;
+    match sandbox.inspect(&bytes) {
+        Err(e) => {
+            println!("{}: {e}", file.display());
+            Ok(1)
+        }
+        Ok(i) => {
+            println!("{}", file.display());
+            println!("imports:");
+            for name in &i.imports {
+                println!("  {name}");
+            }
+            println!("exports:");
+            for name in &i.exports {
+                println!("  {name}");
+            }
+            match &i.problem {
+                None => {
+                    println!("fits the toolhost:plugin@0.1.0 contract");
+                    Ok(0)
+                }
+                Some(p) => {
+                    println!("does not load: {p}");
+                    Ok(1)
+                }
+            }
+        }
+    }
+}
+
+fn show_audit(config: &Config, filter: &Filter, records: bool, json: bool) -> Result<u8, Failure> {
+    let path = config
+        .audit_path
+        .as_ref()
+        .ok_or_else(|| usage(anyhow::anyhow!("the audit log is disabled in the config")))?;
+    let reader = audit::read_records(path).map_err(other)?;
+    let mut kept = Vec::new();
+    for r in reader {
+        match r {
+            Ok(rec) if filter.matches(&rec) => kept.push(rec),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("{e}"),
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    if records {
+        for r in &kept {
+            writeln!(out, "{}", serde_json::to_string(r).map_err(other)?).map_err(other)?;
+        }
+    } else {
+        let summary = audit::summarize(kept.iter());
+        if json {
+            writeln!(out, "{}", serde_json::to_string_pretty(&summary).map_err(other)?).map_err(other)?;
+        } else {
+            write!(out, "{}", audit::render_table(&summary)).map_err(other)?;
+        }
+    }
+    Ok(0)
+}
+
+/// Asks on the controlling terminal, so that `ask` rules work from a shell even when stdin is a pipe.
+struct TtyApprover {
+    tty: std::sync::Mutex<std::fs::File>,
+}
+
+impl TtyApprover {
+    fn open() -> Option<Self> {
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let tty = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty").ok()?;
+        Some(Self {
+            tty: std::sync::Mutex::new(tty),
+        })
+    }
+}
+
+impl Approver for TtyApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+        Box::pin(async move {
+            let Ok(mut tty) = self.tty.lock() else { return false };
+            let _ = write!(
+                tty,
+                "{}\nRun {} with {}? [y/N] ",
+                request.reason, request.tool, request.input
+            );
+            let mut answer = [0u8; 1];
+            matches!(tty.read(&mut answer), Ok(1) if answer[0] == b'y' || answer[0] == b'Y')
+        })
+    }
+}

@@ -1,0 +1,601 @@
+//! `toolhost.toml` and command-line overrides, turned into a validated, typed [`Config`].
+//!
+//! Two stages, as in ripgrep: serde reads the raw file ([`RawConfig`]), then [`Config::from_raw`] checks
+//! every value (directories exist, names are sane) and resolves relative paths against the config file's
+//! folder. Nothing here touches wasmtime; the sandbox gets plain [`Grants`] and [`Limits`].
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::audit::AuditOptions;
+use crate::gate::{InputLimits, Mode, PermissionConfig};
+use crate::sandbox::{DirGrant, Grants, Limits};
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has unknown or mistyped keys.
+    #[error("invalid config file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A value is out of range or refers to something that does not exist.
+    #[error("invalid setting `{key}`: {message}")]
+    Invalid {
+        /// The setting, e.g. `plugins.fs.dirs[0].host`.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+/// The file as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawConfig {
+    /// Where plugins are found, relative to the config file.
+    pub plugins_dir: Option<PathBuf>,
+    /// Global limits, the default for every plugin.
+    #[serde(default)]
+    pub limits: RawLimits,
+    /// Global permission mode and rules.
+    #[serde(default)]
+    pub permissions: PermissionConfig,
+    /// The audit log.
+    #[serde(default)]
+    pub audit: RawAudit,
+    /// The compile cache.
+    #[serde(default)]
+    pub cache: RawCache,
+    /// The daemon.
+    #[serde(default)]
+    pub server: RawServer,
+    /// Per-plugin grants, limits and rules, keyed by plugin name (the file stem).
+    #[serde(default)]
+    pub plugins: BTreeMap<String, RawPlugin>,
+}
+
+/// Limits as written; every field optional so that plugins inherit the global ones.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawLimits {
+    /// Wall-clock deadline of one call.
+    pub timeout_ms: Option<u64>,
+    /// Fuel for one call.
+    pub fuel: Option<u64>,
+    /// Guest memory, in MiB.
+    pub memory_mb: Option<u64>,
+    /// Result text kept before truncation, in KiB.
+    pub output_kb: Option<u64>,
+    /// Guest stdout/stderr kept per call, in KiB.
+    pub stdio_kb: Option<u64>,
+    /// Largest accepted input, in KiB.
+    pub max_input_kb: Option<u64>,
+    /// Deepest accepted input nesting.
+    pub max_input_depth: Option<usize>,
+}
+
+/// `[audit]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawAudit {
+    /// The JSONL file; relative to the config file. Default `.toolhost/audit.jsonl`.
+    pub path: Option<PathBuf>,
+    /// Turn the log off.
+    #[serde(default)]
+    pub disabled: bool,
+    /// Writer options.
+    #[serde(flatten)]
+    pub options: AuditOptions,
+}
+
+/// `[cache]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawCache {
+    /// Where compiled components are kept. Default `.toolhost/cache`.
+    pub dir: Option<PathBuf>,
+    /// Compile every time.
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+/// `[server]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawServer {
+    /// Address for Streamable HTTP, e.g. "127.0.0.1:8750".
+    pub http: Option<String>,
+    /// Extra allowed `Origin` values for browsers; loopback origins are always allowed.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Extra allowed `Host` values; loopback hosts are always allowed.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Name of the environment variable holding the bearer token for HTTP.
+    pub token_env: Option<String>,
+    /// Largest request body, in KiB.
+    pub max_body_kb: Option<u64>,
+    /// Longest time one HTTP request may take, in ms.
+    pub request_timeout_ms: Option<u64>,
+    /// Calls running at once; more are answered "busy".
+    pub max_concurrent_calls: Option<usize>,
+    /// How long shutdown waits for calls in flight, in ms.
+    pub shutdown_grace_ms: Option<u64>,
+}
+
+/// `[plugins.NAME]` as written.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawPlugin {
+    /// Directories to preopen.
+    #[serde(default)]
+    pub dirs: Vec<RawDir>,
+    /// Environment variables with literal values.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Names of daemon environment variables passed through.
+    #[serde(default)]
+    pub env_from_host: Vec<String>,
+    /// Prefix for every tool name of this plugin, to resolve name clashes.
+    pub prefix: Option<String>,
+    /// Limits overriding the global ones.
+    #[serde(default)]
+    pub limits: RawLimits,
+    /// Mode and rules for this plugin's tools (combined with the global ones; deny always wins).
+    pub permissions: Option<PermissionConfig>,
+    /// Skip this plugin.
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+/// One directory grant as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawDir {
+    /// Host path, relative to the config file.
+    pub host: PathBuf,
+    /// Guest path. Default ".", so relative guest paths resolve inside this directory.
+    pub guest: Option<String>,
+    /// "ro" (default) or "rw".
+    pub mode: Option<String>,
+}
+
+/// What a plugin may do and how far it may go, fully resolved.
+#[derive(Debug, Clone)]
+pub struct PluginPolicy {
+    /// Files and env.
+    pub grants: Grants,
+    /// Per-call sandbox limits.
+    pub limits: Limits,
+    /// Result text kept before truncation, in bytes.
+    pub output_bytes: usize,
+    /// Input size and depth bounds.
+    pub input: InputLimits,
+    /// Prefix added to each tool name.
+    pub prefix: String,
+    /// Plugin-level rules, if any.
+    pub permissions: Option<PermissionConfig>,
+    /// Whether the plugin is skipped.
+    pub disabled: bool,
+}
+
+/// Daemon settings, resolved.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Streamable HTTP address.
+    pub http: SocketAddr,
+    /// Allowed origins besides loopback ones.
+    pub allowed_origins: Vec<String>,
+    /// Allowed hosts besides loopback ones.
+    pub allowed_hosts: Vec<String>,
+    /// Bearer token required on HTTP, if set.
+    pub token: Option<String>,
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Longest time an HTTP request may take.
+    pub request_timeout: Duration,
+    /// Calls running at once.
+    pub max_concurrent_calls: usize,
+    /// Shutdown grace period.
+    pub shutdown_grace: Duration,
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where plugins are found.
+    pub plugins_dir: PathBuf,
+    /// The policy of a plugin that has no section of its own.
+    pub default_policy: PluginPolicy,
+    /// Per-plugin policies.
+    pub plugins: BTreeMap<String, PluginPolicy>,
+    /// Global mode and rules.
+    pub permissions: PermissionConfig,
+    /// The audit log file, unless disabled.
+    pub audit_path: Option<PathBuf>,
+    /// Audit writer options.
+    pub audit: AuditOptions,
+    /// Compile cache folder, unless disabled.
+    pub cache_dir: Option<PathBuf>,
+    /// Daemon settings.
+    pub server: ServerConfig,
+}
+
+/// Command-line overrides, applied after the file.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    /// `--plugins DIR`.
+    pub plugins_dir: Option<PathBuf>,
+    /// `--mode MODE`: the global permission mode.
+    pub mode: Option<Mode>,
+    /// `--dir PLUGIN=PATH[:ro|:rw]`, repeatable.
+    pub dirs: Vec<String>,
+    /// `--env PLUGIN=NAME[=VALUE]`, repeatable.
+    pub env: Vec<String>,
+    /// `--audit FILE`.
+    pub audit_path: Option<PathBuf>,
+    /// `--http ADDR`.
+    pub http: Option<String>,
+}
+
+impl Config {
+    /// Load `path` if given (an explicit path must exist), else `./toolhost.toml` if present, else defaults;
+    /// then apply the overrides.
+    pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<Self, ConfigError> {
+        let (raw, base) = match path {
+            Some(p) => (read(p)?, parent(p)),
+            None if Path::new("toolhost.toml").is_file() => {
+                (read(Path::new("toolhost.toml"))?, PathBuf::from("."))
+            }
+            None => (RawConfig::default(), PathBuf::from(".")),
+        };
+        Self::from_raw(raw, &base, overrides)
+    }
+
+    /// Validate a raw config whose relative paths are relative to `base`.
+    pub fn from_raw(mut raw: RawConfig, base: &Path, o: &Overrides) -> Result<Self, ConfigError> {
+        for spec in &o.dirs {
+            let (plugin, dir) = parse_dir_flag(spec)?;
+            raw.plugins.entry(plugin).or_default().dirs.push(dir);
+        }
+        for spec in &o.env {
+            let (plugin, rest) = spec
+                .split_once('=')
+                .ok_or_else(|| invalid("--env", format!("expected PLUGIN=NAME[=VALUE], got {spec:?}")))?;
+            let entry = raw.plugins.entry(plugin.to_string()).or_default();
+            match rest.split_once('=') {
+                Some((k, v)) => {
+                    entry.env.insert(k.to_string(), v.to_string());
+                }
+                None => entry.env_from_host.push(rest.to_string()),
+            }
+        }
+        if let Some(mode) = o.mode {
+            raw.permissions.mode = Some(mode);
+        }
+        // Flags are relative to the working directory, the file's values to the file's folder.
+        let plugins_dir = match &o.plugins_dir {
+            Some(p) => p.clone(),
+            None => base.join(raw.plugins_dir.as_deref().unwrap_or(Path::new("plugins"))),
+        };
+
+        let defaults = resolve_limits(&raw.limits, None, "limits")?;
+        let default_policy = PluginPolicy {
+            grants: Grants::default(),
+            limits: defaults.0,
+            output_bytes: defaults.1,
+            input: defaults.2,
+            prefix: String::new(),
+            permissions: None,
+            disabled: false,
+        };
+        let mut plugins = BTreeMap::new();
+        for (name, p) in &raw.plugins {
+            let key = format!("plugins.{name}");
+            let (limits, output_bytes, input) =
+                resolve_limits(&p.limits, Some(&default_policy), &format!("{key}.limits"))?;
+            let grants = resolve_grants(p, base, &key)?;
+            let prefix = p.prefix.clone().unwrap_or_default();
+            if !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+                return Err(invalid(format!("{key}.prefix"), "use only letters, digits, '_' and '-'"));
+            }
+            plugins.insert(
+                name.clone(),
+                PluginPolicy {
+                    grants,
+                    limits,
+                    output_bytes,
+                    input,
+                    prefix,
+                    permissions: p.permissions.clone(),
+                    disabled: p.disabled,
+                },
+            );
+        }
+
+        let audit_path = if raw.audit.disabled {
+            None
+        } else {
+            Some(match (&o.audit_path, &raw.audit.path) {
+                (Some(p), _) => p.clone(),
+                (None, Some(p)) => base.join(p),
+                (None, None) => base.join(".toolhost/audit.jsonl"),
+            })
+        };
+        let cache_dir = (!raw.cache.disabled).then(|| {
+            base.join(raw.cache.dir.as_deref().unwrap_or(Path::new(".toolhost/cache")))
+        });
+        let server = resolve_server(&raw.server, o)?;
+        Ok(Self {
+            plugins_dir,
+            default_policy,
+            plugins,
+            permissions: raw.permissions,
+            audit_path,
+            audit: raw.audit.options,
+            cache_dir,
+            server,
+        })
+    }
+
+    /// The policy for `plugin`: its own section, or the defaults (no grants).
+    pub fn policy(&self, plugin: &str) -> &PluginPolicy {
+        self.plugins.get(plugin).unwrap_or(&self.default_policy)
+    }
+}
+
+fn read(path: &Path) -> Result<RawConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.display().to_string(),
+        message: e.to_string().trim_end().to_string(),
+    })
+}
+
+fn parent(p: &Path) -> PathBuf {
+    match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// `PLUGIN=PATH[:ro|:rw]`; the guest sees PATH at ".".
+fn parse_dir_flag(spec: &str) -> Result<(String, RawDir), ConfigError> {
+    let (plugin, rest) = spec
+        .split_once('=')
+        .filter(|(p, r)| !p.is_empty() && !r.is_empty())
+        .ok_or_else(|| invalid("--dir", format!("expected PLUGIN=PATH[:ro|:rw], got {spec:?}")))?;
+    let (path, mode) = match rest.rsplit_once(':') {
+        Some((p, m @ ("ro" | "rw"))) => (p, Some(m.to_string())),
+        _ => (rest, None),
+    };
+    // Paths given on the command line are relative to the working directory: make them absolute.
+    let host = std::path::absolute(path).map_err(|e| invalid("--dir", e.to_string()))?;
+    Ok((
+        plugin.to_string(),
+        RawDir {
+            host,
+            guest: None,
+            mode,
+        },
+    ))
+}
+
+fn resolve_limits(
+    raw: &RawLimits,
+    parent: Option<&PluginPolicy>,
+    key: &str,
+) -> Result<(Limits, usize, InputLimits), ConfigError> {
+    let base = Limits::default();
+    let (mut limits, mut output, mut input) = match parent {
+        Some(p) => (p.limits, p.output_bytes, p.input),
+        None => (base, 256 << 10, InputLimits::default()),
+    };
+    let positive = |v: u64, field: &str| {
+        if v == 0 {
+            Err(invalid(format!("{key}.{field}"), "must be greater than 0"))
+        } else {
+            Ok(v)
+        }
+    };
+    if let Some(v) = raw.timeout_ms {
+        limits.timeout = Duration::from_millis(positive(v, "timeout-ms")?);
+    }
+    if let Some(v) = raw.fuel {
+        limits.fuel = positive(v, "fuel")?;
+    }
+    if let Some(v) = raw.memory_mb {
+        if !(1..=4096).contains(&v) {
+            return Err(invalid(format!("{key}.memory-mb"), "must be between 1 and 4096"));
+        }
+        limits.memory_bytes = (v as usize) << 20;
+    }
+    if let Some(v) = raw.stdio_kb {
+        limits.stdio_bytes = (v as usize) << 10;
+    }
+    if let Some(v) = raw.output_kb {
+        output = (positive(v, "output-kb")? as usize) << 10;
+    }
+    if let Some(v) = raw.max_input_kb {
+        input.max_bytes = (positive(v, "max-input-kb")? as usize) << 10;
+    }
+    if let Some(v) = raw.max_input_depth {
+        input.max_depth = positive(v as u64, "max-input-depth")? as usize;
+    }
+    Ok((limits, output, input))
+}
+
+fn resolve_grants(p: &RawPlugin, base: &Path, key: &str) -> Result<Grants, ConfigError> {
+    let mut grants = Grants::default();
+    for (i, d) in p.dirs.iter().enumerate() {
+        let k = format!("{key}.dirs[{i}]");
+        let host = base.join(&d.host);
+        if !host.is_dir() {
+            return Err(invalid(
+                format!("{k}.host"),
+                format!("{} is not an existing directory", host.display()),
+            ));
+        }
+        let read_only = match d.mode.as_deref() {
+            None | Some("ro") => true,
+            Some("rw") => false,
+            Some(other) => {
+                return Err(invalid(format!("{k}.mode"), format!("{other:?} is neither \"ro\" nor \"rw\"")));
+            }
+        };
+        let guest = d.guest.clone().unwrap_or_else(|| ".".into());
+        if guest.is_empty() || guest.contains('\0') {
+            return Err(invalid(format!("{k}.guest"), "must be a non-empty path"));
+        }
+        if grants.dirs.iter().any(|g: &DirGrant| g.guest == guest) {
+            return Err(invalid(
+                format!("{k}.guest"),
+                format!("{guest:?} is already mounted; give each directory its own guest path"),
+            ));
+        }
+        grants.dirs.push(DirGrant {
+            host,
+            guest,
+            read_only,
+        });
+    }
+    let valid_name = |k: &str| !k.is_empty() && !k.contains('=') && !k.contains('\0');
+    for (k, v) in &p.env {
+        if !valid_name(k) || v.contains('\0') {
+            return Err(invalid(format!("{key}.env.{k}"), "not a valid environment variable"));
+        }
+        grants.env.push((k.clone(), v.clone()));
+    }
+    for k in &p.env_from_host {
+        let v = std::env::var(k).map_err(|_| {
+            invalid(
+                format!("{key}.env-from-host"),
+                format!("{k} is not set (or not UTF-8) in the daemon's environment"),
+            )
+        })?;
+        grants.env.push((k.clone(), v));
+    }
+    Ok(grants)
+}
+
+fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerConfig, ConfigError> {
+    let http_text = o
+        .http
+        .clone()
+        .or_else(|| raw.http.clone())
+        .unwrap_or_else(|| "127.0.0.1:8750".into());
+    let http: SocketAddr = http_text
+        .parse()
+        .map_err(|e| invalid("server.http", format!("{http_text:?}: {e}")))?;
+    let token = match &raw.token_env {
+        Some(var) => Some(std::env::var(var).map_err(|_| {
+            invalid("server.token-env", format!("{var} is not set in the daemon's environment"))
+        })?),
+        None => None,
+    };
+    if token.is_none() && !http.ip().is_loopback() {
+        return Err(invalid(
+            "server.http",
+            format!(
+                "{http} is reachable beyond this machine; set `server.token-env` to require a bearer token"
+            ),
+        ));
+    }
+    let max_concurrent_calls = raw.max_concurrent_calls.unwrap_or(64);
+    if max_concurrent_calls == 0 {
+        return Err(invalid("server.max-concurrent-calls", "must be greater than 0"));
+    }
+    Ok(ServerConfig {
+        http,
+        allowed_origins: raw.allowed_origins.clone(),
+        allowed_hosts: raw.allowed_hosts.clone(),
+        token,
+        max_body_bytes: (raw.max_body_kb.unwrap_or(4096) as usize) << 10,
+        request_timeout: Duration::from_millis(raw.request_timeout_ms.unwrap_or(300_000)),
+        max_concurrent_calls,
+        shutdown_grace: Duration::from_millis(raw.shutdown_grace_ms.unwrap_or(5_000)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: "t".into(),
+            message: e.to_string(),
+        })?;
+        Config::from_raw(raw, Path::new("."), &Overrides::default())
+    }
+
+    #[test]
+    fn empty_config_grants_nothing() {
+        let c = parse("").unwrap();
+        let p = c.policy("anything");
+        assert!(p.grants.dirs.is_empty() && p.grants.env.is_empty());
+        assert_eq!(c.plugins_dir, Path::new("./plugins"));
+    }
+
+    #[test]
+    fn plugin_limits_inherit_and_override_globals() {
+        let c = parse("[limits]\ntimeout-ms = 1000\nmemory-mb = 64\n[plugins.a.limits]\nmemory-mb = 8\n").unwrap();
+        let a = c.policy("a");
+        assert_eq!(a.limits.timeout, Duration::from_millis(1000));
+        assert_eq!(a.limits.memory_bytes, 8 << 20);
+        assert_eq!(c.policy("b").limits.memory_bytes, 64 << 20);
+    }
+
+    #[test]
+    fn rejects_unknown_keys_with_position() {
+        let e = parse("[limits]\ntimeout = 3\n").unwrap_err().to_string();
+        assert!(e.contains("unknown field `timeout`"), "{e}");
+    }
+
+    #[test]
+    fn rejects_missing_dir_and_bad_mode() {
+        let e = parse("[plugins.fs]\ndirs = [{ host = \"/no/such/dir\" }]\n").unwrap_err().to_string();
+        assert!(e.contains("plugins.fs.dirs[0].host") && e.contains("not an existing directory"), "{e}");
+        let e = parse("[plugins.fs]\ndirs = [{ host = \".\", mode = \"rwx\" }]\n").unwrap_err().to_string();
+        assert!(e.contains("neither \"ro\" nor \"rw\""), "{e}");
+    }
+
+    #[test]
+    fn refuses_public_http_without_token() {
+        let e = parse("[server]\nhttp = \"0.0.0.0:8750\"\n").unwrap_err().to_string();
+        assert!(e.contains("token-env"), "{e}");
+    }
+
+    #[test]
+    fn dir_flag_parses_mode() {
+        let (p, d) = parse_dir_flag("fs=/tmp:rw").unwrap();
+        assert_eq!((p.as_str(), d.mode.as_deref()), ("fs", Some("rw")));
+        assert!(parse_dir_flag("fs").is_err());
+    }
+}

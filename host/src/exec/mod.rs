@@ -1,0 +1,12 @@
+//! The one path every call takes: find -> validate -> gate -> execute -> shape -> record.
+//! Front ends (CLI, MCP, batch API) build a [`CallRequest`] and get a [`CallOutcome`]; they never reach
+//! past this module into the sandbox or the gate.
+
+mod pipeline;
+mod shape;
+mod types;
+
+pub use self::pipeline::Pipeline;
+pub use self::types::{
+    ApprovalRequest, Approver, CallOutcome, CallRequest, ErrorKind, Progress, ProgressSink,
+};

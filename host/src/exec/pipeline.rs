@@ -1,0 +1,301 @@
+//! The pipeline: find -> validate -> gate -> execute -> shape -> record, for every call from every front end.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use super::shape;
+use super::types::{ApprovalRequest, CallOutcome, CallRequest, ErrorKind};
+use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
+use crate::gate::Decision;
+use crate::registry::{Catalog, Registry, Tool};
+use crate::sandbox::{GuestError, RunError};
+use crate::stats::Stats;
+
+/// Runs calls. Shared by every front end (`Arc<Pipeline>`); all methods take `&self`.
+pub struct Pipeline {
+    registry: Arc<Registry>,
+    audit: AuditLog,
+    stats: Stats,
+    slots: Arc<Semaphore>,
+    max_calls: usize,
+}
+
+/// What a finished stage hands to the recorder.
+struct Finished {
+    outcome: CallOutcome,
+    fuel: Option<u64>,
+    peak_memory: Option<u64>,
+    truncated: bool,
+}
+
+impl Pipeline {
+    /// A pipeline over `registry`, recording to `audit`, running at most `max_calls` calls at once.
+    pub fn new(registry: Arc<Registry>, audit: AuditLog, max_calls: usize) -> Self {
+        Self {
+            registry,
+            audit,
+            stats: Stats::new(),
+            slots: Arc::new(Semaphore::new(max_calls)),
+            max_calls,
+        }
+    }
+
+    /// The registry whose tools this pipeline serves.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The current tools.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.registry.catalog()
+    }
+
+    /// Live per-tool statistics.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The audit log.
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    /// Calls running right now.
+    pub fn running(&self) -> usize {
+        self.max_calls - self.slots.available_permits()
+    }
+
+    /// Run one call through every stage. Never panics on bad input or a bad plugin: every failure is an
+    /// outcome with `is_error` set, and every call leaves exactly one audit record.
+    pub async fn call(&self, req: CallRequest) -> CallOutcome {
+        let started = Instant::now();
+        let call_id = AuditRecord::new_call_id();
+        let mut record = self.audit.begin(&call_id, req.origin, &req.tool, &req.input);
+        record.parent_id = req.parent_id.clone();
+        let finished = self.run(&req, &call_id, &mut record).await;
+        let elapsed = started.elapsed();
+        let kind = finished.outcome.error_kind;
+        record.fuel_used = finished.fuel;
+        record.peak_memory_bytes = finished.peak_memory;
+        record.output_bytes = finished.outcome.content.len() as u64;
+        record.truncated = finished.truncated;
+        record.finish(kind, elapsed);
+        let _ = self.audit.write(&record); // failures are logged by the writer; `run` refuses when configured to
+        self.stats.record(&req.tool, kind.map_or(Ok(()), Err), elapsed, finished.fuel);
+        finished.outcome
+    }
+
+    async fn run(&self, req: &CallRequest, call_id: &str, record: &mut AuditRecord) -> Finished {
+        let fail = |kind: ErrorKind, content: String| Finished {
+            outcome: error(call_id, kind, content),
+            fuel: None,
+            peak_memory: None,
+            truncated: false,
+        };
+        if self.audit.refuses_on_failure() && self.audit.is_failing() {
+            return fail(
+                ErrorKind::AuditUnavailable,
+                "toolhost cannot write its audit log and is configured to refuse unaudited calls. \
+                 An operator must fix the audit log; retrying now will fail the same way."
+                    .into(),
+            );
+        }
+        if req.cancel.is_cancelled() {
+            return fail(ErrorKind::Cancelled, format!("The call to '{}' was cancelled.", req.tool));
+        }
+
+        // Find.
+        let catalog = self.registry.catalog();
+        let Some(tool) = catalog.get(&req.tool).cloned() else {
+            return fail(ErrorKind::UnknownTool, shape::unknown_tool(&req.tool, catalog.tools.keys()));
+        };
+        drop(catalog);
+        let plugin = &tool.plugin;
+        record.plugin = Some(plugin.name.clone());
+
+        // Validate.
+        let validated = match tool.input.check(&tool.spec.name, req.input.clone(), &plugin.policy.input) {
+            Ok(v) => v,
+            Err(e) => return fail(ErrorKind::InvalidInput, e.to_string()),
+        };
+        record.coercions = validated.coercions.iter().map(ToString::to_string).collect();
+        let input = validated.input;
+
+        // Gate.
+        let decision = plugin.permissions.decide(&tool.spec, &input);
+        let by = match decision.rule() {
+            Some(rule) => format!("rule {rule}"),
+            None => decision.reason().to_string(),
+        };
+        match &decision {
+            Decision::Allow { .. } => record.decision = AuditDecision::Allowed { by },
+            Decision::Deny { reason, .. } => {
+                record.decision = AuditDecision::Denied { by };
+                return fail(ErrorKind::Denied, format!("Permission denied for '{}': {reason}", tool.spec.name));
+            }
+            Decision::Ask { reason, .. } => {
+                let Some(approver) = &req.approver else {
+                    record.decision = AuditDecision::Denied {
+                        by: format!("{by} (no approver)"),
+                    };
+                    let message = decision.unapproved_message().unwrap_or_default();
+                    return fail(ErrorKind::Denied, format!("Permission denied: {message}"));
+                };
+                let request = ApprovalRequest {
+                    tool: tool.spec.name.clone(),
+                    plugin: plugin.name.clone(),
+                    input: input.clone(),
+                    reason: reason.clone(),
+                };
+                let answer = tokio::select! {
+                    a = approver.approve(&request) => Some(a),
+                    () = req.cancel.cancelled() => None,
+                };
+                let Some(answer) = answer else {
+                    return fail(ErrorKind::Cancelled, format!("The call to '{}' was cancelled.", tool.spec.name));
+                };
+                record.decision = AuditDecision::Asked { answer };
+                if !answer {
+                    return fail(
+                        ErrorKind::Denied,
+                        format!("Permission denied for '{}': the user declined the call.", tool.spec.name),
+                    );
+                }
+            }
+        }
+
+        // Execute.
+        let Ok(_slot) = self.slots.clone().try_acquire_owned() else {
+            return fail(
+                ErrorKind::Busy,
+                format!(
+                    "toolhost is busy ({} calls running, the configured maximum); try again shortly.",
+                    self.max_calls
+                ),
+            );
+        };
+        self.execute(&tool, input, req, call_id).await
+    }
+
+    async fn execute(&self, tool: &Tool, input: Value, req: &CallRequest, call_id: &str) -> Finished {
+        let plugin = &tool.plugin;
+        let input_text = input.to_string();
+        let report = self
+            .registry
+            .sandbox()
+            .call(
+                &plugin.component,
+                &plugin.name,
+                &plugin.policy.grants,
+                &plugin.policy.limits,
+                &tool.guest_name,
+                &input_text,
+                req.progress.clone(),
+                &req.cancel,
+            )
+            .await;
+        if !report.stderr.is_empty() || !report.stdout.is_empty() {
+            tracing::debug!(plugin = %plugin.name, call_id, stdout = %report.stdout, stderr = %report.stderr,
+                dropped = report.stdio_dropped, "guest output");
+        }
+        let (fuel, peak_memory) = (Some(report.fuel_used), Some(report.peak_memory));
+        let name = &tool.spec.name;
+        let (outcome, truncated) = match report.result {
+            Ok(Ok(out)) => self.shape_success(tool, out.content, out.structured, call_id),
+            Ok(Err(GuestError::InvalidInput(m))) => (
+                error(call_id, ErrorKind::InvalidInput, format!("Invalid input for tool '{name}':\n- {m}")),
+                false,
+            ),
+            Ok(Err(GuestError::Failed(m))) => {
+                let mut text = format!("Tool '{name}' failed: {m}");
+                let cut = shape::truncate(&mut text, plugin.policy.output_bytes);
+                (error(call_id, ErrorKind::ToolFailed, text), cut)
+            }
+            Err(e) => {
+                let kind = match &e {
+                    RunError::Timeout(_) => ErrorKind::Timeout,
+                    RunError::OutOfFuel(_) => ErrorKind::OutOfFuel,
+                    RunError::MemoryLimit { .. } => ErrorKind::MemoryLimit,
+                    RunError::Trap(_) => ErrorKind::Trap,
+                    RunError::Cancelled => ErrorKind::Cancelled,
+                    RunError::Setup(_) => ErrorKind::Internal,
+                };
+                if kind == ErrorKind::Internal {
+                    tracing::error!(plugin = %plugin.name, call_id, "{e}");
+                }
+                (error(call_id, kind, shape::run_error(name, &e)), false)
+            }
+        };
+        Finished {
+            outcome,
+            fuel,
+            peak_memory,
+            truncated,
+        }
+    }
+
+    fn shape_success(
+        &self,
+        tool: &Tool,
+        mut content: String,
+        structured: Option<String>,
+        call_id: &str,
+    ) -> (CallOutcome, bool) {
+        let name = &tool.spec.name;
+        let limit = tool.plugin.policy.output_bytes;
+        let structured = match structured {
+            None if tool.output.is_some() => {
+                let msg = format!("Tool '{name}' declares an output schema but returned no structured output.");
+                return (error(call_id, ErrorKind::BadOutput, msg), false);
+            }
+            None => None,
+            Some(text) if text.len() > limit => {
+                content.push_str(&format!(
+                    "\n\n[structured output of {} bytes omitted: the limit is {limit} bytes]",
+                    text.len()
+                ));
+                None
+            }
+            Some(text) => match serde_json::from_str::<Value>(&text) {
+                Err(e) => {
+                    let msg = format!("Tool '{name}' returned structured output that is not valid JSON: {e}");
+                    return (error(call_id, ErrorKind::BadOutput, msg), false);
+                }
+                Ok(v) => {
+                    if let Some(schema) = &tool.output {
+                        if let Err(e) = schema.check(&v) {
+                            let msg = format!(
+                                "Tool '{name}' returned structured output that does not match its output schema:\n- {}",
+                                e.problems().join("\n- ")
+                            );
+                            return (error(call_id, ErrorKind::BadOutput, msg), false);
+                        }
+                    }
+                    Some(v)
+                }
+            },
+        };
+        let truncated = shape::truncate(&mut content, limit);
+        let outcome = CallOutcome {
+            call_id: call_id.to_string(),
+            content,
+            structured,
+            is_error: false,
+            error_kind: None,
+        };
+        (outcome, truncated)
+    }
+}
+
+fn error(call_id: &str, kind: ErrorKind, content: String) -> CallOutcome {
+    CallOutcome {
+        call_id: call_id.to_string(),
+        content,
+        structured: None,
+        is_error: true,
+        error_kind: Some(kind),
+    }
+}

@@ -1,0 +1,17 @@
+//! The gate every call passes before it runs: its input is checked against the tool's JSON Schema
+//! (and safely coerced), then the permission rules decide whether it runs, needs approval, or not.
+//! Pure code: no wasmtime, no I/O, no clock; the pipeline in `exec` calls it and acts on the answer.
+
+mod coerce;
+mod limits;
+mod permission;
+mod rule;
+mod validate;
+
+pub use self::coerce::Coercion;
+pub use self::limits::InputLimits;
+pub use self::permission::{Decision, MatchedRule, Mode, PermissionConfig, Permissions, UnknownMode};
+pub use self::rule::{Rule, RuleError, RuleKind, RuleProblem, Scope};
+pub use self::validate::{
+    InputValidator, InvalidInput, InvalidOutput, OutputValidator, SchemaError, Validated,
+};

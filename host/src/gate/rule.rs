@@ -1,0 +1,731 @@
+//! Permission rules: parse `TOOL` / `TOOL(PATTERN)` and match one against a call's tool and subject.
+//! Pure string work: knows nothing of modes, of rule lists, or of the order in which rules apply.
+//!
+//! # Matching
+//!
+//! `TOOL` is a tool name; `*` in it matches any run of characters (`fs_*`). A rule without a
+//! pattern matches every call of the tool.
+//!
+//! `PATTERN` is a glob matched against the call's *subject*: the input value at the tool's
+//! `permission_subject` JSON pointer. A string subject is used as given; a number or boolean by its
+//! JSON text (`42`, `true`). A rule with a pattern never matches a tool without a permission subject,
+//! nor an input whose subject is missing, `null`, an array or an object. `\` escapes a glob
+//! metacharacter; `tool()` matches only the empty string.
+//!
+//! A pattern is a *path pattern* unless it is empty, contains `://`, or contains whitespace without
+//! starting with `/`, `./`, `../` or `~/`. So `./src/**`, `src/*.rs`, `*.md`, `.env`, `make*` and
+//! `./My Documents/**` are path patterns; `git commit*`, `npm run *` and `https://example.com/*` are
+//! *plain patterns*. Start a pattern with `./` to make sure it is read as a path.
+//!
+//! - Plain patterns match the subject as given, and their `*` matches any characters, `/` and
+//!   newlines included: `shell(git commit*)` also matches `git commit -m x && rm -rf ~`.
+//! - Path patterns and the subject are first normalised lexically (no file system access, no `~`
+//!   expansion): empty and `.` segments are dropped, `..` removes the segment before it, a trailing
+//!   `/` is dropped. `./src/x.rs`, `src//x.rs` and `src/a/../x.rs` all become `src/x.rs`;
+//!   `src/../../etc` becomes `../etc`; `/..` stays `/`. In a path pattern `*` and `?` stay within
+//!   one segment and `**` crosses segments. `..` may appear only at the start of a relative or `~`
+//!   pattern.
+//! - A path is *anchored* at `/` (absolute), at `~` (home) or at the working directory (relative),
+//!   and may climb out of its anchor with leading `..` segments. An **allow** rule's path pattern
+//!   matches only paths with the same anchor that climb exactly as far: `./src/**` matches
+//!   `src/x.rs` but neither `/src/x.rs` nor `src/../../etc/passwd` (`../etc/passwd`), and `**`
+//!   matches only paths that stay inside the working directory. **Deny** and **ask** rules, which
+//!   restrict, match more widely: their glob is applied to the whole normalised path, so
+//!   `deny = ["read_file(**/.env)"]` also catches `/home/u/.env` and `../.env`.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::str::FromStr;
+
+use globset::{Candidate, GlobBuilder, GlobMatcher};
+use serde::Serialize;
+use serde_json::Value;
+
+/// One permission rule: `TOOL` or `TOOL(PATTERN)`; see the module docs for how it matches.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    text: String,
+    tool: ToolMatcher,
+    pattern: Option<Pattern>,
+}
+
+#[derive(Debug, Clone)]
+enum ToolMatcher {
+    Name(String),
+    Glob(GlobMatcher),
+}
+
+#[derive(Debug, Clone)]
+enum Pattern {
+    /// Matched against the subject as given.
+    Plain(GlobMatcher),
+    /// Matched against the normalised subject path.
+    Path {
+        anchor: Anchor,
+        up: usize,
+        /// Glob over the segments after the anchor and the leading `..`s (allow rules).
+        rest: GlobMatcher,
+        /// Glob over the whole normalised path (deny and ask rules).
+        full: GlobMatcher,
+    },
+}
+
+/// How far a rule should reach: permissive rules narrowly, restrictive rules widely.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// For allow rules: a path must share the pattern's anchor and climb exactly as far.
+    Narrow,
+    /// For deny and ask rules: the glob alone decides, over the whole normalised path.
+    Wide,
+}
+
+/// Why a rule string was rejected, with the rule and the list it came from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {}rule {rule:?}{}: {problem}",
+    .list.map(|l| format!("{l} ")).unwrap_or_default(),
+    .scope.map(|s| format!(" ({s} policy)")).unwrap_or_default())]
+pub struct RuleError {
+    /// The rule as written.
+    pub rule: String,
+    /// The list the rule was in (`allow`, `ask`, `deny`), when known.
+    pub list: Option<RuleKind>,
+    /// The policy the rule was in, when known.
+    pub scope: Option<Scope>,
+    /// What is wrong with it.
+    pub problem: RuleProblem,
+}
+
+/// What is wrong with a rule string.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuleProblem {
+    /// `tool(pattern` without the closing parenthesis.
+    #[error("missing ')'")]
+    MissingParen,
+    /// A `)` with no `(` before it.
+    #[error("')' without '('")]
+    UnopenedParen,
+    /// Nothing before `(`, or an empty rule.
+    #[error("empty tool name")]
+    EmptyTool,
+    /// A character that no tool name contains.
+    #[error("{0:?} cannot appear in a tool name (letters, digits, '_', '-', and '*' as a wildcard)")]
+    ToolChar(char),
+    /// The pattern is not a valid glob.
+    #[error("bad glob {glob:?}: {message}")]
+    Glob {
+        /// The glob as given to the glob compiler.
+        glob: String,
+        /// The glob compiler's complaint.
+        message: String,
+    },
+    /// `..` after a normal segment, or in an absolute pattern.
+    #[error("'..' may appear only at the start of a relative or '~' path pattern")]
+    InnerParent,
+}
+
+/// Which list a rule belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuleKind {
+    /// Calls it matches run without asking.
+    Allow,
+    /// Calls it matches need approval.
+    Ask,
+    /// Calls it matches never run.
+    Deny,
+}
+
+impl fmt::Display for RuleKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        })
+    }
+}
+
+/// Which policy a rule came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// The global `[permissions]` of toolhost.toml.
+    Global,
+    /// The policy of the tool's plugin.
+    Plugin,
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Global => "global",
+            Self::Plugin => "plugin",
+        })
+    }
+}
+
+impl FromStr for Rule {
+    type Err = RuleError;
+
+    fn from_str(text: &str) -> Result<Self, RuleError> {
+        let fail = |problem| RuleError {
+            rule: text.to_owned(),
+            list: None,
+            scope: None,
+            problem,
+        };
+        let (tool, pattern) = match text.find('(') {
+            None => (text, None),
+            Some(open) => {
+                let inner = text[open + 1..]
+                    .strip_suffix(')')
+                    .ok_or_else(|| fail(RuleProblem::MissingParen))?;
+                (&text[..open], Some(inner))
+            }
+        };
+        let tool = parse_tool(tool).map_err(fail)?;
+        let pattern = pattern.map(parse_pattern).transpose().map_err(fail)?;
+        Ok(Self {
+            text: text.to_owned(),
+            tool,
+            pattern,
+        })
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Rule {
+    /// The rule as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the rule matches a call of `tool` whose subject is `subject`.
+    pub(super) fn matches(&self, tool: &str, subject: &Subject<'_>, reach: Reach) -> bool {
+        let tool_matches = match &self.tool {
+            ToolMatcher::Name(name) => name == tool,
+            ToolMatcher::Glob(glob) => is_match(glob, tool),
+        };
+        if !tool_matches {
+            return false;
+        }
+        let Some(pattern) = &self.pattern else {
+            return true;
+        };
+        let Some(raw) = subject.raw.as_deref() else {
+            return false;
+        };
+        match pattern {
+            Pattern::Plain(glob) => is_match(glob, raw),
+            Pattern::Path {
+                anchor,
+                up,
+                rest,
+                full,
+            } => {
+                let path = subject.path();
+                match reach {
+                    Reach::Narrow => {
+                        path.anchor == *anchor && path.up == *up && is_match(rest, &path.rest)
+                    }
+                    Reach::Wide => is_match(full, &path.to_string()),
+                }
+            }
+        }
+    }
+}
+
+/// The subject of one call, normalised as a path at most once however many rules look at it.
+#[derive(Debug)]
+pub(super) struct Subject<'a> {
+    raw: Option<Cow<'a, str>>,
+    path: std::cell::OnceCell<NormalPath>,
+}
+
+impl<'a> Subject<'a> {
+    /// The value at `pointer` in `input`: strings as given, numbers and booleans as JSON text.
+    pub(super) fn of(input: &'a Value, pointer: Option<&str>) -> Self {
+        let raw = pointer
+            .and_then(|p| input.pointer(p))
+            .and_then(|v| match v {
+                Value::String(s) => Some(Cow::Borrowed(s.as_str())),
+                Value::Number(n) => Some(Cow::Owned(n.to_string())),
+                Value::Bool(b) => Some(Cow::Owned(b.to_string())),
+                Value::Null | Value::Array(_) | Value::Object(_) => None,
+            });
+        Self {
+            raw,
+            path: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The subject text, when there is one.
+    pub(super) fn text(&self) -> Option<&str> {
+        self.raw.as_deref()
+    }
+
+    fn path(&self) -> &NormalPath {
+        self.path
+            .get_or_init(|| NormalPath::of_value(self.raw.as_deref().unwrap_or_default()))
+    }
+}
+
+/// The narrowest rule that allows exactly this call: `tool` without a subject, else
+/// `tool(subject)` with glob metacharacters escaped and paths normalised (written `./like/this` when
+/// the `./` is needed or was given).
+pub(super) fn suggest(tool: &str, subject: &Subject<'_>) -> String {
+    let Some(raw) = subject.text() else {
+        return tool.to_owned();
+    };
+    let literal = escape_glob(raw);
+    if !is_path_pattern(&literal) {
+        return format!("{tool}({literal})");
+    }
+    let path = subject.path();
+    let text = if path.anchor != Anchor::Relative || path.up > 0 {
+        path.to_string()
+    } else if path.rest.is_empty() {
+        ".".to_owned()
+    } else if raw.starts_with("./")
+        || path.rest == "~"
+        || path.rest.contains(|c: char| c == '/' || c.is_whitespace())
+    {
+        format!("./{}", path.rest)
+    } else {
+        path.rest.clone()
+    };
+    format!("{tool}({})", escape_glob(&text))
+}
+
+fn parse_tool(tool: &str) -> Result<ToolMatcher, RuleProblem> {
+    if tool.is_empty() {
+        return Err(RuleProblem::EmptyTool);
+    }
+    if tool.contains(')') {
+        return Err(RuleProblem::UnopenedParen);
+    }
+    if let Some(c) = tool
+        .chars()
+        .find(|&c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '*')))
+    {
+        return Err(RuleProblem::ToolChar(c));
+    }
+    if tool.contains('*') {
+        Ok(ToolMatcher::Glob(compile_glob(tool, false)?))
+    } else {
+        Ok(ToolMatcher::Name(tool.to_owned()))
+    }
+}
+
+fn parse_pattern(pattern: &str) -> Result<Pattern, RuleProblem> {
+    if !is_path_pattern(pattern) {
+        return Ok(Pattern::Plain(compile_glob(pattern, false)?));
+    }
+    let path = NormalPath::of_pattern(pattern)?;
+    Ok(Pattern::Path {
+        anchor: path.anchor,
+        up: path.up,
+        rest: compile_glob(&path.rest, true)?,
+        full: compile_glob(&path.to_string(), true)?,
+    })
+}
+
+/// Whether `pattern` is matched as a path; see the module docs.
+fn is_path_pattern(pattern: &str) -> bool {
+    let anchored = matches!(pattern, "." | ".." | "~")
+        || ["/", "./", "../", "~/"]
+            .iter()
+            .any(|prefix| pattern.starts_with(prefix));
+    !pattern.is_empty()
+        && !pattern.contains("://")
+        && (anchored || !pattern.chars().any(char::is_whitespace))
+}
+
+fn compile_glob(glob: &str, path: bool) -> Result<GlobMatcher, RuleProblem> {
+    GlobBuilder::new(glob)
+        .literal_separator(path)
+        .backslash_escape(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| RuleProblem::Glob {
+            glob: glob.to_owned(),
+            message: e.kind().to_string(),
+        })
+}
+
+fn is_match(glob: &GlobMatcher, text: &str) -> bool {
+    glob.is_match_candidate(&Candidate::from_bytes(text.as_bytes()))
+}
+
+fn escape_glob(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '\\' | '*' | '?' | '[' | ']' | '{' | '}') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Where a path starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Anchor {
+    /// The working directory.
+    Relative,
+    /// `/`.
+    Root,
+    /// `~`.
+    Home,
+}
+
+/// A lexically normalised path: an anchor, how many `..` climb out of it, then plain segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct NormalPath {
+    anchor: Anchor,
+    up: usize,
+    /// The remaining segments joined by `/`; never contains `.`, `..` or empty segments.
+    rest: String,
+}
+
+impl NormalPath {
+    fn of_value(path: &str) -> Self {
+        let (anchor, tail) = split_anchor(path);
+        let mut up = 0;
+        let mut segments: Vec<&str> = Vec::new();
+        for segment in tail.split('/') {
+            match segment {
+                "" | "." => {}
+                ".." => {
+                    if segments.pop().is_none() && anchor != Anchor::Root {
+                        up += 1;
+                    }
+                }
+                _ => segments.push(segment),
+            }
+        }
+        Self {
+            anchor,
+            up,
+            rest: segments.join("/"),
+        }
+    }
+
+    fn of_pattern(pattern: &str) -> Result<Self, RuleProblem> {
+        let (anchor, tail) = split_anchor(pattern);
+        let mut up = 0;
+        let mut segments: Vec<&str> = Vec::new();
+        for segment in tail.split('/') {
+            match segment {
+                "" | "." => {}
+                ".." if segments.is_empty() && anchor != Anchor::Root => up += 1,
+                ".." => return Err(RuleProblem::InnerParent),
+                _ => segments.push(segment),
+            }
+        }
+        Ok(Self {
+            anchor,
+            up,
+            rest: segments.join("/"),
+        })
+    }
+}
+
+fn split_anchor(path: &str) -> (Anchor, &str) {
+    if let Some(tail) = path.strip_prefix('/') {
+        (Anchor::Root, tail)
+    } else if path == "~" {
+        (Anchor::Home, "")
+    } else if let Some(tail) = path.strip_prefix("~/") {
+        (Anchor::Home, tail)
+    } else {
+        (Anchor::Relative, path)
+    }
+}
+
+impl fmt::Display for NormalPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<&str> = Vec::with_capacity(self.up + 2);
+        match self.anchor {
+            Anchor::Relative => {}
+            Anchor::Root => parts.push(""),
+            Anchor::Home => parts.push("~"),
+        }
+        parts.extend(std::iter::repeat_n("..", self.up));
+        if !self.rest.is_empty() {
+            parts.push(&self.rest);
+        }
+        match (self.anchor, parts.as_slice()) {
+            (Anchor::Relative, []) => f.write_str("."),
+            (Anchor::Root, [_]) => f.write_str("/"),
+            _ => f.write_str(&parts.join("/")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rule(text: &str) -> Rule {
+        text.parse()
+            .unwrap_or_else(|e| panic!("{text} should parse: {e}"))
+    }
+
+    fn problem(text: &str) -> RuleProblem {
+        text.parse::<Rule>()
+            .expect_err("rule should be rejected")
+            .problem
+    }
+
+    fn matches(rule_text: &str, subject: &str, reach: Reach) -> bool {
+        let input = json!({ "s": subject });
+        let subject = Subject::of(&input, Some("/s"));
+        let tool = rule_text.split('(').next().unwrap_or_default();
+        rule(rule_text).matches(tool, &subject, reach)
+    }
+
+    fn allows(rule_text: &str, subject: &str) -> bool {
+        matches(rule_text, subject, Reach::Narrow)
+    }
+
+    fn denies(rule_text: &str, subject: &str) -> bool {
+        matches(rule_text, subject, Reach::Wide)
+    }
+
+    #[test]
+    fn normalises_paths_lexically() {
+        let show = |p: &str| NormalPath::of_value(p).to_string();
+        assert_eq!(show("a/./b"), "a/b");
+        assert_eq!(show("a//b/"), "a/b");
+        assert_eq!(show("./src/x.rs"), "src/x.rs");
+        assert_eq!(show("src/../../etc"), "../etc");
+        assert_eq!(show("/a/../../etc"), "/etc");
+        assert_eq!(show("/.."), "/");
+        assert_eq!(show("~/../x"), "~/../x");
+        assert_eq!(show(""), ".");
+        assert_eq!(show("a/.."), ".");
+        assert_eq!(show("~user/x"), "~user/x");
+    }
+
+    #[test]
+    fn classifies_path_and_plain_patterns() {
+        for path in [
+            "./src/**", "/etc/*", "~/x", "~", "..", "../x", "src/*.rs", "**", "*", "*.md", ".env",
+            "make*", "./My Documents/**", "/bin/sh -c *",
+        ] {
+            assert!(is_path_pattern(path), "{path} should be a path pattern");
+        }
+        for plain in [
+            "git commit*",
+            "npm run *",
+            "https://example.com/**",
+            "rm -rf /*",
+            "My Documents/**",
+            "",
+        ] {
+            assert!(!is_path_pattern(plain), "{plain} should be plain");
+        }
+    }
+
+    #[test]
+    fn dot_slash_is_optional_on_both_sides() {
+        assert!(allows("write_file(./src/**)", "src/x.rs"));
+        assert!(allows("write_file(./src/**)", "./src/x.rs"));
+        assert!(allows("write_file(src/**)", "./src/a/b.rs"));
+        assert!(allows("write_file(./src/**)", "src/./a//b.rs"));
+    }
+
+    #[test]
+    fn traversal_does_not_slip_past_allow_rules() {
+        assert!(!allows("write_file(./src/**)", "src/../../etc/passwd"));
+        assert!(!allows("write_file(./src/**)", "src/../secret"));
+        assert!(!allows("write_file(./src/**)", "../src/x.rs"));
+        assert!(!allows("write_file(**)", "../etc/passwd"));
+        assert!(!allows("write_file(**)", "a/../../etc/passwd"));
+        assert!(!allows("write_file(**)", "/etc/passwd"));
+        assert!(!allows("write_file(**)", "~/.ssh/id_rsa"));
+        assert!(!allows("write_file(~/**)", "~/../other/.ssh/id_rsa"));
+        assert!(allows("write_file(**)", "src/a/../b.rs"));
+    }
+
+    #[test]
+    fn patterns_that_climb_match_only_that_far() {
+        assert!(allows("read_file(../shared/**)", "../shared/x"));
+        assert!(allows("read_file(../shared/**)", "src/../../shared/x"));
+        assert!(!allows("read_file(../shared/**)", "../../shared/x"));
+        assert!(allows("read_file(../**)", "../x"));
+        assert!(!allows("read_file(../**)", "x"));
+    }
+
+    #[test]
+    fn absolute_and_home_patterns_need_the_same_anchor() {
+        assert!(allows("read_file(/etc/*.conf)", "/etc/app.conf"));
+        assert!(allows("read_file(/etc/*.conf)", "/tmp/../etc/app.conf"));
+        assert!(!allows("read_file(/etc/*.conf)", "etc/app.conf"));
+        assert!(allows("read_file(~/notes/**)", "~/notes/a.md"));
+        assert!(!allows("read_file(~/notes/**)", "/home/u/notes/a.md"));
+    }
+
+    #[test]
+    fn single_star_stays_within_a_segment_in_path_patterns() {
+        assert!(allows("read_file(src/*.rs)", "src/main.rs"));
+        assert!(!allows("read_file(src/*.rs)", "src/gate/rule.rs"));
+        assert!(allows("read_file(src/**/*.rs)", "src/gate/rule.rs"));
+        assert!(!allows("read_file(./src/*)", "src/../../etc/passwd"));
+    }
+
+    #[test]
+    fn deny_rules_reach_wide() {
+        assert!(denies("read_file(**/.env)", "/home/u/.env"));
+        assert!(denies("read_file(**/.env)", "../.env"));
+        assert!(denies("read_file(**/.env)", "a/b/../.env"));
+        assert!(denies("write_file(./secrets/**)", "src/../secrets/key"));
+        assert!(denies("write_file(./secrets/**)", "./secrets//key"));
+        assert!(denies("write_file(~/**)", "~/../other"));
+        assert!(!denies("write_file(./secrets/**)", "secretsx/key"));
+    }
+
+    #[test]
+    fn plain_patterns_match_the_subject_as_given() {
+        assert!(allows("shell(git commit*)", "git commit -m 'x'"));
+        assert!(allows("shell(git commit*)", "git commit"));
+        assert!(!allows("shell(git commit*)", "git push"));
+        assert!(!allows("shell(git commit*)", " git commit"));
+        assert!(allows("shell(git commit*)", "git commit -m x\nrm -rf /"));
+        assert!(allows("fetch(https://example.com/*)", "https://example.com/a/b"));
+        assert!(allows("shell(rm -rf /*)", "rm -rf /home/u"));
+        assert!(allows("shell(npm run *)", "npm run a/../../x"));
+    }
+
+    #[test]
+    fn bare_words_are_paths_too() {
+        assert!(allows("write_file(*.md)", "notes.md"));
+        assert!(!allows("write_file(*.md)", "../../etc/x.md"));
+        assert!(!allows("write_file(*.md)", "/etc/x.md"));
+        assert!(allows("shell(ls)", "ls"));
+        assert!(!allows("shell(ls)", "ls -la"));
+        assert!(allows("shell(make*)", "make -j4"));
+        assert!(denies("read_file(.env)", "./.env"));
+        assert!(denies("read_file(.env)", "x/../.env"));
+    }
+
+    #[test]
+    fn tool_names_may_use_a_wildcard() {
+        let input = json!({});
+        let none = Subject::of(&input, None);
+        let fs = rule("fs_*");
+        assert!(fs.matches("fs_read", &none, Reach::Narrow));
+        assert!(!fs.matches("net_fetch", &none, Reach::Narrow));
+        assert!(rule("*").matches("anything", &none, Reach::Narrow));
+        assert!(!rule("read_file").matches("read_files", &none, Reach::Narrow));
+    }
+
+    #[test]
+    fn pattern_rules_need_a_string_like_subject() {
+        let r = rule("write_file(**)");
+        let input = json!({ "path": "a.txt", "n": 7, "flag": true, "obj": {}, "nil": null });
+        for pointer in [None, Some("/missing"), Some("/obj"), Some("/nil")] {
+            let subject = Subject::of(&input, pointer);
+            assert!(!r.matches("write_file", &subject, Reach::Wide), "{pointer:?}");
+        }
+        assert!(r.matches("write_file", &Subject::of(&input, Some("/path")), Reach::Narrow));
+        let n = Subject::of(&input, Some("/n"));
+        assert!(rule("set(7)").matches("set", &n, Reach::Narrow));
+        let flag = Subject::of(&input, Some("/flag"));
+        assert!(rule("set(true)").matches("set", &flag, Reach::Narrow));
+        assert!(rule("write_file").matches("write_file", &Subject::of(&input, None), Reach::Narrow));
+    }
+
+    #[test]
+    fn empty_pattern_matches_only_the_empty_subject() {
+        assert!(allows("shell()", ""));
+        assert!(!allows("shell()", "ls"));
+    }
+
+    #[test]
+    fn reports_precise_parse_errors() {
+        assert_eq!(problem("write_file(./src/**"), RuleProblem::MissingParen);
+        assert_eq!(problem("write_file(a)b"), RuleProblem::MissingParen);
+        assert_eq!(problem("write_file)"), RuleProblem::UnopenedParen);
+        assert_eq!(problem(""), RuleProblem::EmptyTool);
+        assert_eq!(problem("(./x)"), RuleProblem::EmptyTool);
+        assert_eq!(problem("write file"), RuleProblem::ToolChar(' '));
+        assert_eq!(problem("write_file (x)"), RuleProblem::ToolChar(' '));
+        assert_eq!(problem("src/../x"), RuleProblem::ToolChar('/'));
+        assert_eq!(problem("read_file(src/../x)"), RuleProblem::InnerParent);
+        assert_eq!(problem("read_file(/../x)"), RuleProblem::InnerParent);
+        assert!(matches!(problem("read_file(src/[a)"), RuleProblem::Glob { .. }));
+        assert!(matches!(problem("shell(echo {a)"), RuleProblem::Glob { .. }));
+    }
+
+    #[test]
+    fn error_messages_quote_the_rule() {
+        let err = "write_file(./src/**".parse::<Rule>().unwrap_err();
+        assert_eq!(err.to_string(), r#"invalid rule "write_file(./src/**": missing ')'"#);
+        let err = "read_file(src/[a)".parse::<Rule>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"invalid rule "read_file(src/[a)": bad glob "src/[a": unclosed character class; missing ']'"#
+        );
+        let placed = RuleError {
+            list: Some(RuleKind::Deny),
+            scope: Some(Scope::Plugin),
+            ..err
+        };
+        assert!(placed.to_string().starts_with(r#"invalid deny rule "read_file(src/[a)" (plugin policy): "#));
+    }
+
+    #[test]
+    fn parentheses_inside_the_pattern_are_literal() {
+        assert!(allows("shell(echo (hi))", "echo (hi)"));
+        assert_eq!(rule("shell(echo (hi))").as_str(), "shell(echo (hi))");
+    }
+
+    #[test]
+    fn suggestions_parse_and_allow_exactly_the_call() {
+        let subjects = [
+            "notes/todo.md",
+            "./notes/todo.md",
+            "src/../notes/x.md",
+            "../up/x",
+            "/etc/hosts",
+            "~/notes",
+            "~",
+            "",
+            ".",
+            "git commit -m \"wip\" *",
+            "a[1]{2}?*\\",
+            "echo (x)",
+            "docs/My File.md",
+            "https://example.com/a?b=*",
+            "ls",
+            "./~",
+            "./My File.md",
+        ];
+        for raw in subjects {
+            let input = json!({ "s": raw });
+            let subject = Subject::of(&input, Some("/s"));
+            let text = suggest("tool", &subject);
+            let parsed = rule(&text);
+            assert!(parsed.matches("tool", &subject, Reach::Narrow), "{text} should allow {raw:?}");
+            let other = json!({ "s": format!("{raw}x") });
+            let other = Subject::of(&other, Some("/s"));
+            assert!(!parsed.matches("tool", &other, Reach::Narrow), "{text} is too broad");
+        }
+        let input = json!({ "s": "notes/todo.md" });
+        assert_eq!(suggest("write_file", &Subject::of(&input, Some("/s"))), "write_file(./notes/todo.md)");
+        assert_eq!(suggest("write_file", &Subject::of(&input, None)), "write_file");
+        let input = json!({ "s": "git commit -m x" });
+        assert_eq!(suggest("shell", &Subject::of(&input, Some("/s"))), "shell(git commit -m x)");
+        let input = json!({ "s": "ls" });
+        assert_eq!(suggest("shell", &Subject::of(&input, Some("/s"))), "shell(ls)");
+    }
+}

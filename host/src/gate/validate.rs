@@ -1,0 +1,469 @@
+//! JSON Schema checks of tool inputs and outputs: schemas compiled once at plugin load, inputs
+//! bounded, validated with every violation reported at once, and safely coerced when that fixes them.
+//! Never fetches anything: a `$ref` must point inside the schema.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::io;
+
+use jsonschema::error::ValidationErrorKind;
+use jsonschema::{ReferencingError, ValidationError, Validator};
+use serde_json::Value;
+
+use super::coerce::{self, Coercion, Targets};
+use super::limits::InputLimits;
+
+/// At most this many violations are listed; a huge input can break a rule a million times.
+const MAX_PROBLEMS: usize = 100;
+
+/// Instances longer than this (as JSON) are abbreviated in violation messages.
+const MAX_SHOWN: usize = 80;
+
+/// Why a tool's schema cannot be used; the message says what to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// A `$ref` (or `$schema`) names a document outside the schema, which toolhost never fetches.
+    #[error(
+        "reference to {uri:?} leaves the schema; toolhost does not fetch schemas, so put the \
+         referenced schema under \"$defs\" and refer to it as \"#/$defs/...\""
+    )]
+    ExternalRef {
+        /// The resolved URI of the document.
+        uri: String,
+    },
+    /// The schema is not a valid JSON Schema, or a reference inside it does not resolve.
+    #[error("{message} (at {location})")]
+    Invalid {
+        /// A JSON pointer into the schema (`/` for its root).
+        location: String,
+        /// What is wrong there.
+        message: String,
+    },
+}
+
+impl SchemaError {
+    fn from_build(error: &ValidationError<'_>) -> Self {
+        if let ValidationErrorKind::Referencing(ReferencingError::Unretrievable { uri, .. }) =
+            error.kind()
+        {
+            return Self::ExternalRef { uri: uri.clone() };
+        }
+        Self::Invalid {
+            location: display_path(error.instance_path().as_str()).to_owned(),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// An input the tool must not receive, with every problem found; shown to the model as is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct InvalidInput {
+    tool: String,
+    problems: Vec<String>,
+}
+
+impl InvalidInput {
+    /// The plugin's own `invalid-input` error, worded like the host's so front ends show both alike.
+    pub fn from_plugin(tool: &str, message: &str) -> Self {
+        Self {
+            tool: tool.to_owned(),
+            problems: vec![message.trim().to_owned()],
+        }
+    }
+
+    /// The tool the input was for.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// One line per violation, e.g. `/count: "x" is not of type "integer"`.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+}
+
+impl fmt::Display for InvalidInput {
+    /// ```text
+    /// Invalid input for tool 'read_file':
+    /// - /: "path" is a required property
+    /// - /limit: "x" is not of type "integer"
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Invalid input for tool '{}':", self.tool)?;
+        write_list(f, &self.problems)
+    }
+}
+
+/// A tool's structured output that does not match its output schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct InvalidOutput {
+    problems: Vec<String>,
+}
+
+impl InvalidOutput {
+    /// One line per violation.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+}
+
+impl fmt::Display for InvalidOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("The structured output does not match the tool's output schema:")?;
+        write_list(f, &self.problems)
+    }
+}
+
+fn write_list(f: &mut fmt::Formatter<'_>, problems: &[String]) -> fmt::Result {
+    for problem in problems {
+        // A plugin's message may span lines; keep them inside its item.
+        write!(f, "\n- {}", problem.replace('\n', "\n  "))?;
+    }
+    Ok(())
+}
+
+/// An input that passed validation, possibly after safe coercions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Validated {
+    /// The input to give the tool.
+    pub input: Value,
+    /// What was coerced, in order; empty when the input was valid as given.
+    pub coercions: Vec<Coercion>,
+}
+
+/// A tool's input schema, compiled once when its plugin loads.
+#[derive(Debug)]
+pub struct InputValidator {
+    validator: Validator,
+}
+
+impl InputValidator {
+    /// Compile `schema`: draft 2020-12 unless its `$schema` names another draft; every `$ref`
+    /// must resolve inside the schema.
+    pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
+        Ok(Self {
+            validator: compile(schema)?,
+        })
+    }
+
+    /// Check `input` for a call of `tool`: bound it by `limits`, validate it, and when it is
+    /// invalid try the safe coercions documented in [`Coercion`]; the coerced input is accepted
+    /// only if it validates. Otherwise every violation of the input as given is reported.
+    pub fn check(
+        &self,
+        tool: &str,
+        input: Value,
+        limits: &InputLimits,
+    ) -> Result<Validated, InvalidInput> {
+        let invalid = |problems| InvalidInput {
+            tool: tool.to_owned(),
+            problems,
+        };
+        let problems = limits.problems(&input);
+        if !problems.is_empty() {
+            return Err(invalid(problems));
+        }
+        let mut targets = Targets::default();
+        let problems = describe(self.validator.iter_errors(&input), Some(&mut targets));
+        if problems.is_empty() {
+            return Ok(Validated {
+                input,
+                coercions: Vec::new(),
+            });
+        }
+        match coerce::repair(&self.validator, &input, targets, limits) {
+            Some((input, coercions)) => Ok(Validated { input, coercions }),
+            None => Err(invalid(problems)),
+        }
+    }
+}
+
+/// A tool's output schema, compiled once when its plugin loads. Outputs are never coerced.
+#[derive(Debug)]
+pub struct OutputValidator {
+    validator: Validator,
+}
+
+impl OutputValidator {
+    /// Compile `schema` as [`InputValidator::compile`] does.
+    pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
+        Ok(Self {
+            validator: compile(schema)?,
+        })
+    }
+
+    /// Check a tool's structured output, listing every violation.
+    pub fn check(&self, output: &Value) -> Result<(), InvalidOutput> {
+        let problems = describe(self.validator.iter_errors(output), None);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(InvalidOutput { problems })
+        }
+    }
+}
+
+/// Refuses every retrieval, so that a schema never makes the host read a file or the network.
+struct NoRetrieval;
+
+impl jsonschema::Retrieve for NoRetrieval {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!("{uri} is outside the schema and toolhost does not fetch schemas").into())
+    }
+}
+
+fn compile(schema: &Value) -> Result<Validator, SchemaError> {
+    jsonschema::options()
+        .with_retriever(NoRetrieval)
+        .build(schema)
+        .map_err(|e| SchemaError::from_build(&e))
+}
+
+/// One line per violation, in the validator's order, deduplicated and capped at [`MAX_PROBLEMS`];
+/// notes coercion targets on the way when asked to.
+pub(super) fn describe<'i>(
+    errors: impl Iterator<Item = ValidationError<'i>>,
+    mut targets: Option<&mut Targets>,
+) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut problems = Vec::new();
+    let mut omitted = 0usize;
+    for error in errors {
+        if let Some(targets) = targets.as_deref_mut() {
+            targets.note(&error);
+        }
+        let line = format!(
+            "{}: {}",
+            display_path(error.instance_path().as_str()),
+            message(&error)
+        );
+        if seen.contains(&line) {
+            continue;
+        }
+        if problems.len() < MAX_PROBLEMS {
+            seen.insert(line.clone());
+            problems.push(line);
+        } else {
+            seen.insert(line);
+            omitted += 1;
+        }
+    }
+    if omitted > 0 {
+        problems.push(format!("... and {omitted} more violations"));
+    }
+    problems
+}
+
+/// jsonschema's message, with a long instance abbreviated.
+fn message(error: &ValidationError<'_>) -> String {
+    let instance = error.instance();
+    let mut head = Limited(Vec::with_capacity(MAX_SHOWN + 1));
+    if serde_json::to_writer(&mut head, &**instance).is_ok() {
+        return error.to_string();
+    }
+    let shown = String::from_utf8_lossy(&head.0);
+    let cut = (0..=MAX_SHOWN.min(shown.len()))
+        .rev()
+        .find(|&i| shown.is_char_boundary(i))
+        .unwrap_or(0);
+    error.masked_with(format!("{}...", &shown[..cut])).to_string()
+}
+
+/// Collects at most [`MAX_SHOWN`] bytes, then fails, which stops the serialiser.
+struct Limited(Vec<u8>);
+
+impl io::Write for Limited {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let room = MAX_SHOWN + 1 - self.0.len();
+        self.0.extend_from_slice(&buf[..buf.len().min(room)]);
+        if buf.len() > room {
+            Err(io::Error::other("enough"))
+        } else {
+            Ok(buf.len())
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A JSON pointer as shown to people: `/` for the root.
+pub(super) fn display_path(pointer: &str) -> &str {
+    if pointer.is_empty() { "/" } else { pointer }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn validator(schema: Value) -> InputValidator {
+        InputValidator::compile(&schema).unwrap()
+    }
+
+    fn read_file() -> InputValidator {
+        validator(json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1},
+            },
+            "required": ["path"],
+            "additionalProperties": false,
+        }))
+    }
+
+    fn check(v: &InputValidator, input: Value) -> Result<Validated, InvalidInput> {
+        v.check("read_file", input, &InputLimits::default())
+    }
+
+    #[test]
+    fn accepts_valid_input_unchanged() {
+        let input = json!({"path": "a.txt", "limit": 3});
+        let validated = check(&read_file(), input.clone()).unwrap();
+        assert_eq!(validated.input, input);
+        assert!(validated.coercions.is_empty());
+    }
+
+    #[test]
+    fn reports_every_violation_at_once() {
+        let err = check(&read_file(), json!({"limit": "x", "extra": 1})).unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("Invalid input for tool 'read_file':\n- "), "{text}");
+        assert!(text.contains("\n- /: \"path\" is a required property"), "{text}");
+        assert!(text.contains("\n- /limit: \"x\" is not of type \"integer\""), "{text}");
+        assert!(text.contains("\n- /: Additional properties are not allowed"), "{text}");
+        assert_eq!(err.problems().len(), 3);
+    }
+
+    #[test]
+    fn orders_violations_deterministically() {
+        let v = read_file();
+        let input = json!({"limit": 0, "a": 1, "b": 2});
+        let first = check(&v, input.clone()).unwrap_err();
+        for _ in 0..5 {
+            assert_eq!(check(&v, input.clone()).unwrap_err(), first);
+        }
+    }
+
+    #[test]
+    fn bounds_input_before_validating() {
+        let mut deep = json!("x");
+        for _ in 0..200 {
+            deep = json!({ "a": deep });
+        }
+        let err = check(&read_file(), json!({"path": deep})).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Invalid input for tool 'read_file':\n- input nests 201 levels deep; the limit is 64"
+        );
+        let limits = InputLimits {
+            max_bytes: 16,
+            max_depth: 64,
+        };
+        let err = read_file()
+            .check("read_file", json!({"path": "a-long-file-name.txt"}), &limits)
+            .unwrap_err();
+        assert_eq!(err.problems(), ["input is 31 bytes; the limit is 16 bytes"]);
+    }
+
+    #[test]
+    fn abbreviates_huge_values_in_messages() {
+        let v = validator(json!({"type": "object", "properties": {"n": {"type": "integer"}}}));
+        let err = check(&v, json!({"n": "y".repeat(10_000)})).unwrap_err();
+        let line = &err.problems()[0];
+        assert!(line.len() < 200, "{line}");
+        assert!(line.starts_with("/n: \"yyyy"), "{line}");
+        assert!(line.ends_with("... is not of type \"integer\""), "{line}");
+    }
+
+    #[test]
+    fn caps_the_number_of_violations() {
+        let v = validator(json!({"type": "array", "items": {"type": "integer"}}));
+        let items: Vec<Value> = (0..500).map(|i| json!(format!("x{i}"))).collect();
+        let err = check(&v, Value::Array(items)).unwrap_err();
+        assert_eq!(err.problems().len(), MAX_PROBLEMS + 1);
+        assert_eq!(err.problems()[MAX_PROBLEMS], "... and 400 more violations");
+    }
+
+    #[test]
+    fn formats_plugin_errors_like_host_errors() {
+        let err = InvalidInput::from_plugin("read_file", "no such file: a.txt\n");
+        assert_eq!(
+            err.to_string(),
+            "Invalid input for tool 'read_file':\n- no such file: a.txt"
+        );
+        let err = InvalidInput::from_plugin("x", "first\nsecond");
+        assert_eq!(err.to_string(), "Invalid input for tool 'x':\n- first\n  second");
+    }
+
+    #[test]
+    fn refuses_references_outside_the_schema() {
+        for reference in ["https://example.com/s.json", "other.json", "file:///etc/passwd"] {
+            let schema = json!({"properties": {"a": {"$ref": reference}}});
+            let err = InputValidator::compile(&schema).unwrap_err();
+            assert!(matches!(err, SchemaError::ExternalRef { .. }), "{reference}: {err}");
+            assert!(err.to_string().contains("does not fetch schemas"), "{err}");
+        }
+    }
+
+    #[test]
+    fn resolves_references_inside_the_schema() {
+        let v = validator(json!({
+            "$defs": {"count": {"type": "integer"}},
+            "properties": {"n": {"$ref": "#/$defs/count"}},
+        }));
+        assert!(check(&v, json!({"n": 1})).is_ok());
+        assert!(check(&v, json!({"n": [1]})).is_err());
+        let missing = json!({"properties": {"n": {"$ref": "#/$defs/nothing"}}});
+        let err = InputValidator::compile(&missing).unwrap_err();
+        assert!(matches!(err, SchemaError::Invalid { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn rejects_invalid_schemas_with_the_place() {
+        let err = InputValidator::compile(&json!({"type": "integr"})).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("integr"), "{text}");
+        assert!(text.contains("(at /type)"), "{text}");
+    }
+
+    #[test]
+    fn defaults_to_draft_2020_12_and_respects_schema() {
+        // `prefixItems` exists only in 2020-12; draft 7 ignores it.
+        let schema = json!({"prefixItems": [{"type": "integer"}]});
+        assert!(check(&validator(schema.clone()), json!(["x"])).is_err());
+        let mut draft7 = schema;
+        draft7["$schema"] = json!("http://json-schema.org/draft-07/schema#");
+        assert!(check(&validator(draft7), json!(["x"])).is_ok());
+    }
+
+    #[test]
+    fn checks_outputs_without_coercing() {
+        let v = OutputValidator::compile(&json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+        }))
+        .unwrap();
+        assert!(v.check(&json!({"n": 1})).is_ok());
+        let err = v.check(&json!({"n": "1"})).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "The structured output does not match the tool's output schema:\n\
+             - /n: \"1\" is not of type \"integer\""
+        );
+    }
+
+    #[test]
+    fn validators_can_be_shared_across_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<InputValidator>();
+        shareable::<OutputValidator>();
+    }
+}

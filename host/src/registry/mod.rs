@@ -1,0 +1,387 @@
+//! The plugin registry: scans the plugins folder, compiles each component (through the compile cache),
+//! asks it to `describe` its tools, checks them, and publishes an immutable [`Catalog`].
+//!
+//! A broken plugin is rejected with a precise message and never stops the others. Reloading swaps in a
+//! new catalog atomically; calls in flight keep the `Arc`s they already hold. When a changed file is
+//! broken, the previous version keeps serving.
+//!
+//! Tool names are unique across plugins. When two plugins declare the same name, the plugin whose file
+//! name sorts first keeps it and the other's tool is hidden, reported in [`PluginStatus::Loaded::hidden`]
+//! and logged; give one of them a `prefix` in the config to serve both.
+
+mod check;
+mod watch;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch as tokio_watch;
+use tokio::task::JoinSet;
+
+use crate::config::{Config, PluginPolicy};
+use crate::gate::{InputValidator, OutputValidator, Permissions};
+use crate::sandbox::{Limits, Plugin, Sandbox, sha256_hex};
+use crate::tool::ToolSpec;
+
+pub use self::watch::watch;
+
+/// Largest plugin file accepted.
+const MAX_PLUGIN_BYTES: u64 = 512 << 20;
+/// `describe` gets this long, at most, whatever the plugin's call timeout.
+const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One loaded plugin: compiled, described, with its resolved policy.
+pub struct LoadedPlugin {
+    /// Plugin name: the file stem.
+    pub name: String,
+    /// The file it came from.
+    pub path: PathBuf,
+    /// SHA-256 of the file.
+    pub content_hash: String,
+    /// Grants, limits and rules.
+    pub policy: PluginPolicy,
+    /// Compiled permission rules (global combined with the plugin's own).
+    pub permissions: Permissions,
+    /// The compiled component.
+    pub(crate) component: Plugin,
+}
+
+/// One servable tool.
+pub struct Tool {
+    /// The spec as clients see it (the name includes the plugin's prefix).
+    pub spec: ToolSpec,
+    /// The name the plugin itself knows the tool by.
+    pub guest_name: String,
+    /// The plugin that provides it.
+    pub plugin: Arc<LoadedPlugin>,
+    pub(crate) input: InputValidator,
+    pub(crate) output: Option<OutputValidator>,
+}
+
+/// How loading one plugin file went.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum PluginStatus {
+    /// Serving.
+    Loaded {
+        /// The file.
+        file: PathBuf,
+        /// Tools served, by exposed name.
+        tools: Vec<String>,
+        /// Tools not served because another plugin claimed the name first: (tool, that plugin).
+        hidden: Vec<(String, String)>,
+        /// Whether compilation was skipped thanks to the cache.
+        from_cache: bool,
+        /// Load time (compile or cache load, instantiate, describe), in ms.
+        load_ms: u64,
+    },
+    /// Not serving (or serving the previous version, if `kept_previous`).
+    Rejected {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong, precisely.
+        reason: String,
+        /// Whether an earlier version of the plugin is still serving.
+        kept_previous: bool,
+    },
+}
+
+/// An immutable snapshot of what is served.
+#[derive(Default)]
+pub struct Catalog {
+    /// Servable tools by exposed name, in a deterministic (sorted) order.
+    pub tools: BTreeMap<String, Arc<Tool>>,
+    /// Every plugin file seen, by plugin name.
+    pub plugins: BTreeMap<String, PluginStatus>,
+}
+
+impl Catalog {
+    /// The tool named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
+        self.tools.get(name)
+    }
+}
+
+/// Why the registry could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The plugins folder cannot be read.
+    #[error("cannot read plugins folder {path}: {source}")]
+    Folder {
+        /// The folder.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// A loaded plugin with all the tools it declared (hidden ones too), kept between reloads.
+#[derive(Clone)]
+struct Entry {
+    plugin: Arc<LoadedPlugin>,
+    tools: Vec<Arc<Tool>>,
+    from_cache: bool,
+    load_ms: u64,
+}
+
+/// A file that could not be loaded.
+struct Rejection {
+    file: PathBuf,
+    reason: String,
+}
+
+/// Loaded plugins, ready to serve; reloadable.
+pub struct Registry {
+    sandbox: Arc<Sandbox>,
+    config: Arc<Config>,
+    current: RwLock<Arc<Catalog>>,
+    /// Loaded plugins by name, so that reloads reuse unchanged ones and keep old versions of broken ones.
+    loaded: tokio::sync::Mutex<BTreeMap<String, Entry>>,
+    changes: tokio_watch::Sender<u64>,
+}
+
+impl Registry {
+    /// Load every plugin in the configured folder.
+    pub async fn open(sandbox: Arc<Sandbox>, config: Arc<Config>) -> Result<Self, RegistryError> {
+        let registry = Self {
+            sandbox,
+            config,
+            current: RwLock::new(Arc::new(Catalog::default())),
+            loaded: tokio::sync::Mutex::new(BTreeMap::new()),
+            changes: tokio_watch::channel(0).0,
+        };
+        registry.reload().await?;
+        Ok(registry)
+    }
+
+    /// The current catalog; cheap (an `Arc` clone).
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A receiver that changes whenever the set of tools changes.
+    pub fn subscribe(&self) -> tokio_watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// The sandbox plugins run in.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Arc<Config> {
+        &self.config
+    }
+
+    /// Rescan the folder: load new and changed files, drop removed ones, keep unchanged ones as they are.
+    /// Returns whether the served tools changed.
+    pub async fn reload(&self) -> Result<bool, RegistryError> {
+        let mut loaded = self.loaded.lock().await;
+        let files = scan(&self.config.plugins_dir)?;
+        let mut next: BTreeMap<String, Entry> = BTreeMap::new();
+        let mut rejected: BTreeMap<String, Rejection> = BTreeMap::new();
+        let mut jobs = JoinSet::new();
+        for (name, path) in files {
+            let policy = self.config.policy(&name).clone();
+            if policy.disabled {
+                continue;
+            }
+            let bytes = match read_plugin(&path) {
+                Ok(b) => b,
+                Err(reason) => {
+                    rejected.insert(name, Rejection { file: path, reason });
+                    continue;
+                }
+            };
+            let hash = sha256_hex(&bytes);
+            if let Some(old) = loaded
+                .get(&name)
+                .filter(|e| e.plugin.content_hash == hash && e.plugin.path == path)
+            {
+                next.insert(name, old.clone());
+                continue;
+            }
+            let (sandbox, config) = (self.sandbox.clone(), self.config.clone());
+            jobs.spawn(async move {
+                let started = Instant::now();
+                let r = load(&sandbox, &config, &name, &path, bytes, hash, policy).await;
+                (name, path, r, started.elapsed())
+            });
+        }
+        while let Some(joined) = jobs.join_next().await {
+            let Ok((name, path, result, took)) = joined else {
+                tracing::error!("a plugin load task panicked");
+                continue;
+            };
+            match result {
+                Ok((plugin, tools, from_cache)) => {
+                    let load_ms = took.as_millis() as u64;
+                    tracing::info!(plugin = %name, tools = tools.len(), from_cache, load_ms, "plugin loaded");
+                    next.insert(
+                        name,
+                        Entry {
+                            plugin,
+                            tools,
+                            from_cache,
+                            load_ms,
+                        },
+                    );
+                }
+                Err(reason) => {
+                    rejected.insert(name, Rejection { file: path, reason });
+                }
+            }
+        }
+        // A broken new version must not take down a working old one.
+        for (name, r) in &rejected {
+            let kept = loaded.get(name);
+            tracing::error!(plugin = %name, file = %r.file.display(), kept_previous = kept.is_some(), "plugin rejected: {}", r.reason);
+            if let Some(old) = kept {
+                next.insert(name.clone(), old.clone());
+            }
+        }
+        let catalog = build_catalog(&next, &rejected);
+        let old = self.catalog();
+        let changed = old.tools.len() != catalog.tools.len()
+            || old
+                .tools
+                .iter()
+                .zip(&catalog.tools)
+                .any(|((a, x), (b, y))| a != b || !Arc::ptr_eq(x, y));
+        *self
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(catalog);
+        *loaded = next;
+        if changed {
+            self.changes.send_modify(|g| *g += 1);
+        }
+        Ok(changed)
+    }
+}
+
+/// Build the served catalog; plugins are visited in name order, so the first to claim a name keeps it.
+fn build_catalog(entries: &BTreeMap<String, Entry>, rejected: &BTreeMap<String, Rejection>) -> Catalog {
+    let mut catalog = Catalog::default();
+    for (name, e) in entries {
+        let mut served = Vec::new();
+        let mut hidden = Vec::new();
+        for t in &e.tools {
+            match catalog.tools.get(&t.spec.name) {
+                Some(owner) => {
+                    tracing::warn!(tool = %t.spec.name, plugin = %name, owner = %owner.plugin.name,
+                        "tool hidden: another plugin already provides it; set a `prefix` for one of them");
+                    hidden.push((t.spec.name.clone(), owner.plugin.name.clone()));
+                }
+                None => {
+                    served.push(t.spec.name.clone());
+                    catalog.tools.insert(t.spec.name.clone(), t.clone());
+                }
+            }
+        }
+        catalog.plugins.insert(
+            name.clone(),
+            PluginStatus::Loaded {
+                file: e.plugin.path.clone(),
+                tools: served,
+                hidden,
+                from_cache: e.from_cache,
+                load_ms: e.load_ms,
+            },
+        );
+    }
+    for (name, r) in rejected {
+        catalog.plugins.insert(
+            name.clone(),
+            PluginStatus::Rejected {
+                file: r.file.clone(),
+                reason: r.reason.clone(),
+                kept_previous: entries.contains_key(name),
+            },
+        );
+    }
+    catalog
+}
+
+/// The `*.wasm` files of the folder, by plugin name (the file stem).
+fn scan(dir: &Path) -> Result<BTreeMap<String, PathBuf>, RegistryError> {
+    let folder_error = |source| RegistryError::Folder {
+        path: dir.display().to_string(),
+        source,
+    };
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).map_err(folder_error)? {
+        let path = entry.map_err(folder_error)?.path();
+        if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
+            if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
+                out.insert(stem.to_string(), path);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn read_plugin(path: &Path) -> Result<Vec<u8>, String> {
+    let len = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?.len();
+    if len > MAX_PLUGIN_BYTES {
+        return Err(format!("the file is {len} bytes; the limit is {MAX_PLUGIN_BYTES}"));
+    }
+    std::fs::read(path).map_err(|e| format!("cannot read: {e}"))
+}
+
+/// Compile, describe and check one plugin.
+async fn load(
+    sandbox: &Arc<Sandbox>,
+    config: &Config,
+    name: &str,
+    path: &Path,
+    bytes: Vec<u8>,
+    content_hash: String,
+    policy: PluginPolicy,
+) -> Result<(Arc<LoadedPlugin>, Vec<Arc<Tool>>, bool), String> {
+    let permissions = Permissions::new(&config.permissions, policy.permissions.as_ref())
+        .map_err(|e| format!("permission rules: {e}"))?;
+    let compiler = sandbox.clone();
+    let component = tokio::task::spawn_blocking(move || compiler.load(&bytes))
+        .await
+        .map_err(|e| format!("compiler crashed: {e}"))?
+        .map_err(|e| e.to_string())?;
+    let from_cache = component.from_cache;
+    let limits = Limits {
+        timeout: policy.limits.timeout.min(DESCRIBE_TIMEOUT),
+        ..policy.limits
+    };
+    let report = sandbox.describe(&component, name, &limits).await;
+    let specs = report.result.map_err(|e| format!("describe {e}"))?;
+    let checked = check::check_specs(specs)?;
+    let plugin = Arc::new(LoadedPlugin {
+        name: name.to_string(),
+        path: path.to_path_buf(),
+        content_hash,
+        permissions,
+        component,
+        policy,
+    });
+    let tools = checked
+        .into_iter()
+        .map(|c| {
+            let guest_name = c.spec.name.clone();
+            let mut spec = c.spec;
+            spec.name = format!("{}{}", plugin.policy.prefix, guest_name);
+            Arc::new(Tool {
+                spec,
+                guest_name,
+                plugin: plugin.clone(),
+                input: c.input,
+                output: c.output,
+            })
+        })
+        .collect();
+    Ok((plugin, tools, from_cache))
+}

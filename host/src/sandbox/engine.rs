@@ -1,0 +1,238 @@
+//! The engine and linker shared by all plugins, the epoch ticker, and loading components.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine};
+use wasmtime_wasi::cli::{WasiCli, WasiCliView};
+use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
+use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
+use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random};
+use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
+
+use super::SandboxError;
+use super::bindings::{Plugin as PluginWorld, PluginPre};
+use super::cache::{CompileCache, sha256_hex};
+use super::state::State;
+
+/// How often the epoch advances: the granularity of deadlines, cancellation and yielding.
+pub(crate) const TICK: Duration = Duration::from_millis(5);
+
+/// The export every plugin must provide.
+const TOOL_EXPORT: &str = "toolhost:plugin/tool@0.1.0";
+
+/// Engine-wide settings.
+#[derive(Debug, Clone, Default)]
+pub struct EngineOptions {
+    /// Where compiled components are cached; `None` compiles every time.
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// The engine, the linker with exactly the host interfaces plugins may import, and the epoch ticker.
+pub struct Sandbox {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<State>,
+    cache: Option<CompileCache>,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+/// A compiled plugin, ready to instantiate cheaply for every call.
+#[derive(Clone)]
+pub struct Plugin {
+    pub(crate) pre: PluginPre<State>,
+    /// SHA-256 of the component file.
+    pub content_hash: String,
+    /// Whether it came from the compile cache.
+    pub from_cache: bool,
+}
+
+/// What a component imports and exports, and whether it fits the contract.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Inspection {
+    /// Imported interfaces and functions.
+    pub imports: Vec<String>,
+    /// Exported interfaces and functions.
+    pub exports: Vec<String>,
+    /// Why it does not fit, if it does not.
+    pub problem: Option<String>,
+}
+
+impl Sandbox {
+    /// Configure the engine (component model on; GC and stack switching off; exceptions, threads and
+    /// component-model-async not even compiled in; fuel and epochs on), link the host interfaces, start
+    /// the ticker.
+    pub fn new(options: &EngineOptions) -> Result<Self, SandboxError> {
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .wasm_gc(false)
+            .wasm_stack_switching(false)
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .parallel_compilation(true);
+        let engine = Engine::new(&config).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        let linker = link(&engine).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        let cache = match &options.cache_dir {
+            Some(dir) => match CompileCache::open(dir, &engine) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::warn!(dir = %dir.display(), error = %e, "compile cache disabled");
+                    None
+                }
+            },
+            None => None,
+        };
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        let (stop, ticking) = (ticker_stop.clone(), engine.clone());
+        std::thread::Builder::new()
+            .name("toolhost-epoch".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(TICK);
+                    ticking.increment_epoch();
+                }
+            })
+            .map_err(|e| SandboxError::Engine(format!("cannot start the epoch ticker: {e}")))?;
+        Ok(Self {
+            engine,
+            linker,
+            cache,
+            ticker_stop,
+        })
+    }
+
+    /// Compile (or load from the cache) and link a component. CPU-heavy: call it off the async runtime.
+    pub fn load(&self, bytes: &[u8]) -> Result<Plugin, SandboxError> {
+        check_header(bytes)?;
+        let content_hash = sha256_hex(bytes);
+        let cached = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.get(&self.engine, &content_hash));
+        let from_cache = cached.is_some();
+        let component = match cached {
+            Some(c) => c,
+            None => {
+                let c = Component::from_binary(&self.engine, bytes)
+                    .map_err(|e| SandboxError::Invalid(format!("{e:#}")))?;
+                if let Some(cache) = &self.cache {
+                    cache.put(&content_hash, &c);
+                }
+                c
+            }
+        };
+        let pre = self.prepare(&component)?;
+        Ok(Plugin {
+            pre,
+            content_hash,
+            from_cache,
+        })
+    }
+
+    fn prepare(&self, component: &Component) -> Result<PluginPre<State>, SandboxError> {
+        let has_export = component
+            .component_type()
+            .exports(&self.engine)
+            .any(|(name, _)| name == TOOL_EXPORT);
+        if !has_export {
+            return Err(SandboxError::Contract(format!(
+                "it does not export `{TOOL_EXPORT}` (exports: {})",
+                list_or_none(names(component, &self.engine, false))
+            )));
+        }
+        let instance_pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| SandboxError::Contract(describe_link_error(&e)))?;
+        PluginPre::new(instance_pre).map_err(|e| SandboxError::Contract(format!("{e:#}")))
+    }
+
+    /// What a component file imports and exports, and whether it would load.
+    pub fn inspect(&self, bytes: &[u8]) -> Result<Inspection, SandboxError> {
+        check_header(bytes)?;
+        let component = Component::from_binary(&self.engine, bytes)
+            .map_err(|e| SandboxError::Invalid(format!("{e:#}")))?;
+        let problem = self.prepare(&component).err().map(|e| e.to_string());
+        Ok(Inspection {
+            imports: names(&component, &self.engine, true),
+            exports: names(&component, &self.engine, false),
+            problem,
+        })
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Link exactly the interfaces a plugin may import: the contract's `host`, and WASI 0.2 io, clocks,
+/// random, cli and filesystem. Sockets are deliberately absent.
+fn link(engine: &Engine) -> wasmtime::Result<Linker<State>> {
+    let mut l = Linker::<State>::new(engine);
+    wasmtime_wasi_io::add_to_linker_async(&mut l)?;
+    clocks::wall_clock::add_to_linker::<State, WasiClocks>(&mut l, State::clocks)?;
+    clocks::monotonic_clock::add_to_linker::<State, WasiClocks>(&mut l, State::clocks)?;
+    random::random::add_to_linker::<State, WasiRandom>(&mut l, State::random)?;
+    random::insecure::add_to_linker::<State, WasiRandom>(&mut l, State::random)?;
+    random::insecure_seed::add_to_linker::<State, WasiRandom>(&mut l, State::random)?;
+    cli::exit::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
+    cli::environment::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
+    cli::stdin::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
+    cli::stdout::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
+    cli::stderr::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
+    cli::terminal_input::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
+    cli::terminal_output::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
+    cli::terminal_stdin::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
+    cli::terminal_stdout::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
+    cli::terminal_stderr::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
+    filesystem::types::add_to_linker::<State, WasiFilesystem>(&mut l, State::filesystem)?;
+    filesystem::preopens::add_to_linker::<State, WasiFilesystem>(&mut l, State::filesystem)?;
+    PluginWorld::add_to_linker::<State, HasSelf<State>>(&mut l, |s| s)?;
+    Ok(l)
+}
+
+fn check_header(bytes: &[u8]) -> Result<(), SandboxError> {
+    match bytes.get(..8) {
+        Some([0, b'a', b's', b'm', 1, 0, 0, 0]) => Err(SandboxError::CoreModule),
+        Some([0, b'a', b's', b'm', _, _, 1, 0]) => Ok(()),
+        Some([0, b'a', b's', b'm', ..]) => Err(SandboxError::Invalid(
+            "unsupported WebAssembly binary version".into(),
+        )),
+        _ => Err(SandboxError::Invalid(format!(
+            "the file does not start with the WebAssembly magic bytes ({} bytes long)",
+            bytes.len()
+        ))),
+    }
+}
+
+fn names(component: &Component, engine: &Engine, imports: bool) -> Vec<String> {
+    let ty = component.component_type();
+    if imports {
+        ty.imports(engine).map(|(n, _)| n.to_string()).collect()
+    } else {
+        ty.exports(engine).map(|(n, _)| n.to_string()).collect()
+    }
+}
+
+fn list_or_none(v: Vec<String>) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// Turn wasmtime's link error into a sentence naming the import the host does not provide.
+fn describe_link_error(e: &wasmtime::Error) -> String {
+    let text = format!("{e:#}");
+    if text.contains("wasi:sockets") || text.contains("wasi:http") {
+        format!("{text} (network access is not available to plugins)")
+    } else {
+        format!("it imports something the host does not provide: {text}")
+    }
+}

@@ -1,0 +1,47 @@
+//! The sandbox: wasmtime engine, compiled plugins, and one fresh, limited store per call.
+//!
+//! Every wasmtime and WASI type stays inside this module. Callers hand in plain [`Grants`] and
+//! [`Limits`] and get back plain results; [`wasi`] is the only place that turns grants into a WASI context.
+
+mod bindings;
+mod cache;
+mod engine;
+mod output;
+mod policy;
+mod run;
+mod state;
+mod wasi;
+
+pub use self::engine::{EngineOptions, Inspection, Plugin, Sandbox};
+pub use self::policy::{DirGrant, Grants, Limits};
+pub use self::run::{GuestError, GuestOutput, GuestSpec, RunError, RunReport};
+
+pub(crate) use self::cache::sha256_hex;
+
+/// Why the sandbox could not load a plugin or prepare a call.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The engine could not be configured.
+    #[error("cannot configure the WebAssembly engine: {0}")]
+    Engine(String),
+    /// The file is a core module, not a component.
+    #[error(
+        "this is a core WebAssembly module, not a component; build the plugin for wasm32-wasip2 \
+         (or wrap it with `wasm-tools component new`)"
+    )]
+    CoreModule,
+    /// The file is not WebAssembly at all, or is truncated or corrupt.
+    #[error("not a valid WebAssembly component: {0}")]
+    Invalid(String),
+    /// The component does not fit the `toolhost:plugin` contract.
+    #[error("does not fit the toolhost:plugin@0.1.0 contract: {0}")]
+    Contract(String),
+    /// A granted directory could not be opened.
+    #[error("cannot open granted directory '{path}': {reason}")]
+    Grant {
+        /// The host path.
+        path: String,
+        /// The OS error.
+        reason: String,
+    },
+}

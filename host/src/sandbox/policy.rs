@@ -1,0 +1,48 @@
+//! What a plugin is granted and how far it may go: plain data, filled in by `config`, read by `wasi` and `run`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Capabilities granted to one plugin. The default grants nothing: no files, no env, no network.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Grants {
+    /// Host directories preopened for the guest.
+    pub dirs: Vec<DirGrant>,
+    /// Environment variables the guest sees, with their values.
+    pub env: Vec<(String, String)>,
+}
+
+/// One preopened directory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DirGrant {
+    /// The directory on the host (absolute or relative to the daemon's working directory).
+    pub host: PathBuf,
+    /// Where the guest sees it; "." makes relative guest paths resolve inside it.
+    pub guest: String,
+    /// Read-only grants refuse every write, create, rename, link and truncate.
+    pub read_only: bool,
+}
+
+/// How far one call may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall-clock deadline of the whole call, host calls included.
+    pub timeout: Duration,
+    /// Fuel (roughly, wasm instructions) for one call.
+    pub fuel: u64,
+    /// Linear memory the guest may hold, in bytes, summed over its memories.
+    pub memory_bytes: usize,
+    /// Guest stdout and stderr kept per call, each; the rest is dropped and counted.
+    pub stdio_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(30),
+            fuel: 50_000_000_000,
+            memory_bytes: 256 << 20,
+            stdio_bytes: 64 << 10,
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! One call in a fresh store: instantiate from the cached `InstancePre`, apply fuel, memory and epoch
+//! limits, race the call against its deadline and the caller's cancellation, then throw the store away.
+
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::ResourceTable;
+use wasmtime::{Store, Trap, UpdateDeadline};
+
+use super::bindings::exports::toolhost::plugin::tool::ToolError;
+use super::engine::{Plugin, Sandbox};
+use super::output::CappedOutput;
+use super::policy::{Grants, Limits};
+use super::state::{MemoryLimitHit, MemoryLimiter, State};
+use super::wasi::build_ctx;
+use crate::exec::ProgressSink;
+use crate::tool::Hints;
+
+/// A tool spec as the guest declared it, before the registry checks it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuestSpec {
+    /// Declared name.
+    pub name: String,
+    /// Declared title.
+    pub title: Option<String>,
+    /// Declared description.
+    pub description: String,
+    /// Input schema, as JSON text.
+    pub input_schema: String,
+    /// Output schema, as JSON text.
+    pub output_schema: Option<String>,
+    /// Declared hints.
+    pub hints: Hints,
+    /// Declared permission subject.
+    pub permission_subject: Option<String>,
+}
+
+/// A successful guest result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuestOutput {
+    /// Text for the model.
+    pub content: String,
+    /// Structured JSON text.
+    pub structured: Option<String>,
+}
+
+/// A failure the guest reported itself.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GuestError {
+    /// The input is wrong in a way the schema could not express.
+    InvalidInput(String),
+    /// The tool ran and failed.
+    Failed(String),
+}
+
+/// Why the sandbox ended a call before the guest answered.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    /// The wall-clock deadline passed.
+    #[error("timed out after {} ms", .0.as_millis())]
+    Timeout(Duration),
+    /// The fuel budget ran out.
+    #[error("ran out of fuel after {0} units")]
+    OutOfFuel(u64),
+    /// The guest wanted more memory than it may have.
+    #[error("hit its memory limit of {limit} bytes (it wanted {wanted})")]
+    MemoryLimit {
+        /// The limit.
+        limit: usize,
+        /// What it asked for.
+        wanted: usize,
+    },
+    /// The guest trapped; the message includes what it printed to stderr last, e.g. a panic message.
+    #[error("crashed: {0}")]
+    Trap(String),
+    /// The caller cancelled.
+    #[error("was cancelled")]
+    Cancelled,
+    /// The host could not set up the call.
+    #[error("could not start: {0}")]
+    Setup(String),
+}
+
+/// Everything known about a finished call.
+#[derive(Debug)]
+pub struct RunReport<T> {
+    /// The guest's answer, or why there is none.
+    pub result: Result<T, RunError>,
+    /// Fuel consumed.
+    pub fuel_used: u64,
+    /// Peak linear memory, in bytes.
+    pub peak_memory: u64,
+    /// Captured guest stdout (capped).
+    pub stdout: String,
+    /// Captured guest stderr (capped).
+    pub stderr: String,
+    /// Bytes of stdout/stderr dropped past the cap.
+    pub stdio_dropped: u64,
+    /// Wall-clock time, instantiation included.
+    pub elapsed: Duration,
+}
+
+impl Sandbox {
+    /// Ask a plugin which tools it provides, with no grants at all.
+    pub async fn describe(&self, plugin: &Plugin, name: &str, limits: &Limits) -> RunReport<Vec<GuestSpec>> {
+        let never = CancellationToken::new();
+        self.run(plugin, name, &Grants::default(), limits, None, &never, async |store, p| {
+            let specs = p.toolhost_plugin_tool().call_describe(store).await?;
+            Ok(specs.into_iter().map(GuestSpec::from).collect())
+        })
+        .await
+    }
+
+    /// Run `tool` with `input` (JSON text) in a fresh store with the plugin's grants and limits.
+    #[expect(clippy::too_many_arguments, reason = "each argument is a distinct, required part of a call")]
+    pub async fn call(
+        &self,
+        plugin: &Plugin,
+        name: &str,
+        grants: &Grants,
+        limits: &Limits,
+        tool: &str,
+        input: &str,
+        progress: Option<ProgressSink>,
+        cancel: &CancellationToken,
+    ) -> RunReport<Result<GuestOutput, GuestError>> {
+        self.run(plugin, name, grants, limits, progress, cancel, async |store, p| {
+            let r = p.toolhost_plugin_tool().call_call(store, tool, input).await?;
+            Ok(r.map(|o| GuestOutput {
+                content: o.content,
+                structured: o.structured,
+            })
+            .map_err(|e| match e {
+                ToolError::InvalidInput(m) => GuestError::InvalidInput(m),
+                ToolError::Failed(m) => GuestError::Failed(m),
+            }))
+        })
+        .await
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "private plumbing shared by describe and call")]
+    async fn run<T>(
+        &self,
+        plugin: &Plugin,
+        name: &str,
+        grants: &Grants,
+        limits: &Limits,
+        progress: Option<ProgressSink>,
+        cancel: &CancellationToken,
+        body: impl AsyncFnOnce(&mut Store<State>, &super::bindings::Plugin) -> wasmtime::Result<T>,
+    ) -> RunReport<T> {
+        let started = Instant::now();
+        let stdout = CappedOutput::new(limits.stdio_bytes);
+        let stderr = CappedOutput::new(limits.stdio_bytes);
+        let wasi = match build_ctx(grants, &stdout, &stderr) {
+            Ok(w) => w,
+            Err(e) => {
+                return RunReport {
+                    result: Err(RunError::Setup(e.to_string())),
+                    fuel_used: 0,
+                    peak_memory: 0,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    stdio_dropped: 0,
+                    elapsed: started.elapsed(),
+                };
+            }
+        };
+        let state = State {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter::new(limits.memory_bytes),
+            progress,
+            plugin: name.to_string(),
+            log_lines: 0,
+            progress_reports: Default::default(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        let fuel = limits.fuel;
+        let setup = store.set_fuel(fuel);
+        let deadline = started + limits.timeout;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if Instant::now() >= deadline {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+
+        let result = match setup {
+            Err(e) => Err(RunError::Setup(format!("{e:#}"))),
+            Ok(()) => {
+                let work = async {
+                    let instance = plugin.pre.instantiate_async(&mut store).await?;
+                    body(&mut store, &instance).await
+                };
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => Err(RunError::Cancelled),
+                    r = tokio::time::timeout(limits.timeout, work) => match r {
+                        Err(_) => Err(RunError::Timeout(limits.timeout)),
+                        Ok(Ok(v)) => Ok(v),
+                        Ok(Err(e)) => Err(classify(&e, limits, fuel)),
+                    },
+                }
+            }
+        };
+        let fuel_used = fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        let peak_memory = store.data().limiter.peak as u64;
+        let (out, out_dropped) = stdout.take();
+        let (err, err_dropped) = stderr.take();
+        let result = result.map_err(|e| match e {
+            RunError::Trap(msg) => RunError::Trap(with_stderr_tail(msg, &err)),
+            other => other,
+        });
+        RunReport {
+            result,
+            fuel_used,
+            peak_memory,
+            stdout: out,
+            stderr: err,
+            stdio_dropped: out_dropped + err_dropped,
+            elapsed: started.elapsed(),
+        }
+    }
+}
+
+/// Map a wasmtime error to the reason a model and an operator can act on.
+fn classify(e: &wasmtime::Error, limits: &Limits, fuel: u64) -> RunError {
+    if let Some(hit) = e.downcast_ref::<MemoryLimitHit>() {
+        return RunError::MemoryLimit {
+            limit: hit.limit,
+            wanted: hit.wanted,
+        };
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => RunError::OutOfFuel(fuel),
+        Some(Trap::Interrupt) => RunError::Timeout(limits.timeout),
+        Some(Trap::StackOverflow) => RunError::Trap("stack overflow (unbounded recursion?)".into()),
+        Some(t) => RunError::Trap(t.to_string()),
+        None => RunError::Trap(first_line(&format!("{e:#}"))),
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or_default().to_string()
+}
+
+/// A Rust guest's panic message goes to stderr before the trap: put its last lines next to the trap.
+fn with_stderr_tail(msg: String, stderr: &str) -> String {
+    let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
+    if tail.is_empty() {
+        return msg;
+    }
+    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    format!("{msg}; guest stderr: {}", tail.join(" | "))
+}
+
+impl From<super::bindings::toolhost::plugin::types::ToolSpec> for GuestSpec {
+    fn from(s: super::bindings::toolhost::plugin::types::ToolSpec) -> Self {
+        use super::bindings::toolhost::plugin::types::ToolHints as H;
+        Self {
+            name: s.name,
+            title: s.title,
+            description: s.description,
+            input_schema: s.input_schema,
+            output_schema: s.output_schema,
+            hints: Hints {
+                read_only: s.hints.contains(H::READ_ONLY),
+                destructive: s.hints.contains(H::DESTRUCTIVE),
+                idempotent: s.hints.contains(H::IDEMPOTENT),
+                open_world: s.hints.contains(H::OPEN_WORLD),
+            },
+            permission_subject: s.permission_subject,
+        }
+    }
+}

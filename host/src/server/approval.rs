@@ -1,0 +1,357 @@
+//! Approvals for calls the gate answers with `ask`, through the client's elicitation support.
+//!
+//! - Clients of the `initialize` era (up to 2025-11-25): the server sends an `elicitation/create`
+//!   request while the call waits ([`ElicitingApprover`]).
+//! - 2026-07-28 clients: server-to-client requests are gone. The first `tools/call` ends with an
+//!   `InputRequiredResult` carrying the question and a sealed `requestState` ([`AskClient`],
+//!   [`RequestStates::input_required`]); the client retries with the answer, and the retry runs the
+//!   call with that answer ([`RequestStates::answered`]). The state is HMAC-sealed with a per-process
+//!   key, bound to the tool and its arguments, valid for [`STATE_TTL`] and usable once, so a client
+//!   can neither forge an approval nor replay one. The first round leaves no audit record; the retry
+//!   records the call with the user's answer.
+//!
+//! A client without form elicitation gets no approver, and the pipeline denies with a message that
+//! says which rule to add instead.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
+    InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, SealOptions,
+};
+use rmcp::service::{Peer, RoleServer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tokio::sync::oneshot;
+
+use crate::exec::{ApprovalRequest, Approver};
+
+/// Key of the approval question in `inputRequests` and of its answer in `inputResponses`.
+pub(crate) const APPROVAL_KEY: &str = "approval";
+/// How long a 2026-era approval question stays answerable.
+pub(crate) const STATE_TTL: Duration = Duration::from_secs(600);
+/// The longest input shown in an approval question.
+const MAX_SHOWN_INPUT: usize = 2000;
+
+/// The question put to the user.
+fn question(r: &ApprovalRequest) -> String {
+    let mut input = serde_json::to_string_pretty(&r.input).unwrap_or_else(|_| r.input.to_string());
+    if input.len() > MAX_SHOWN_INPUT {
+        let mut cut = MAX_SHOWN_INPUT;
+        while !input.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        input.truncate(cut);
+        input.push_str("\n[... input shortened]");
+    }
+    format!(
+        "Allow toolhost to run the tool '{}' (plugin '{}')?\n\n{}\n\nInput:\n{input}",
+        r.tool, r.plugin, r.reason
+    )
+}
+
+/// The elicitation that asks for approval: a form with one checkbox, on by default; accepting the
+/// form approves, declining or cancelling denies, and so does accepting with the box cleared.
+fn elicitation(r: &ApprovalRequest) -> ElicitRequestParams {
+    let schema = ElicitationSchema::builder()
+        .optional_bool_with("approve", |b| {
+            b.title("Run this call").description("Leave checked and accept to run the call.").with_default(true)
+        })
+        .title("toolhost approval")
+        .build()
+        .unwrap_or_else(|_| ElicitationSchema::builder().optional_bool("approve", true).build_unchecked());
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: question(r),
+        requested_schema: schema,
+    }
+}
+
+/// Whether an elicitation answer approves the call.
+fn approves(result: &ElicitResult) -> bool {
+    result.action == ElicitationAction::Accept
+        && result
+            .content
+            .as_ref()
+            .and_then(|c| c.get("approve"))
+            .and_then(Value::as_bool)
+            .unwrap_or(true)
+}
+
+fn digest(value: &Value) -> String {
+    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Binds a sealed state to one tool and its exact arguments.
+fn associated_data(tool: &str, arguments: &Value) -> Vec<u8> {
+    format!("tools/call\0{tool}\0{}", digest(arguments)).into_bytes()
+}
+
+/// Asks an `initialize`-era client with an `elicitation/create` request.
+pub(crate) struct ElicitingApprover {
+    peer: Peer<RoleServer>,
+    timeout: Duration,
+}
+
+impl ElicitingApprover {
+    /// Ask through `peer`, waiting at most `timeout` for the user.
+    pub(crate) fn new(peer: Peer<RoleServer>, timeout: Duration) -> Self {
+        Self { peer, timeout }
+    }
+}
+
+impl Approver for ElicitingApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+        Box::pin(async move {
+            match self
+                .peer
+                .create_elicitation_with_timeout(elicitation(request), Some(self.timeout))
+                .await
+            {
+                Ok(answer) => approves(&answer),
+                Err(e) => {
+                    tracing::warn!(tool = %request.tool, "no approval from the client, denying: {e}");
+                    false
+                }
+            }
+        })
+    }
+}
+
+/// First round of a 2026-era approval: hands the question to the `tools/call` handler, which ends
+/// the request with an `InputRequiredResult`; the pipeline's call is dropped while it waits here.
+pub(crate) struct AskClient {
+    questions: Mutex<Option<oneshot::Sender<ApprovalRequest>>>,
+}
+
+impl AskClient {
+    /// The approver and where its question arrives.
+    pub(crate) fn new() -> (Self, oneshot::Receiver<ApprovalRequest>) {
+        let (tx, rx) = oneshot::channel();
+        (
+            Self {
+                questions: Mutex::new(Some(tx)),
+            },
+            rx,
+        )
+    }
+}
+
+impl Approver for AskClient {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+        if let Some(tx) = self.questions.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = tx.send(request.clone());
+        }
+        // The handler ends the request instead; this call never resumes.
+        Box::pin(std::future::pending())
+    }
+}
+
+/// Second round of a 2026-era approval: the user's answer, for the input it was given for.
+pub(crate) struct Answered {
+    approve: bool,
+    input_digest: String,
+}
+
+impl Approver for Answered {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+        let same_input = digest(&request.input) == self.input_digest;
+        if !same_input {
+            tracing::warn!(tool = %request.tool, "approval was given for a different input; denying");
+        }
+        Box::pin(std::future::ready(self.approve && same_input))
+    }
+}
+
+/// What a sealed `requestState` carries: which question was asked, about which validated input.
+#[derive(Serialize, Deserialize)]
+struct ApprovalState {
+    nonce: String,
+    input_digest: String,
+}
+
+/// Seals and opens 2026-era approval states; remembers which were used.
+pub(crate) struct RequestStates {
+    codec: RequestStateCodec,
+    used: Mutex<HashMap<String, Instant>>,
+}
+
+impl RequestStates {
+    /// States sealed with a fresh random key: they do not survive a restart, by design.
+    pub(crate) fn new() -> Self {
+        let key: Vec<u8> = (0..3).flat_map(|_| uuid::Uuid::new_v4().into_bytes()).collect();
+        Self {
+            codec: RequestStateCodec::new_unchecked(key),
+            used: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The answer to a first `tools/call` whose approval must come from the user.
+    pub(crate) fn input_required(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        request: &ApprovalRequest,
+    ) -> Result<InputRequiredResult, ErrorData> {
+        let state = ApprovalState {
+            nonce: uuid::Uuid::new_v4().to_string(),
+            input_digest: digest(&request.input),
+        };
+        let ad = associated_data(tool, arguments);
+        let sealed = self
+            .codec
+            .seal_json_with(&state, &SealOptions::new().associated_data(&ad).ttl(STATE_TTL))
+            .map_err(|e| {
+                tracing::error!("cannot seal an approval request state: {e}");
+                ErrorData::internal_error("toolhost could not prepare the approval question", None)
+            })?;
+        let mut requests = InputRequests::new();
+        requests.insert(
+            APPROVAL_KEY.to_string(),
+            InputRequest::Elicitation(ElicitRequest::new(elicitation(request))),
+        );
+        Ok(InputRequiredResult::new(Some(requests), Some(sealed)))
+    }
+
+    /// Open the state a client echoed with its answer; the approver that gives that answer.
+    pub(crate) fn answered(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        sealed: &str,
+        responses: Option<&InputResponses>,
+    ) -> Result<Answered, ErrorData> {
+        let state: ApprovalState = self
+            .codec
+            .open_json_with(sealed, &associated_data(tool, arguments))
+            .map_err(|e| {
+                tracing::warn!(tool, "rejected a requestState: {e}");
+                ErrorData::invalid_params(
+                    "requestState is invalid, expired, or was issued for another call; \
+                     call the tool again without requestState",
+                    None,
+                )
+            })?;
+        let answer = responses.and_then(|r| r.get(APPROVAL_KEY)).ok_or_else(|| {
+            ErrorData::invalid_params(
+                format!("inputResponses has no '{APPROVAL_KEY}' entry: answer the approval question"),
+                None,
+            )
+        })?;
+        let answer: ElicitResult = serde_json::from_value(answer.clone()).map_err(|e| {
+            ErrorData::invalid_params(format!("inputResponses.{APPROVAL_KEY} is not an elicitation result: {e}"), None)
+        })?;
+        let now = Instant::now();
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        used.retain(|_, expires| *expires > now);
+        if used.insert(state.nonce, now + STATE_TTL).is_some() {
+            return Err(ErrorData::invalid_params(
+                "requestState was already used; call the tool again without requestState",
+                None,
+            ));
+        }
+        Ok(Answered {
+            approve: approves(&answer),
+            input_digest: state.input_digest,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn ask() -> ApprovalRequest {
+        ApprovalRequest {
+            tool: "write_file".into(),
+            plugin: "fs".into(),
+            input: json!({"path": "a.txt", "content": "x"}),
+            reason: "mode default asks for tools that are not read-only".into(),
+        }
+    }
+
+    fn responses(answer: Value) -> InputResponses {
+        [(APPROVAL_KEY.to_string(), answer)].into()
+    }
+
+    fn round_one(states: &RequestStates, args: &Value) -> String {
+        let r = states.input_required("write_file", args, &ask()).unwrap();
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["resultType"], "input_required");
+        assert_eq!(v["inputRequests"][APPROVAL_KEY]["method"], "elicitation/create");
+        assert!(v["inputRequests"][APPROVAL_KEY]["params"]["message"].as_str().unwrap().contains("write_file"));
+        r.request_state.unwrap()
+    }
+
+    async fn decide(a: &Answered) -> bool {
+        a.approve(&ask()).await
+    }
+
+    #[tokio::test]
+    async fn accepted_answer_approves_once() {
+        let states = RequestStates::new();
+        let args = json!({"path": "a.txt", "content": "x"});
+        let sealed = round_one(&states, &args);
+        let accept = responses(json!({"action": "accept", "content": {"approve": true}}));
+        let a = states.answered("write_file", &args, &sealed, Some(&accept)).unwrap();
+        assert!(decide(&a).await);
+        let replay = states.answered("write_file", &args, &sealed, Some(&accept)).err().unwrap();
+        assert!(replay.message.contains("already used"), "{}", replay.message);
+    }
+
+    #[tokio::test]
+    async fn declined_or_unchecked_answer_denies() {
+        let states = RequestStates::new();
+        let args = json!({"path": "a.txt", "content": "x"});
+        for answer in [
+            json!({"action": "decline"}),
+            json!({"action": "cancel"}),
+            json!({"action": "accept", "content": {"approve": false}}),
+        ] {
+            let sealed = round_one(&states, &args);
+            let a = states.answered("write_file", &args, &sealed, Some(&responses(answer))).unwrap();
+            assert!(!decide(&a).await);
+        }
+    }
+
+    #[test]
+    fn state_is_bound_to_tool_and_arguments() {
+        let states = RequestStates::new();
+        let args = json!({"path": "a.txt", "content": "x"});
+        let sealed = round_one(&states, &args);
+        let accept = responses(json!({"action": "accept"}));
+        let other_args = json!({"path": "/etc/passwd", "content": "x"});
+        assert!(states.answered("write_file", &other_args, &sealed, Some(&accept)).is_err());
+        assert!(states.answered("rm", &args, &sealed, Some(&accept)).is_err());
+        let forged = format!("{sealed}x");
+        assert!(states.answered("write_file", &args, &forged, Some(&accept)).is_err());
+        let other_daemon = RequestStates::new();
+        assert!(other_daemon.answered("write_file", &args, &sealed, Some(&accept)).is_err());
+    }
+
+    #[tokio::test]
+    async fn answer_for_another_input_denies() {
+        let a = Answered {
+            approve: true,
+            input_digest: digest(&json!({"path": "other"})),
+        };
+        assert!(!decide(&a).await);
+    }
+
+    #[test]
+    fn long_input_is_shortened_in_the_question() {
+        let mut r = ask();
+        r.input = json!({"content": "é".repeat(5000)});
+        let q = question(&r);
+        assert!(q.len() < MAX_SHOWN_INPUT + 400 && q.ends_with("[... input shortened]"), "{}", q.len());
+    }
+}

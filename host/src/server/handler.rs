@@ -1,0 +1,249 @@
+//! The MCP server: `tools/list` and `tools/call` through the pipeline, progress, cancellation,
+//! approvals, and `notifications/tools/list_changed` on hot reload (legacy sessions and 2026
+//! `subscriptions/listen`). One [`McpServer`] value per session; they share one [`Shared`].
+
+use std::future::{Future, pending};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::Value;
+
+use super::approval::{AskClient, ElicitingApprover};
+use super::listing::{self, PAGE_SIZE};
+use super::outcome;
+use super::progress::ProgressRelay;
+use super::shared::Shared;
+use crate::exec::{Approver, CallRequest, ErrorKind, Pipeline};
+
+/// What clients read about this server at connection time.
+const INSTRUCTIONS: &str = "toolhost runs each tool in its own WebAssembly sandbox with only the files and \
+environment its policy grants. Failed calls come back as error results that say what to change. Calls that \
+need approval ask the user through elicitation when the client supports it; otherwise they are denied.";
+
+/// The MCP server over one pipeline; cheap to clone (one clone per HTTP session).
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+    /// How long one `tools/call` may take before it is stopped; `None` for no limit beyond the plugin's.
+    call_deadline: Option<Duration>,
+}
+
+impl McpServer {
+    /// A server for `pipeline`; approvals wait at most `approval_timeout` for the user.
+    pub fn new(pipeline: Arc<Pipeline>, approval_timeout: Duration) -> Self {
+        Self::with_shared(Arc::new(Shared::new(pipeline, approval_timeout)), None)
+    }
+
+    pub(crate) fn with_shared(shared: Arc<Shared>, call_deadline: Option<Duration>) -> Self {
+        Self { shared, call_deadline }
+    }
+
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let shared = &self.shared;
+        let tool = request.name.to_string();
+        if shared.stopping.is_cancelled() {
+            return Ok(outcome::error_result(
+                ErrorKind::Busy,
+                "toolhost is shutting down and accepts no new calls; retry once it is back.",
+            )
+            .into());
+        }
+        let _in_flight = shared.in_flight.enter();
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let elicits = context
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        let mut question = None;
+        let approver: Option<Arc<dyn Approver>> = match (&request.request_state, modern, elicits) {
+            (Some(state), true, _) => Some(Arc::new(shared.states.answered(
+                &tool,
+                &arguments,
+                state,
+                request.input_responses.as_ref(),
+            )?)),
+            (_, true, true) => {
+                let (ask, rx) = AskClient::new();
+                question = Some(rx);
+                Some(Arc::new(ask))
+            }
+            (_, false, true) => Some(Arc::new(ElicitingApprover::new(
+                context.peer.clone(),
+                shared.approval_timeout,
+            ))),
+            _ => None,
+        };
+
+        let relay = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressRelay::new(token, context.peer.clone()));
+        let cancel = shared.calls.child_token();
+        let call = shared.pipeline.call(CallRequest {
+            tool: tool.clone(),
+            input: arguments.clone(),
+            parent_id: None,
+            origin: "mcp",
+            progress: relay.as_ref().map(ProgressRelay::sink),
+            cancel: cancel.clone(),
+            approver,
+        });
+        let pump = async {
+            match &relay {
+                Some(r) => r.pump().await,
+                None => pending().await,
+            }
+        };
+        let asked = async {
+            match question {
+                Some(rx) => match rx.await {
+                    Ok(q) => q,
+                    Err(_) => pending().await,
+                },
+                None => pending().await,
+            }
+        };
+        let deadline = async {
+            match self.call_deadline {
+                Some(d) => tokio::time::sleep(d).await,
+                None => pending().await,
+            }
+        };
+        tokio::pin!(call, pump, asked, deadline);
+        let (mut abandoned, mut timed_out) = (false, false);
+        // Never drop `call` once it runs (but for the approval hand-off): cancelling it through its
+        // token lets the pipeline stop the plugin and write the audit record.
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                outcome = &mut call => break outcome,
+                q = &mut asked => {
+                    // 2026-07-28: the answer comes in a new request; this one ends here, unrecorded.
+                    return shared.states.input_required(&tool, &arguments, &q).map(Into::into);
+                }
+                () = context.ct.cancelled(), if !abandoned => {
+                    abandoned = true;
+                    cancel.cancel();
+                }
+                () = &mut deadline, if !timed_out => {
+                    timed_out = true;
+                    cancel.cancel();
+                }
+                () = &mut pump => {}
+            }
+        };
+        if let Some(r) = &relay {
+            r.flush().await;
+        }
+        if timed_out && !abandoned && outcome.error_kind == Some(ErrorKind::Cancelled) {
+            let limit = self.call_deadline.unwrap_or_default().as_secs_f64();
+            let mut result = outcome::error_result(
+                ErrorKind::Timeout,
+                format!(
+                    "The call to '{tool}' took longer than the server's request timeout of {limit} s and was \
+                     stopped. Try a smaller input or a narrower request."
+                ),
+            );
+            if let Some(meta) = result.meta.as_mut() {
+                meta.insert(outcome::META_CALL_ID.into(), Value::String(outcome.call_id));
+            }
+            return Ok(result.into());
+        }
+        outcome::to_result(&tool, outcome).map(Into::into)
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        listing::page(&self.shared.pipeline.catalog(), cursor, PAGE_SIZE)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<McpTool> {
+        self.shared.pipeline.catalog().get(name).map(|t| listing::to_mcp(&t.spec))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(request, context).await
+    }
+
+    fn on_initialized(&self, context: NotificationContext<RoleServer>) -> impl Future<Output = ()> + Send + '_ {
+        // An `initialize`-era session: tell it whenever the tool set changes, until it goes away.
+        let peer = context.peer;
+        let mut changes = self.shared.pipeline.registry().subscribe();
+        changes.mark_unchanged();
+        let stopping = self.shared.stopping.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stopping.cancelled() => return,
+                    changed = changes.changed() => if changed.is_err() { return },
+                }
+                if peer.is_transport_closed() {
+                    return;
+                }
+                if let Err(e) = peer.notify_tool_list_changed().await {
+                    tracing::debug!("session gone, list_changed not delivered: {e}");
+                    return;
+                }
+            }
+        });
+        std::future::ready(())
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        // A 2026-07-28 `subscriptions/listen`: runs until the client cancels it or the daemon stops.
+        let mut changes = self.shared.pipeline.registry().subscribe();
+        changes.mark_unchanged();
+        let wants_tools = context.accepted().tools_list_changed == Some(true);
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                () = self.shared.stopping.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if wants_tools {
+                        if let Err(e) = context.sink().notify_tool_list_changed().await {
+                            tracing::debug!("subscription gone, list_changed not delivered: {e}");
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

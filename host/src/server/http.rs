@@ -1,0 +1,172 @@
+//! The HTTP face of the daemon: Streamable HTTP MCP at `/mcp`, `GET /health`, `GET /metrics`.
+//!
+//! Every route sits behind the [`Guard`] (Host, Origin, bearer token). `/mcp` is rmcp's service:
+//! sessions for clients that `initialize`, stateless requests for 2026-07-28 clients, a body limit,
+//! and an idle timeout for sessions; its tool calls are bounded by the request timeout in the
+//! handler, so that a call that runs too long is stopped and audited rather than cut off. The
+//! other routes are bounded by the request timeout here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::guard::Guard;
+use super::handler::McpServer;
+use super::shared::Shared;
+use crate::config::ServerConfig;
+use crate::exec::Pipeline;
+use crate::registry::PluginStatus;
+
+/// An HTTP session that sends nothing for this long is closed (the client may `initialize` again).
+const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+/// Keep-alive comments on open event streams, so that proxies do not close them.
+const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The daemon's HTTP routes over `pipeline`, configured by `config`, for tests and embedding:
+/// its sessions end when the router is dropped, not on a signal.
+pub fn router(pipeline: Arc<Pipeline>, config: &ServerConfig) -> Router {
+    let shared = Arc::new(Shared::new(pipeline, config.request_timeout));
+    app(shared, config, CancellationToken::new())
+}
+
+/// The routes over `shared`; cancelling `mcp_stop` ends every MCP session and stream.
+pub(crate) fn app(shared: Arc<Shared>, config: &ServerConfig, mcp_stop: CancellationToken) -> Router {
+    let guard = Arc::new(Guard::new(config));
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
+    let mcp_config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(guard.rmcp_hosts())
+        .with_allowed_origins(guard.rmcp_origins())
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(config.max_body_bytes)
+        .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
+        .with_cancellation_token(mcp_stop);
+    let server = McpServer::with_shared(shared.clone(), Some(config.request_timeout));
+    let mcp = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), mcp_config);
+
+    let plain = Router::new()
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .with_state(shared)
+        .route_layer(middleware::from_fn_with_state(config.request_timeout, time_limit));
+    Router::new()
+        .route_service("/mcp", mcp)
+        .merge(plain)
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(guard, check))
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    match guard.check(request.headers(), request.uri()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => {
+            let (status, message) = refusal.status_and_message();
+            if status == StatusCode::FORBIDDEN {
+                tracing::warn!(path = %request.uri().path(), "refused: {message}");
+            }
+            let mut response = error(status, message);
+            if status == StatusCode::UNAUTHORIZED {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            response
+        }
+    }
+}
+
+async fn time_limit(State(limit): State<Duration>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => error(StatusCode::REQUEST_TIMEOUT, "the request took too long"),
+    }
+}
+
+async fn not_found() -> Response {
+    error(StatusCode::NOT_FOUND, "not found: MCP is at /mcp; see also /health and /metrics")
+}
+
+fn plugin_counts(shared: &Shared) -> (usize, Vec<String>) {
+    let catalog = shared.pipeline.catalog();
+    let rejected: Vec<String> = catalog
+        .plugins
+        .iter()
+        .filter(|(_, s)| matches!(s, PluginStatus::Rejected { .. }))
+        .map(|(name, _)| name.clone())
+        .collect();
+    (catalog.plugins.len() - rejected.len(), rejected)
+}
+
+async fn health(State(shared): State<Arc<Shared>>) -> Response {
+    let stopping = shared.stopping.is_cancelled();
+    let (loaded, rejected) = plugin_counts(&shared);
+    let body: Value = json!({
+        "status": if stopping { "stopping" } else { "ok" },
+        "version": env!("CARGO_PKG_VERSION"),
+        "tools": shared.pipeline.catalog().tools.len(),
+        "plugins": { "loaded": loaded, "rejected": rejected },
+        "running_calls": shared.pipeline.running(),
+        "calls_in_flight": shared.in_flight.count(),
+    });
+    let status = if stopping { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
+    (status, Json(body)).into_response()
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    let mut text = shared.pipeline.stats().render_prometheus();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let (loaded, rejected) = plugin_counts(&shared);
+    let gauges: [(&str, &str, Vec<(&str, usize)>); 4] = [
+        (
+            "toolhost_calls_running",
+            "Tool calls executing in the sandbox now.",
+            vec![("", shared.pipeline.running())],
+        ),
+        (
+            "toolhost_calls_in_flight",
+            "MCP tool calls in flight, including those waiting for an approval.",
+            vec![("", shared.in_flight.count())],
+        ),
+        (
+            "toolhost_tools",
+            "Tools served.",
+            vec![("", shared.pipeline.catalog().tools.len())],
+        ),
+        (
+            "toolhost_plugins",
+            "Plugin files, by load status.",
+            vec![("status=\"loaded\"", loaded), ("status=\"rejected\"", rejected.len())],
+        ),
+    ];
+    for (name, help, samples) in gauges {
+        text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+        for (labels, value) in samples {
+            if labels.is_empty() {
+                text.push_str(&format!("{name} {value}\n"));
+            } else {
+                text.push_str(&format!("{name}{{{labels}}} {value}\n"));
+            }
+        }
+    }
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        text,
+    )
+        .into_response()
+}

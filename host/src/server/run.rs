@@ -1,0 +1,182 @@
+//! `toolhost serve`: run the transports, hot reload, and shut down gracefully.
+//!
+//! On SIGINT or SIGTERM (or when the stdio client goes away and no HTTP is served), the daemon stops
+//! accepting connections and new calls, lets calls in flight finish for `server.shutdown-grace-ms`,
+//! then cancels the rest (the sandbox interrupts them promptly and the pipeline records them as
+//! cancelled), and only then closes the MCP sessions. The audit log is written and flushed per
+//! record, so nothing is left to flush at exit.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use tokio::net::TcpListener;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::handler::McpServer;
+use super::http;
+use super::shared::Shared;
+use crate::config::ServerConfig;
+use crate::exec::Pipeline;
+
+/// How long cancelled calls get to stop and be recorded after the grace period.
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
+/// How long the transports get to close after the sessions are ended.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
+/// What `toolhost serve` runs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Serve MCP on stdin and stdout.
+    pub stdio: bool,
+    /// Serve Streamable HTTP (and `/health`, `/metrics`) on this address.
+    pub http: Option<SocketAddr>,
+    /// Limits, allowed hosts and origins, token, grace period.
+    pub server: ServerConfig,
+    /// Reload plugins when the plugins folder changes.
+    pub hot_reload: bool,
+}
+
+/// Why the daemon could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The HTTP address cannot be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The HTTP server failed while running.
+    #[error("the HTTP server failed: {0}")]
+    Http(std::io::Error),
+    /// Signal handlers cannot be installed.
+    #[error("cannot install signal handlers: {0}")]
+    Signals(std::io::Error),
+    /// Nothing to serve.
+    #[error("nothing to serve: enable stdio, HTTP or both")]
+    NoTransport,
+}
+
+/// Serve `pipeline` until a signal (or, on stdio alone, until the client closes stdin).
+pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(), ServeError> {
+    if !options.stdio && options.http.is_none() {
+        return Err(ServeError::NoTransport);
+    }
+    let shared = Arc::new(Shared::new(pipeline.clone(), options.server.request_timeout));
+    let stop = CancellationToken::new();
+    let mcp_stop = CancellationToken::new();
+    let watch_stop = CancellationToken::new();
+
+    let mut sigint = signal(SignalKind::interrupt()).map_err(ServeError::Signals)?;
+    let mut sigterm = signal(SignalKind::terminate()).map_err(ServeError::Signals)?;
+    tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            let name = tokio::select! {
+                _ = sigint.recv() => "SIGINT",
+                _ = sigterm.recv() => "SIGTERM",
+            };
+            tracing::info!("{name}: shutting down");
+            stop.cancel();
+        }
+    });
+
+    if options.hot_reload {
+        let registry = pipeline.registry().clone();
+        let watch_stop = watch_stop.clone();
+        tokio::spawn(async move {
+            if let Err(e) = crate::registry::watch(registry, watch_stop).await {
+                tracing::warn!("hot reload is off: cannot watch the plugins folder: {e}");
+            }
+        });
+    }
+
+    let tools = pipeline.catalog().tools.len();
+    let http_task = match options.http {
+        None => None,
+        Some(addr) => {
+            let listener = TcpListener::bind(addr)
+                .await
+                .map_err(|source| ServeError::Bind { addr, source })?;
+            let local = listener.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
+            // On stderr: the one line a person starting the daemon needs (and tests read the port from).
+            eprintln!("toolhost: serving {tools} tools over MCP at http://{local}/mcp");
+            let app = http::app(shared.clone(), &options.server, mcp_stop.clone());
+            let stop = stop.clone();
+            Some(tokio::spawn(async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(stop.cancelled_owned())
+                    .await
+            }))
+        }
+    };
+
+    let stdio_task: Option<JoinHandle<()>> = options.stdio.then(|| {
+        let server = McpServer::with_shared(shared.clone(), None);
+        let ct = mcp_stop.child_token();
+        let stop = stop.clone();
+        let alone = options.http.is_none();
+        tracing::info!("serving {tools} tools over MCP on stdio");
+        tokio::spawn(async move {
+            match server.serve_with_ct(rmcp::transport::stdio_pipes(), ct).await {
+                Ok(running) => {
+                    let _ = running.waiting().await;
+                }
+                Err(e) => tracing::error!("MCP over stdio ended before it started: {e}"),
+            }
+            if alone {
+                // The client closed stdin: it is gone, and so is the reason to run.
+                stop.cancel();
+            }
+        })
+    });
+
+    stop.cancelled().await;
+    watch_stop.cancel();
+    drain(&shared, options.server.shutdown_grace).await;
+    mcp_stop.cancel();
+
+    let mut result = Ok(());
+    if let Some(task) = http_task {
+        match tokio::time::timeout(CLOSE_WAIT, task).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => result = Err(ServeError::Http(e)),
+            Ok(Err(e)) => tracing::error!("the HTTP server task failed: {e}"),
+            Err(_) => tracing::warn!("HTTP connections still open after shutdown; closing them"),
+        }
+    }
+    if let Some(task) = stdio_task {
+        if tokio::time::timeout(CLOSE_WAIT, task).await.is_err() {
+            tracing::warn!("the stdio session did not close in time");
+        }
+    }
+    result
+}
+
+/// Refuse new calls, give the running ones `grace` to finish, then cancel what is left.
+async fn drain(shared: &Shared, grace: Duration) {
+    shared.stopping.cancel();
+    let running = shared.in_flight.count();
+    if running > 0 {
+        tracing::info!(running, "waiting up to {} ms for calls in flight", grace.as_millis());
+    }
+    if tokio::time::timeout(grace, shared.in_flight.idle()).await.is_ok() {
+        return;
+    }
+    tracing::warn!(
+        running = shared.in_flight.count(),
+        "calls still running after the shutdown grace period; cancelling them"
+    );
+    shared.calls.cancel();
+    if tokio::time::timeout(CANCEL_WAIT, shared.in_flight.idle()).await.is_err() {
+        tracing::error!(
+            running = shared.in_flight.count(),
+            "calls did not stop after cancellation; their audit records may be missing"
+        );
+    }
+}

@@ -1,0 +1,115 @@
+//! State shared by every MCP session of one daemon: the pipeline, the calls in flight, and the
+//! shutdown signals. Sessions hold it in an `Arc`; it owns no sockets.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::approval::RequestStates;
+use crate::exec::Pipeline;
+
+/// What every session of one daemon shares.
+pub(crate) struct Shared {
+    /// Runs the calls.
+    pub(crate) pipeline: Arc<Pipeline>,
+    /// Seals and opens the `requestState` of 2026-era approvals.
+    pub(crate) states: RequestStates,
+    /// Cancelled when shutdown starts: new calls are refused, subscriptions end.
+    pub(crate) stopping: CancellationToken,
+    /// Parent of every call's cancel token; cancelled when the shutdown grace period is over.
+    pub(crate) calls: CancellationToken,
+    /// Calls in flight (including those waiting for an approval).
+    pub(crate) in_flight: InFlight,
+    /// How long an approval question may stay unanswered.
+    pub(crate) approval_timeout: Duration,
+}
+
+impl Shared {
+    /// State for a daemon serving `pipeline`.
+    pub(crate) fn new(pipeline: Arc<Pipeline>, approval_timeout: Duration) -> Self {
+        Self {
+            pipeline,
+            states: RequestStates::new(),
+            stopping: CancellationToken::new(),
+            calls: CancellationToken::new(),
+            in_flight: InFlight::default(),
+            approval_timeout,
+        }
+    }
+}
+
+/// Counts calls in flight and wakes whoever waits for none to be left.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+/// Held while a call is in flight.
+pub(crate) struct InFlightGuard<'a>(&'a InFlight);
+
+impl InFlight {
+    /// Count one more call until the guard drops.
+    pub(crate) fn enter(&self) -> InFlightGuard<'_> {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        InFlightGuard(self)
+    }
+
+    /// Calls in flight now.
+    pub(crate) fn count(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once no call is in flight.
+    pub(crate) async fn idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.count() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn idle_resolves_when_the_last_call_ends() {
+        let in_flight = Arc::new(InFlight::default());
+        in_flight.idle().await; // none yet
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let counter = in_flight.clone();
+        let call = tokio::spawn(async move {
+            let _guard = counter.enter();
+            let _ = rx.await;
+        });
+        while in_flight.count() == 0 {
+            tokio::task::yield_now().await;
+        }
+        let waiter = tokio::spawn({
+            let in_flight = in_flight.clone();
+            async move { in_flight.idle().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        tx.send(()).unwrap();
+        call.await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap();
+    }
+}

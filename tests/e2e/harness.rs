@@ -1,0 +1,118 @@
+//! A throw-away workspace per test: a plugins folder with chosen plugins, a config, a granted dir.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// A built plugin: an example (`plugins/NAME.wasm`) or a fixture (`target/fixtures/NAME.wasm`).
+pub fn plugin_file(name: &str) -> PathBuf {
+    let example = root().join("plugins").join(format!("{name}.wasm"));
+    if example.is_file() {
+        return example;
+    }
+    let fixture = root().join("target/fixtures").join(format!("{name}.wasm"));
+    assert!(
+        fixture.is_file(),
+        "{name}.wasm is not built: run scripts/build-plugins.sh first (looked in plugins/ and target/fixtures/)"
+    );
+    fixture
+}
+
+/// A temporary workspace: `plugins/`, `work/` (for grants), `toolhost.toml`.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    /// A workspace with these plugins and this config text.
+    pub fn new(plugins: &[&str], config: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("plugins")).unwrap();
+        std::fs::create_dir(dir.path().join("work")).unwrap();
+        for p in plugins {
+            std::fs::copy(plugin_file(p), dir.path().join("plugins").join(format!("{p}.wasm"))).unwrap();
+        }
+        std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
+        Self { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    /// Run the binary in the workspace with a clean, known environment.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        c.current_dir(self.path()).args(args).env("TOOLHOST_SECRET_CANARY", "canary-4711");
+        c
+    }
+
+    /// `toolhost call TOOL --input JSON --json`, parsed.
+    pub fn call(&self, tool: &str, input: serde_json::Value) -> Called {
+        let out = self.run(&["call", tool, "--input", &input.to_string(), "--json"]);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let json: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout of `call {tool}` is not one JSON document ({e}):\n{stdout}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        Called {
+            code: out.status.code(),
+            json,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// The audit records written so far.
+    pub fn audit(&self) -> Vec<serde_json::Value> {
+        let path = self.path().join(".toolhost/audit.jsonl");
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+}
+
+/// The result of one `call`.
+pub struct Called {
+    pub code: Option<i32>,
+    pub json: serde_json::Value,
+    pub stderr: String,
+}
+
+impl Called {
+    pub fn content(&self) -> &str {
+        self.json["content"].as_str().unwrap()
+    }
+    pub fn is_error(&self) -> bool {
+        self.json["is_error"].as_bool().unwrap()
+    }
+    pub fn kind(&self) -> &str {
+        self.json["error_kind"].as_str().unwrap_or("none")
+    }
+    #[track_caller]
+    pub fn assert_ok(&self) -> &Self {
+        assert!(!self.is_error(), "expected success, got: {}\nstderr: {}", self.json, self.stderr);
+        assert_eq!(self.code, Some(0));
+        self
+    }
+    #[track_caller]
+    pub fn assert_error(&self, kind: &str, needle: &str) -> &Self {
+        assert!(self.is_error(), "expected a {kind} error, got success: {}", self.json);
+        assert_eq!(self.kind(), kind, "{}", self.json);
+        assert!(self.content().contains(needle), "{:?} does not contain {needle:?}", self.content());
+        assert_eq!(self.code, Some(1));
+        self
+    }
+}

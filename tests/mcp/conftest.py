@@ -1,0 +1,241 @@
+"""Fixtures for the MCP end-to-end tests: a temporary plugins folder and config per test, the real
+toolhost binary started over stdio or HTTP, and the official `mcp` client connected to it in either
+protocol era ("legacy": the initialize handshake, 2025-11-25; "auto": server/discover, 2026-07-28)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+ROOT = Path(__file__).resolve().parents[2]
+BINARY = Path(os.environ.get("TOOLHOST_BIN", ROOT / "target" / "release" / "toolhost"))
+PLUGINS = ROOT / "plugins"
+FIXTURES = ROOT / "target" / "fixtures"
+
+# (transport, client mode, protocol version the connection must end up on)
+ERAS = [
+    ("stdio", "legacy", "2025-11-25"),
+    ("stdio", "auto", "2026-07-28"),
+    ("http", "legacy", "2025-11-25"),
+    ("http", "auto", "2026-07-28"),
+]
+ERA_IDS = [f"{t}-{v}" for t, _, v in ERAS]
+
+BASE_CONFIG = """\
+plugins-dir = "plugins"
+
+[cache]
+dir = "{cache}"
+
+[audit]
+path = "audit.jsonl"
+
+[permissions]
+mode = "bypass"
+deny = ["write_file(**/.env)"]
+ask = ["remember"]
+
+[server]
+shutdown-grace-ms = {grace}
+
+[plugins.fs]
+dirs = [{{ host = "work", mode = "rw" }}]
+
+[plugins.hostile.limits]
+timeout-ms = 60000
+fuel = 9000000000000000000
+
+[plugins.late]
+prefix = "late_"
+"""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # One compile cache for the whole session: each plugin is compiled once.
+    return tmp_path_factory.mktemp("cache")
+
+
+class Workspace:
+    """A folder with plugins/, work/ (granted to fs), toolhost.toml and the audit log."""
+
+    def __init__(self, root: Path, cache: Path):
+        self.root = root
+        self.plugins = root / "plugins"
+        self.work = root / "work"
+        self.config = root / "toolhost.toml"
+        self.audit = root / "audit.jsonl"
+        self.cache = cache
+        self.plugins.mkdir()
+        self.work.mkdir()
+        for name in ("echo", "math", "fs"):
+            self.add_plugin(PLUGINS / f"{name}.wasm")
+        self.add_plugin(FIXTURES / "hostile.wasm")
+        self.write_config()
+
+    def add_plugin(self, source: Path, name: str | None = None) -> Path:
+        """Copy a component into plugins/ (atomically, as a deploy would)."""
+        target = self.plugins / f"{name or source.stem}.wasm"
+        partial = self.root / f".{target.name}.partial"
+        shutil.copyfile(source, partial)
+        os.replace(partial, target)
+        return target
+
+    def write_config(self, extra: str = "", grace_ms: int = 5000) -> None:
+        self.config.write_text(BASE_CONFIG.format(cache=self.cache, grace=grace_ms) + extra)
+
+    def audit_records(self) -> list[dict[str, Any]]:
+        if not self.audit.exists():
+            return []
+        return [json.loads(line) for line in self.audit.read_text().splitlines() if line.strip()]
+
+    def wait_for_audit(self, predicate, timeout: float = 10.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for record in self.audit_records():
+                if predicate(record):
+                    return record
+            time.sleep(0.05)
+        raise AssertionError(f"no matching audit record in {self.audit_records()}")
+
+
+@pytest.fixture
+def ws(tmp_path: Path, cache_dir: Path) -> Workspace:
+    return Workspace(tmp_path, cache_dir)
+
+
+class Daemon:
+    """`toolhost serve --http 127.0.0.1:0` in the background; the URL is read from its stderr."""
+
+    def __init__(self, ws: Workspace, extra_args: list[str] | None = None, env: dict[str, str] | None = None):
+        args = [str(BINARY), "--config", str(ws.config), "serve", "--http", "127.0.0.1:0", *(extra_args or [])]
+        full_env = {**os.environ, "TOOLHOST_LOG": os.environ.get("TOOLHOST_LOG", "info"), **(env or {})}
+        self.process = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, text=True
+        )
+        self.stderr_lines: list[str] = []
+        self.stdout = ""
+        self._url: str | None = None
+        self._ready = threading.Event()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+        if not self._ready.wait(timeout=120):
+            self.stop()
+            raise AssertionError("toolhost did not start:\n" + "".join(self.stderr_lines))
+        if self._url is None:
+            raise AssertionError("toolhost exited:\n" + "".join(self.stderr_lines))
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr_lines.append(line)
+            match = re.search(r"(http://\S+/mcp)", line)
+            if match and self._url is None:
+                self._url = match.group(1)
+                self._ready.set()
+        self._ready.set()
+
+    @property
+    def url(self) -> str:
+        assert self._url is not None
+        return self._url
+
+    @property
+    def base(self) -> str:
+        return self.url.removesuffix("/mcp")
+
+    def signal(self, sig: int = signal.SIGTERM) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+
+    def wait(self, timeout: float = 30) -> int:
+        code = self.process.wait(timeout=timeout)
+        assert self.process.stdout is not None
+        self.stdout = self.process.stdout.read()
+        return code
+
+    def stop(self) -> int:
+        self.signal()
+        try:
+            return self.wait()
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            raise
+
+    def log(self) -> str:
+        return "".join(self.stderr_lines)
+
+
+@pytest.fixture
+def daemons():
+    started: list[Daemon] = []
+
+    def start(ws: Workspace, **kwargs: Any) -> Daemon:
+        d = Daemon(ws, **kwargs)
+        started.append(d)
+        return d
+
+    yield start
+    for d in started:
+        if d.process.poll() is None:
+            d.stop()
+
+
+def stdio_params(ws: Workspace, extra_args: list[str] | None = None) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=str(BINARY),
+        args=["--config", str(ws.config), "serve", *(extra_args or [])],
+        env={"TOOLHOST_LOG": os.environ.get("TOOLHOST_LOG", "warn")},
+    )
+
+
+@asynccontextmanager
+async def connect(
+    ws: Workspace,
+    transport: str,
+    mode: str,
+    *,
+    daemon: Daemon | None = None,
+    headers: dict[str, str] | None = None,
+    **client_kwargs: Any,
+) -> AsyncIterator[Client]:
+    """A connected client: over stdio (a fresh child process) or HTTP (a fresh daemon unless given)."""
+    own: Daemon | None = None
+    if transport == "stdio":
+        server: Any = stdio_params(ws)
+    else:
+        if daemon is None:
+            daemon = own = Daemon(ws)
+        if headers:
+            server = streamable_http_client(daemon.url, http_client=create_mcp_http_client(headers=headers))
+        else:
+            server = daemon.url
+    try:
+        async with Client(server, mode=mode, **client_kwargs) as client:
+            yield client
+    finally:
+        if own is not None:
+            own.stop()
+
+
+@pytest.fixture(params=ERAS, ids=ERA_IDS)
+def era(request: pytest.FixtureRequest) -> tuple[str, str, str]:
+    return request.param

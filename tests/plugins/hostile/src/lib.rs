@@ -1,0 +1,620 @@
+//! Test fixture: one component whose tools misbehave on purpose (spin, sleep, exhaust memory and
+//! stack, flood output, poke at the file system and the environment, return bad results), for
+//! the host's security and robustness tests. Never install it as a real plugin.
+//!
+//! Schemas are deliberately permissive (`{"type": "object"}` plus the properties each tool
+//! reads, nothing required), so that the tests reach the tool itself; missing or mistyped
+//! arguments are reported by the tool as `invalid-input`.
+
+wit_bindgen::generate!({
+    path: "../../../wit",
+    world: "plugin",
+});
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::io::{Read, Write};
+use std::sync::Mutex;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use exports::toolhost::plugin::tool::{Guest, ToolError, ToolOutput, ToolSpec};
+use serde_json::{Value, json};
+use toolhost::plugin::host::{self, LogLevel};
+use toolhost::plugin::types::ToolHints;
+
+type Res = Result<ToolOutput, ToolError>;
+
+/// What `remember` stored; a fresh instance per call must always start with `None`.
+static REMEMBERED: Mutex<Option<String>> = Mutex::new(None);
+
+const MIB: usize = 1 << 20;
+
+// ---------------------------------------------------------------------------------------------
+// argument helpers
+
+struct Args(Value);
+
+impl Args {
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key).filter(|v| !v.is_null())
+    }
+
+    fn u64(&self, key: &str) -> Result<u64, ToolError> {
+        self.opt_u64(key)?
+            .ok_or_else(|| invalid(format!("missing integer argument '{key}'")))
+    }
+
+    fn opt_u64(&self, key: &str) -> Result<Option<u64>, ToolError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| invalid(format!("'{key}' must be a non-negative integer, got {v}"))),
+        }
+    }
+
+    fn str(&self, key: &str) -> Result<&str, ToolError> {
+        self.opt_str(key)?
+            .ok_or_else(|| invalid(format!("missing string argument '{key}'")))
+    }
+
+    fn opt_str(&self, key: &str) -> Result<Option<&str>, ToolError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_str()
+                .map(Some)
+                .ok_or_else(|| invalid(format!("'{key}' must be a string, got {v}"))),
+        }
+    }
+
+    fn bool(&self, key: &str) -> Result<bool, ToolError> {
+        match self.get(key) {
+            None => Ok(false),
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| invalid(format!("'{key}' must be a boolean, got {v}"))),
+        }
+    }
+}
+
+fn invalid(msg: impl Into<String>) -> ToolError {
+    ToolError::InvalidInput(msg.into())
+}
+
+fn failed(msg: impl Into<String>) -> ToolError {
+    ToolError::Failed(msg.into())
+}
+
+fn text(content: impl Into<String>) -> Res {
+    Ok(ToolOutput {
+        content: content.into(),
+        structured: None,
+    })
+}
+
+fn with_json(content: impl Into<String>, structured: Value) -> Res {
+    Ok(ToolOutput {
+        content: content.into(),
+        structured: Some(structured.to_string()),
+    })
+}
+
+fn io_result(what: String, result: std::io::Result<()>) -> Res {
+    match result {
+        Ok(()) => text(format!("ok: {what}")),
+        Err(e) => Err(failed(format!("{what}: {e}"))),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the tools
+
+/// Burns CPU forever without calling the host.
+fn spin() -> ! {
+    let mut counter = 0u64;
+    loop {
+        counter = black_box(counter.wrapping_add(1));
+    }
+}
+
+fn sleep(args: &Args) -> Res {
+    let ms = args.u64("ms")?;
+    let start = Instant::now();
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+    text(format!("slept {} ms", start.elapsed().as_millis()))
+}
+
+/// Allocates `mb` MiB and touches every byte. By default it allocates 1 MiB chunks with
+/// `try_reserve` and reports how far it got; with `abort: true` it asks for one block with
+/// `vec!`, which aborts (traps) when the allocation fails.
+fn grow(args: &Args) -> Res {
+    let mb = args.u64("mb")?;
+    let bytes = usize::try_from(mb)
+        .ok()
+        .and_then(|mb| mb.checked_mul(MIB))
+        .ok_or_else(|| invalid(format!("{mb} MiB does not fit in a 32-bit address space")))?;
+    if args.bool("abort")? {
+        let block = vec![1u8; bytes];
+        let sum: u64 = black_box(&block).iter().map(|&b| u64::from(b)).sum();
+        return with_json(
+            format!("allocated {mb} MiB in one block"),
+            json!({ "requested_mb": mb, "allocated_mb": mb, "sum": sum }),
+        );
+    }
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    let mut sum = 0u64;
+    for _ in 0..mb {
+        let mut chunk: Vec<u8> = Vec::new();
+        if chunk.try_reserve_exact(MIB).is_err() {
+            break;
+        }
+        chunk.resize(MIB, 1);
+        sum += black_box(&chunk).iter().map(|&b| u64::from(b)).sum::<u64>();
+        chunks.push(chunk);
+    }
+    let got = chunks.len() as u64;
+    black_box(&chunks);
+    if got < mb {
+        return Err(failed(format!(
+            "out of memory: allocated {got} MiB of the {mb} MiB requested"
+        )));
+    }
+    with_json(
+        format!("allocated and touched {got} MiB"),
+        json!({ "requested_mb": mb, "allocated_mb": got, "sum": sum }),
+    )
+}
+
+/// Returns exactly `bytes` bytes of text, made of `fill` (default "x") repeated, padded with 'x'.
+/// A multi-byte `fill` such as "é€🦀" puts character boundaries everywhere a host might cut.
+fn big_output(args: &Args) -> Res {
+    let bytes = args.u64("bytes")? as usize;
+    let fill = args.opt_str("fill")?.unwrap_or("x");
+    if fill.is_empty() {
+        return Err(invalid("'fill' must not be empty"));
+    }
+    let mut out = String::new();
+    out.try_reserve_exact(bytes)
+        .map_err(|_| failed(format!("cannot allocate {bytes} bytes")))?;
+    while out.len() + fill.len() <= bytes {
+        out.push_str(fill);
+    }
+    while out.len() < bytes {
+        out.push('x');
+    }
+    if args.bool("structured")? {
+        let structured = json!({ "data": out }).to_string();
+        return Ok(ToolOutput {
+            content: out,
+            structured: Some(structured),
+        });
+    }
+    text(out)
+}
+
+/// Writes to stdout and stderr, including lines that look like JSON-RPC messages, which a host
+/// speaking MCP over stdio must never forward to its client.
+fn print(args: &Args) -> Res {
+    let lines = args.u64("lines")?;
+    let fake = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+    for i in 0..lines {
+        if i % 2 == 0 {
+            println!("{fake}");
+            eprintln!("{fake}");
+        } else {
+            println!("hostile stdout line {i}");
+            eprintln!("hostile stderr line {i}");
+        }
+    }
+    // An unterminated line at the end.
+    print!(r#"{{"jsonrpc":"2.0","method":"notifications/message","params":"#);
+    let _ = std::io::stdout().flush();
+    text(format!("printed {lines} lines to stdout and to stderr"))
+}
+
+fn stdin(args: &Args) -> Res {
+    let limit = args.opt_u64("bytes")?.unwrap_or(4096);
+    let mut buf = Vec::new();
+    let result = std::io::stdin().take(limit).read_to_end(&mut buf);
+    let got = String::from_utf8_lossy(&buf).into_owned();
+    with_json(
+        format!("read {} bytes from stdin: {got:?}", buf.len()),
+        json!({ "bytes": buf.len(), "data": got, "error": result.err().map(|e| e.to_string()) }),
+    )
+}
+
+fn env() -> Res {
+    let vars: BTreeMap<String, String> = std::env::vars_os()
+        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .collect();
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let cwd = match std::env::current_dir() {
+        Ok(dir) => dir.to_string_lossy().into_owned(),
+        Err(e) => format!("error: {e}"),
+    };
+    let value = json!({ "vars": vars, "args": args, "cwd": cwd });
+    with_json(value.to_string(), value)
+}
+
+fn time() -> Res {
+    let wall = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let start = Instant::now();
+    let elapsed_ns = start.elapsed().as_nanos() as u64;
+    with_json(
+        format!("unix time {wall} ms"),
+        json!({ "unix_ms": wall, "monotonic_elapsed_ns": elapsed_ns }),
+    )
+}
+
+fn read(args: &Args) -> Res {
+    let path = args.str("path")?;
+    match std::fs::read(path) {
+        Ok(bytes) => text(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(e) => Err(failed(format!("read '{path}': {e}"))),
+    }
+}
+
+fn write(args: &Args) -> Res {
+    let path = args.str("path")?;
+    let content = args.opt_str("content")?.unwrap_or("");
+    io_result(format!("write '{path}'"), std::fs::write(path, content))
+}
+
+fn list(args: &Args) -> Res {
+    let path = args.opt_str("path")?.unwrap_or(".");
+    let entries = std::fs::read_dir(path).map_err(|e| failed(format!("list '{path}': {e}")))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(entry) => names.push(entry.file_name().to_string_lossy().into_owned()),
+            Err(e) => names.push(format!("<error: {e}>")),
+        }
+    }
+    names.sort();
+    with_json(names.join("\n"), json!({ "entries": names }))
+}
+
+fn stat(args: &Args) -> Res {
+    let path = args.str("path")?;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| failed(format!("stat '{path}': {e}")))?;
+    let followed = std::fs::metadata(path).map_err(|e| e.to_string());
+    let canonical = std::fs::canonicalize(path).map_err(|e| e.to_string());
+    let value = json!({
+        "is_file": meta.is_file(),
+        "is_dir": meta.is_dir(),
+        "is_symlink": meta.is_symlink(),
+        "len": meta.len(),
+        "readonly": meta.permissions().readonly(),
+        "followed_len": followed.as_ref().map(|m| m.len()).ok(),
+        "followed_error": followed.err(),
+        "canonical": canonical.as_ref().ok().map(|p| p.to_string_lossy().into_owned()),
+        "canonical_error": canonical.err(),
+    });
+    with_json(value.to_string(), value)
+}
+
+fn mkdir(args: &Args) -> Res {
+    let path = args.str("path")?;
+    io_result(format!("mkdir '{path}'"), std::fs::create_dir(path))
+}
+
+fn remove(args: &Args) -> Res {
+    let path = args.str("path")?;
+    let result = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir(path),
+        _ => std::fs::remove_file(path),
+    };
+    io_result(format!("remove '{path}'"), result)
+}
+
+fn symlink(args: &Args) -> Res {
+    let target = args.str("target")?;
+    let link = args.str("link")?;
+    // `std::os::wasi::fs::symlink_path` is unstable; the deprecated portable function is not.
+    #[allow(deprecated, reason = "the only stable way to make a symlink on WASI")]
+    let result = std::fs::soft_link(target, link);
+    io_result(format!("symlink '{link}' -> '{target}'"), result)
+}
+
+fn hardlink(args: &Args) -> Res {
+    let target = args.str("target")?;
+    let link = args.str("link")?;
+    io_result(
+        format!("hardlink '{link}' -> '{target}'"),
+        std::fs::hard_link(target, link),
+    )
+}
+
+fn rename(args: &Args) -> Res {
+    let from = args.str("from")?;
+    let to = args.str("to")?;
+    io_result(format!("rename '{from}' -> '{to}'"), std::fs::rename(from, to))
+}
+
+fn truncate(args: &Args) -> Res {
+    let path = args.str("path")?;
+    let len = args.opt_u64("len")?.unwrap_or(0);
+    let result = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_len(len));
+    io_result(format!("truncate '{path}' to {len} bytes"), result)
+}
+
+/// Recursion the optimiser cannot turn into a loop: every frame keeps a live array.
+#[inline(never)]
+fn dive(depth: u64, max: u64) -> u64 {
+    let mut frame = [0u8; 256];
+    frame[(depth % 256) as usize] = depth as u8;
+    let frame = black_box(frame);
+    if depth >= max {
+        return u64::from(frame[0]);
+    }
+    let below = dive(depth + 1, max);
+    black_box(below.wrapping_add(u64::from(frame[(depth % 251) as usize])))
+}
+
+fn recurse(args: &Args) -> Res {
+    let max = args.opt_u64("depth")?.unwrap_or(u64::MAX);
+    let result = dive(0, black_box(max));
+    text(format!("recursed {max} levels ({result})"))
+}
+
+fn exit(args: &Args) -> Res {
+    let code = args.opt_u64("code")?.unwrap_or(0);
+    std::process::exit(code as i32)
+}
+
+fn progress_flood(args: &Args) -> Res {
+    let count = args.u64("count")?;
+    for i in 0..count {
+        host::progress(i + 1, Some(count), &format!("step {} of {count}", i + 1));
+    }
+    text(format!("reported progress {count} times"))
+}
+
+fn log_flood(args: &Args) -> Res {
+    let count = args.u64("count")?;
+    let bytes = args.opt_u64("bytes")?.unwrap_or(0) as usize;
+    let padding = "x".repeat(bytes);
+    for i in 0..count {
+        host::log(LogLevel::Info, &format!("hostile log line {i} {padding}"));
+    }
+    text(format!("logged {count} lines"))
+}
+
+fn remember(args: &Args) -> Res {
+    let value = args.opt_str("value")?.map(str::to_owned);
+    let mut stored = REMEMBERED.lock().unwrap_or_else(|e| e.into_inner());
+    let previous = match value {
+        Some(value) => stored.replace(value),
+        None => stored.clone(),
+    };
+    let content = match &previous {
+        Some(p) => format!("previous value: {p:?}"),
+        None => "previous value: none".to_owned(),
+    };
+    with_json(content, json!({ "previous": previous }))
+}
+
+fn fail(args: &Args) -> Res {
+    let message = args.opt_str("message")?.unwrap_or("failed on purpose").to_owned();
+    match args.opt_str("kind")?.unwrap_or("failed") {
+        "invalid-input" => Err(ToolError::InvalidInput(message)),
+        _ => Err(ToolError::Failed(message)),
+    }
+}
+
+fn dispatch(name: &str, args: &Args, raw: &str) -> Res {
+    match name {
+        "spin" => spin(),
+        "sleep" => sleep(args),
+        "grow" => grow(args),
+        "big_output" => big_output(args),
+        "print" => print(args),
+        "stdin" => stdin(args),
+        "env" => env(),
+        "time" => time(),
+        "read" => read(args),
+        "write" => write(args),
+        "list" => list(args),
+        "stat" => stat(args),
+        "mkdir" => mkdir(args),
+        "remove" => remove(args),
+        "symlink" => symlink(args),
+        "hardlink" => hardlink(args),
+        "rename" => rename(args),
+        "truncate" => truncate(args),
+        "recurse" => recurse(args),
+        "trap" => panic!("boom"),
+        "exit" => exit(args),
+        "progress_flood" => progress_flood(args),
+        "log_flood" => log_flood(args),
+        "remember" => remember(args),
+        "fail" => fail(args),
+        "echo_input" => Ok(ToolOutput {
+            content: raw.to_owned(),
+            structured: Some(raw.to_owned()),
+        }),
+        "bad_structured" => with_json("structured does not match the output schema", json!({ "n": "oops" })),
+        "not_json" => Ok(ToolOutput {
+            content: "structured is not JSON".into(),
+            structured: Some("{not json".into()),
+        }),
+        "missing_structured" => text("declares an output schema but returns no structured result"),
+        _ => Err(invalid(format!("unknown tool '{name}'"))),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// describe
+
+struct Tool {
+    name: &'static str,
+    description: &'static str,
+    /// (property, JSON type) pairs.
+    properties: &'static [(&'static str, &'static str)],
+    hints: ToolHints,
+    subject: Option<&'static str>,
+    output_schema: Option<Value>,
+}
+
+const NONE: ToolHints = ToolHints::empty();
+const RO: ToolHints = ToolHints::READ_ONLY;
+const DESTRUCTIVE: ToolHints = ToolHints::DESTRUCTIVE;
+
+fn tool(
+    name: &'static str,
+    description: &'static str,
+    properties: &'static [(&'static str, &'static str)],
+    hints: ToolHints,
+) -> Tool {
+    Tool {
+        name,
+        description,
+        properties,
+        hints,
+        subject: None,
+        output_schema: None,
+    }
+}
+
+fn tools() -> Vec<Tool> {
+    let path = Some("/path");
+    let n_schema = json!({
+        "type": "object",
+        "required": ["n"],
+        "properties": { "n": { "type": "integer" } }
+    });
+    vec![
+        tool("spin", "Loop forever without calling the host.", &[], RO),
+        tool("sleep", "Sleep `ms` milliseconds (blocks in a WASI host call).", &[("ms", "integer")], RO),
+        tool(
+            "grow",
+            "Allocate and touch `mb` MiB, in 1 MiB chunks (reports how much it got), or in one block that traps on failure with `abort`.",
+            &[("mb", "integer"), ("abort", "boolean")],
+            RO,
+        ),
+        tool(
+            "big_output",
+            "Return exactly `bytes` bytes of text made of `fill` (default \"x\"); also as structured {\"data\"} with `structured`.",
+            &[("bytes", "integer"), ("fill", "string"), ("structured", "boolean")],
+            RO,
+        ),
+        tool(
+            "print",
+            "Print `lines` lines to stdout and stderr, half of them fake JSON-RPC responses, then an unterminated one.",
+            &[("lines", "integer")],
+            RO,
+        ),
+        tool("stdin", "Read up to `bytes` (default 4096) bytes from stdin.", &[("bytes", "integer")], RO),
+        tool("env", "Return the environment variables, arguments and current directory the plugin sees.", &[], RO),
+        tool("time", "Return the wall-clock time.", &[], RO),
+        Tool { subject: path, ..tool("read", "Read a file and return its content.", &[("path", "string")], RO) },
+        Tool {
+            subject: path,
+            ..tool("write", "Write `content` to a file.", &[("path", "string"), ("content", "string")], DESTRUCTIVE)
+        },
+        Tool { subject: path, ..tool("list", "List a directory (default \".\").", &[("path", "string")], RO) },
+        Tool {
+            subject: path,
+            ..tool("stat", "Metadata of a path, with and without following links, and its canonical form.", &[("path", "string")], RO)
+        },
+        Tool { subject: path, ..tool("mkdir", "Create a directory.", &[("path", "string")], NONE) },
+        Tool { subject: path, ..tool("remove", "Remove a file or an empty directory.", &[("path", "string")], DESTRUCTIVE) },
+        Tool {
+            subject: Some("/link"),
+            ..tool("symlink", "Create a symbolic link `link` pointing at `target`.", &[("target", "string"), ("link", "string")], DESTRUCTIVE)
+        },
+        Tool {
+            subject: Some("/link"),
+            ..tool("hardlink", "Create a hard link `link` to `target`.", &[("target", "string"), ("link", "string")], DESTRUCTIVE)
+        },
+        Tool {
+            subject: Some("/from"),
+            ..tool("rename", "Rename `from` to `to`.", &[("from", "string"), ("to", "string")], DESTRUCTIVE)
+        },
+        Tool {
+            subject: path,
+            ..tool("truncate", "Truncate (or extend) a file to `len` bytes (default 0).", &[("path", "string"), ("len", "integer")], DESTRUCTIVE)
+        },
+        tool(
+            "recurse",
+            "Recurse `depth` levels (default: without end), 256 bytes of stack per level.",
+            &[("depth", "integer")],
+            RO,
+        ),
+        tool("trap", "Panic (\"boom\"), which traps.", &[], RO),
+        tool("exit", "Call std::process::exit with `code` (default 0).", &[("code", "integer")], RO),
+        tool("progress_flood", "Report progress `count` times.", &[("count", "integer")], RO),
+        tool(
+            "log_flood",
+            "Write `count` log lines through the host, each padded with `bytes` bytes.",
+            &[("count", "integer"), ("bytes", "integer")],
+            RO,
+        ),
+        tool(
+            "remember",
+            "Store `value` (if given) in a static and return what was stored before: always none if every call gets a fresh instance.",
+            &[("value", "string")],
+            NONE,
+        ),
+        tool(
+            "fail",
+            "Return an error of `kind` \"failed\" (default) or \"invalid-input\" with `message`.",
+            &[("kind", "string"), ("message", "string")],
+            RO,
+        ),
+        tool("echo_input", "Return the input JSON text exactly as received, as content and as structured.", &[], RO),
+        Tool {
+            output_schema: Some(n_schema.clone()),
+            ..tool("bad_structured", "Return structured {\"n\": \"oops\"}, which does not match the declared output schema.", &[], RO)
+        },
+        tool("not_json", "Return structured text that is not JSON (no output schema declared).", &[], RO),
+        Tool {
+            output_schema: Some(n_schema),
+            ..tool("missing_structured", "Declare an output schema but return no structured result.", &[], RO)
+        },
+    ]
+}
+
+struct Hostile;
+
+impl Guest for Hostile {
+    fn describe() -> Vec<ToolSpec> {
+        tools()
+            .into_iter()
+            .map(|t| {
+                let properties: serde_json::Map<String, Value> = t
+                    .properties
+                    .iter()
+                    .map(|(name, ty)| (name.to_string(), json!({ "type": ty })))
+                    .collect();
+                ToolSpec {
+                    name: t.name.into(),
+                    title: None,
+                    description: format!("[test fixture] {}", t.description),
+                    input_schema: json!({ "type": "object", "properties": properties }).to_string(),
+                    output_schema: t.output_schema.map(|s| s.to_string()),
+                    hints: t.hints,
+                    permission_subject: t.subject.map(str::to_owned),
+                }
+            })
+            .collect()
+    }
+
+    fn call(name: String, input: String) -> Result<ToolOutput, ToolError> {
+        let value: Value = serde_json::from_str(&input)
+            .map_err(|e| invalid(format!("input is not JSON: {e}")))?;
+        dispatch(&name, &Args(value), &input)
+    }
+}
+
+export!(Hostile);
