@@ -34,7 +34,7 @@ mkdir -p "$root/plugins" "$root/target/fixtures"
 summary=()
 copy() { # copy SRC DEST_DIR
     cp "$1" "$2/"
-    summary+=("$(basename "$1") $(( $(stat -c %s "$1") / 1024 ))K")
+    summary+=("$(basename "$1") $(( $(wc -c <"$1") / 1024 ))K")
 }
 for name in "${examples[@]}"; do copy "$out/$name.wasm" "$root/plugins"; done
 for name in "${fixtures[@]}"; do copy "$out/$name.wasm" "$root/target/fixtures"; done

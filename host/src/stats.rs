@@ -4,7 +4,6 @@ mod histogram;
 mod prometheus;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 

@@ -114,7 +114,7 @@ async fn default_mode_asks_for_writes_and_names_the_rule_that_would_allow() {
     let env = Env::new(&["fs"], FS);
     let p = pipeline(&env).await;
     let o = call(&p, "write_file", json!({ "path": "./notes/../a.txt", "content": "x" })).await;
-    assert_kind(&o, "denied", "write_file(a.txt)");
+    assert_kind(&o, "denied", "allow = [\"write_file(./a.txt)\"]");
     assert!(!env.work().join("a.txt").exists());
 
     let yes = Arc::new(Answer(true, Mutex::default()));

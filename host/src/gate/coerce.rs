@@ -53,7 +53,11 @@ pub(super) struct Targets(Vec<(String, JsonTypeSet)>);
 impl Targets {
     /// Record the type errors in `error`, including those inside `anyOf` and `oneOf` branches.
     pub(super) fn note(&mut self, error: &ValidationError<'_>) {
-        self.note_kind(error.kind(), error.instance_path().as_str(), error.instance());
+        self.note_kind(
+            error.kind(),
+            error.instance_path().as_str(),
+            error.instance(),
+        );
     }
 
     fn note_kind(&mut self, kind: &ValidationErrorKind, path: &str, instance: &Value) {
@@ -146,15 +150,15 @@ fn convert(text: &str, wanted: JsonTypeSet) -> Option<(Value, &'static str)> {
         "null" if wants(JsonType::Null) => return Some((Value::Null, "null")),
         _ => {}
     }
-    if wants(JsonType::Integer) || wants(JsonType::Number) {
-        if let Some(number) = number(text) {
-            let integral = number.is_i64() || number.is_u64();
-            if integral && wants(JsonType::Integer) {
-                return Some((Value::Number(number), "integer"));
-            }
-            if wants(JsonType::Number) {
-                return Some((Value::Number(number), "number"));
-            }
+    if (wants(JsonType::Integer) || wants(JsonType::Number))
+        && let Some(number) = number(text)
+    {
+        let integral = number.is_i64() || number.is_u64();
+        if integral && wants(JsonType::Integer) {
+            return Some((Value::Number(number), "integer"));
+        }
+        if wants(JsonType::Number) {
+            return Some((Value::Number(number), "number"));
         }
     }
     let trimmed = text.trim_start();
@@ -203,7 +207,11 @@ mod tests {
 
     fn coerced(schema: Value, input: Value) -> (Value, Vec<String>) {
         let validated = check(schema, input).unwrap();
-        let shown = validated.coercions.iter().map(ToString::to_string).collect();
+        let shown = validated
+            .coercions
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         (validated.input, shown)
     }
 
@@ -216,18 +224,42 @@ mod tests {
         let schema = props(json!({"count": {"type": "integer"}, "ratio": {"type": "number"}}));
         let (input, shown) = coerced(schema, json!({"count": "3", "ratio": "2.5"}));
         assert_eq!(input, json!({"count": 3, "ratio": 2.5}));
-        assert_eq!(shown, [r#"/count: string "3" -> integer"#, r#"/ratio: string "2.5" -> number"#]);
+        assert_eq!(
+            shown,
+            [
+                r#"/count: string "3" -> integer"#,
+                r#"/ratio: string "2.5" -> number"#
+            ]
+        );
     }
 
     #[test]
     fn does_not_coerce_unsafe_numbers() {
         let integer = props(json!({"n": {"type": "integer"}}));
-        for text in ["2.5", "+3", " 3", "3 ", "0x10", "NaN", "inf", "1e999", "", "99999999999999999999", "3."] {
-            assert!(check(integer.clone(), json!({"n": text})).is_err(), "{text:?}");
+        for text in [
+            "2.5",
+            "+3",
+            " 3",
+            "3 ",
+            "0x10",
+            "NaN",
+            "inf",
+            "1e999",
+            "",
+            "99999999999999999999",
+            "3.",
+        ] {
+            assert!(
+                check(integer.clone(), json!({"n": text})).is_err(),
+                "{text:?}"
+            );
         }
         let number = props(json!({"n": {"type": "number"}}));
         for text in ["NaN", "Infinity", "-inf", "1e999", ".5", "1_000"] {
-            assert!(check(number.clone(), json!({"n": text})).is_err(), "{text:?}");
+            assert!(
+                check(number.clone(), json!({"n": text})).is_err(),
+                "{text:?}"
+            );
         }
         let (input, _) = coerced(number, json!({"n": "-1e3"}));
         assert_eq!(input, json!({"n": -1000.0}));
@@ -238,7 +270,13 @@ mod tests {
         let schema = props(json!({"a": {"type": "boolean"}, "b": {"type": "null"}}));
         let (input, shown) = coerced(schema.clone(), json!({"a": "false", "b": "null"}));
         assert_eq!(input, json!({"a": false, "b": null}));
-        assert_eq!(shown, [r#"/a: string "false" -> boolean"#, r#"/b: string "null" -> null"#]);
+        assert_eq!(
+            shown,
+            [
+                r#"/a: string "false" -> boolean"#,
+                r#"/b: string "null" -> null"#
+            ]
+        );
         assert!(check(schema, json!({"a": "True"})).is_err());
     }
 
@@ -316,6 +354,9 @@ mod tests {
             from: format!("[{}]", "1,".repeat(100)),
             to: "array",
         };
-        assert_eq!(c.to_string(), format!("/x: string \"[{}...\" -> array", "1,".repeat(19) + "1"));
+        assert_eq!(
+            c.to_string(),
+            format!("/x: string \"[{}...\" -> array", "1,".repeat(19) + "1")
+        );
     }
 }

@@ -180,7 +180,10 @@ mod tests {
             max_bytes: 10,
             max_depth: 64,
         };
-        assert_eq!(small.problems(&json!("abcdefghijk")), ["input is 13 bytes; the limit is 10 bytes"]);
+        assert_eq!(
+            small.problems(&json!("abcdefghijk")),
+            ["input is 13 bytes; the limit is 10 bytes"]
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@ mod validate;
 
 pub use self::coerce::Coercion;
 pub use self::limits::InputLimits;
-pub use self::permission::{Decision, MatchedRule, Mode, PermissionConfig, Permissions, UnknownMode};
+pub use self::permission::{
+    Decision, MatchedRule, Mode, PermissionConfig, Permissions, UnknownMode,
+};
 pub use self::rule::{Rule, RuleError, RuleKind, RuleProblem, Scope};
 pub use self::validate::{
     InputValidator, InvalidInput, InvalidOutput, OutputValidator, SchemaError, Validated,

@@ -317,7 +317,12 @@ impl Permissions {
         }
     }
 
-    fn first_match(&self, kind: RuleKind, tool: &str, subject: &Subject<'_>) -> Option<MatchedRule> {
+    fn first_match(
+        &self,
+        kind: RuleKind,
+        tool: &str,
+        subject: &Subject<'_>,
+    ) -> Option<MatchedRule> {
         let reach = match kind {
             RuleKind::Allow => Reach::Narrow,
             RuleKind::Ask | RuleKind::Deny => Reach::Wide,
@@ -474,13 +479,18 @@ mod tests {
 
     #[test]
     fn ask_rules_apply_even_in_bypass_mode() {
-        let p = Permissions::new(&config(Some(Mode::Bypass), &[], &["delete_file"], &[]), None).unwrap();
+        let p = Permissions::new(
+            &config(Some(Mode::Bypass), &[], &["delete_file"], &[]),
+            None,
+        )
+        .unwrap();
         assert_eq!(verdict(&p, &destructive(), "a"), "ask");
     }
 
     #[test]
     fn allow_rules_do_not_lift_plan_mode() {
-        let p = Permissions::new(&config(Some(Mode::Plan), &["write_file"], &[], &[]), None).unwrap();
+        let p =
+            Permissions::new(&config(Some(Mode::Plan), &["write_file"], &[], &[]), None).unwrap();
         let decision = p.decide(&plain_write(), &input("a.txt"));
         assert_eq!(
             decision.reason(),
@@ -493,10 +503,19 @@ mod tests {
     fn plugin_mode_overrides_global_mode() {
         let global = config(Some(Mode::Plan), &[], &[], &[]);
         let plugin = config(Some(Mode::Bypass), &[], &[], &[]);
-        assert_eq!(Permissions::new(&global, Some(&plugin)).unwrap().mode(), Mode::Bypass);
+        assert_eq!(
+            Permissions::new(&global, Some(&plugin)).unwrap().mode(),
+            Mode::Bypass
+        );
         let plugin = config(None, &["read_file"], &[], &[]);
-        assert_eq!(Permissions::new(&global, Some(&plugin)).unwrap().mode(), Mode::Plan);
-        assert_eq!(with_mode(Mode::Plan).with_mode(Mode::Default).mode(), Mode::Default);
+        assert_eq!(
+            Permissions::new(&global, Some(&plugin)).unwrap().mode(),
+            Mode::Plan
+        );
+        assert_eq!(
+            with_mode(Mode::Plan).with_mode(Mode::Default).mode(),
+            Mode::Default
+        );
     }
 
     #[test]
@@ -515,10 +534,16 @@ mod tests {
             permission_subject: Some("/command".to_owned()),
             ..tool("shell", Hints::default())
         };
-        let p = Permissions::new(&config(None, &["shell(git commit*)"], &[], &["shell(git push*)"]), None)
-            .unwrap();
+        let p = Permissions::new(
+            &config(None, &["shell(git commit*)"], &[], &["shell(git push*)"]),
+            None,
+        )
+        .unwrap();
         let decide = |cmd: &str| p.decide(&shell, &json!({ "command": cmd }));
-        assert!(matches!(decide("git commit -m wip"), Decision::Allow { .. }));
+        assert!(matches!(
+            decide("git commit -m wip"),
+            Decision::Allow { .. }
+        ));
         assert!(matches!(decide("git push --force"), Decision::Deny { .. }));
         let Decision::Ask { suggestion, .. } = decide("git status") else {
             panic!("git status should need approval");
@@ -528,15 +553,25 @@ mod tests {
 
     #[test]
     fn pattern_rules_ignore_calls_without_a_subject() {
-        let p = Permissions::new(&config(None, &["write_file(**)"], &[], &["write_file(*)"]), None).unwrap();
+        let p = Permissions::new(
+            &config(None, &["write_file(**)"], &[], &["write_file(*)"]),
+            None,
+        )
+        .unwrap();
         let t = plain_write();
         assert!(matches!(p.decide(&t, &json!({})), Decision::Ask { .. }));
-        assert!(matches!(p.decide(&t, &json!({ "path": null })), Decision::Ask { .. }));
+        assert!(matches!(
+            p.decide(&t, &json!({ "path": null })),
+            Decision::Ask { .. }
+        ));
         let no_subject = ToolSpec {
             permission_subject: None,
             ..plain_write()
         };
-        assert!(matches!(p.decide(&no_subject, &input("a")), Decision::Ask { .. }));
+        assert!(matches!(
+            p.decide(&no_subject, &input("a")),
+            Decision::Ask { .. }
+        ));
     }
 
     #[test]
@@ -560,16 +595,30 @@ mod tests {
              policy to allow it"
         );
         let asked = Permissions::new(&config(None, &[], &["write_file"], &[]), None).unwrap();
-        let message = asked.decide(&plain_write(), &input("a")).unapproved_message().unwrap();
-        assert!(message.contains("remove `write_file` from `ask` in the global policy"), "{message}");
-        assert_eq!(with_mode(Mode::Bypass).decide(&plain_write(), &input("a")).unapproved_message(), None);
+        let message = asked
+            .decide(&plain_write(), &input("a"))
+            .unapproved_message()
+            .unwrap();
+        assert!(
+            message.contains("remove `write_file` from `ask` in the global policy"),
+            "{message}"
+        );
+        assert_eq!(
+            with_mode(Mode::Bypass)
+                .decide(&plain_write(), &input("a"))
+                .unapproved_message(),
+            None
+        );
     }
 
     #[test]
     fn unapproved_message_quotes_awkward_subjects_for_toml() {
         let decision = Permissions::default().decide(&plain_write(), &input("a \"b\"\n"));
         let message = decision.unapproved_message().unwrap();
-        assert!(message.contains(r#"allow = ["write_file(a \"b\"\n)"]"#), "{message}");
+        assert!(
+            message.contains(r#"allow = ["write_file(a \"b\"\n)"]"#),
+            "{message}"
+        );
     }
 
     #[test]

@@ -109,7 +109,9 @@ pub enum RuleProblem {
     #[error("empty tool name")]
     EmptyTool,
     /// A character that no tool name contains.
-    #[error("{0:?} cannot appear in a tool name (letters, digits, '_', '-', and '*' as a wildcard)")]
+    #[error(
+        "{0:?} cannot appear in a tool name (letters, digits, '_', '-', and '*' as a wildcard)"
+    )]
     ToolChar(char),
     /// The pattern is not a valid glob.
     #[error("bad glob {glob:?}: {message}")]
@@ -518,8 +520,20 @@ mod tests {
     #[test]
     fn classifies_path_and_plain_patterns() {
         for path in [
-            "./src/**", "/etc/*", "~/x", "~", "..", "../x", "src/*.rs", "**", "*", "*.md", ".env",
-            "make*", "./My Documents/**", "/bin/sh -c *",
+            "./src/**",
+            "/etc/*",
+            "~/x",
+            "~",
+            "..",
+            "../x",
+            "src/*.rs",
+            "**",
+            "*",
+            "*.md",
+            ".env",
+            "make*",
+            "./My Documents/**",
+            "/bin/sh -c *",
         ] {
             assert!(is_path_pattern(path), "{path} should be a path pattern");
         }
@@ -600,7 +614,10 @@ mod tests {
         assert!(!allows("shell(git commit*)", "git push"));
         assert!(!allows("shell(git commit*)", " git commit"));
         assert!(allows("shell(git commit*)", "git commit -m x\nrm -rf /"));
-        assert!(allows("fetch(https://example.com/*)", "https://example.com/a/b"));
+        assert!(allows(
+            "fetch(https://example.com/*)",
+            "https://example.com/a/b"
+        ));
         assert!(allows("shell(rm -rf /*)", "rm -rf /home/u"));
         assert!(allows("shell(npm run *)", "npm run a/../../x"));
     }
@@ -634,14 +651,25 @@ mod tests {
         let input = json!({ "path": "a.txt", "n": 7, "flag": true, "obj": {}, "nil": null });
         for pointer in [None, Some("/missing"), Some("/obj"), Some("/nil")] {
             let subject = Subject::of(&input, pointer);
-            assert!(!r.matches("write_file", &subject, Reach::Wide), "{pointer:?}");
+            assert!(
+                !r.matches("write_file", &subject, Reach::Wide),
+                "{pointer:?}"
+            );
         }
-        assert!(r.matches("write_file", &Subject::of(&input, Some("/path")), Reach::Narrow));
+        assert!(r.matches(
+            "write_file",
+            &Subject::of(&input, Some("/path")),
+            Reach::Narrow
+        ));
         let n = Subject::of(&input, Some("/n"));
         assert!(rule("set(7)").matches("set", &n, Reach::Narrow));
         let flag = Subject::of(&input, Some("/flag"));
         assert!(rule("set(true)").matches("set", &flag, Reach::Narrow));
-        assert!(rule("write_file").matches("write_file", &Subject::of(&input, None), Reach::Narrow));
+        assert!(rule("write_file").matches(
+            "write_file",
+            &Subject::of(&input, None),
+            Reach::Narrow
+        ));
     }
 
     #[test]
@@ -662,14 +690,23 @@ mod tests {
         assert_eq!(problem("src/../x"), RuleProblem::ToolChar('/'));
         assert_eq!(problem("read_file(src/../x)"), RuleProblem::InnerParent);
         assert_eq!(problem("read_file(/../x)"), RuleProblem::InnerParent);
-        assert!(matches!(problem("read_file(src/[a)"), RuleProblem::Glob { .. }));
-        assert!(matches!(problem("shell(echo {a)"), RuleProblem::Glob { .. }));
+        assert!(matches!(
+            problem("read_file(src/[a)"),
+            RuleProblem::Glob { .. }
+        ));
+        assert!(matches!(
+            problem("shell(echo {a)"),
+            RuleProblem::Glob { .. }
+        ));
     }
 
     #[test]
     fn error_messages_quote_the_rule() {
         let err = "write_file(./src/**".parse::<Rule>().unwrap_err();
-        assert_eq!(err.to_string(), r#"invalid rule "write_file(./src/**": missing ')'"#);
+        assert_eq!(
+            err.to_string(),
+            r#"invalid rule "write_file(./src/**": missing ')'"#
+        );
         let err = "read_file(src/[a)".parse::<Rule>().unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -680,7 +717,11 @@ mod tests {
             scope: Some(Scope::Plugin),
             ..err
         };
-        assert!(placed.to_string().starts_with(r#"invalid deny rule "read_file(src/[a)" (plugin policy): "#));
+        assert!(
+            placed
+                .to_string()
+                .starts_with(r#"invalid deny rule "read_file(src/[a)" (plugin policy): "#)
+        );
     }
 
     #[test]
@@ -715,17 +756,35 @@ mod tests {
             let subject = Subject::of(&input, Some("/s"));
             let text = suggest("tool", &subject);
             let parsed = rule(&text);
-            assert!(parsed.matches("tool", &subject, Reach::Narrow), "{text} should allow {raw:?}");
+            assert!(
+                parsed.matches("tool", &subject, Reach::Narrow),
+                "{text} should allow {raw:?}"
+            );
             let other = json!({ "s": format!("{raw}x") });
             let other = Subject::of(&other, Some("/s"));
-            assert!(!parsed.matches("tool", &other, Reach::Narrow), "{text} is too broad");
+            assert!(
+                !parsed.matches("tool", &other, Reach::Narrow),
+                "{text} is too broad"
+            );
         }
         let input = json!({ "s": "notes/todo.md" });
-        assert_eq!(suggest("write_file", &Subject::of(&input, Some("/s"))), "write_file(./notes/todo.md)");
-        assert_eq!(suggest("write_file", &Subject::of(&input, None)), "write_file");
+        assert_eq!(
+            suggest("write_file", &Subject::of(&input, Some("/s"))),
+            "write_file(./notes/todo.md)"
+        );
+        assert_eq!(
+            suggest("write_file", &Subject::of(&input, None)),
+            "write_file"
+        );
         let input = json!({ "s": "git commit -m x" });
-        assert_eq!(suggest("shell", &Subject::of(&input, Some("/s"))), "shell(git commit -m x)");
+        assert_eq!(
+            suggest("shell", &Subject::of(&input, Some("/s"))),
+            "shell(git commit -m x)"
+        );
         let input = json!({ "s": "ls" });
-        assert_eq!(suggest("shell", &Subject::of(&input, Some("/s"))), "shell(ls)");
+        assert_eq!(
+            suggest("shell", &Subject::of(&input, Some("/s"))),
+            "shell(ls)"
+        );
     }
 }

@@ -16,6 +16,9 @@ use super::limits::InputLimits;
 /// At most this many violations are listed; a huge input can break a rule a million times.
 const MAX_PROBLEMS: usize = 100;
 
+/// At most this many `anyOf`/`oneOf` options are described in a violation.
+const MAX_OPTIONS: usize = 5;
+
 /// Instances longer than this (as JSON) are abbreviated in violation messages.
 const MAX_SHOWN: usize = 80;
 
@@ -32,6 +35,15 @@ pub enum SchemaError {
         /// The resolved URI of the document.
         uri: String,
     },
+    /// `$schema` names a draft that toolhost does not know.
+    #[error(
+        "\"$schema\" names the unknown meta-schema {uri:?}; use \"https://json-schema.org/draft/2020-12/schema\" \
+         (or draft 2019-09, 7, 6 or 4), or leave \"$schema\" out for 2020-12"
+    )]
+    UnknownDraft {
+        /// The `$schema` value.
+        uri: String,
+    },
     /// The schema is not a valid JSON Schema, or a reference inside it does not resolve.
     #[error("{message} (at {location})")]
     Invalid {
@@ -44,10 +56,18 @@ pub enum SchemaError {
 
 impl SchemaError {
     fn from_build(error: &ValidationError<'_>) -> Self {
-        if let ValidationErrorKind::Referencing(ReferencingError::Unretrievable { uri, .. }) =
-            error.kind()
-        {
-            return Self::ExternalRef { uri: uri.clone() };
+        match error.kind() {
+            ValidationErrorKind::Referencing(ReferencingError::Unretrievable { uri, .. }) => {
+                return Self::ExternalRef { uri: uri.clone() };
+            }
+            ValidationErrorKind::Referencing(ReferencingError::UnknownSpecification {
+                specification,
+            }) => {
+                return Self::UnknownDraft {
+                    uri: specification.clone(),
+                };
+            }
+            _ => {}
         }
         Self::Invalid {
             location: display_path(error.instance_path().as_str()).to_owned(),
@@ -258,8 +278,41 @@ pub(super) fn describe<'i>(
     problems
 }
 
-/// jsonschema's message, with a long instance abbreviated.
+/// jsonschema's message; for `anyOf` and `oneOf`, followed by the first complaint of each option
+/// (at most [`MAX_OPTIONS`]), so that a model sees what would have been accepted.
 fn message(error: &ValidationError<'_>) -> String {
+    let mut text = plain_message(error);
+    let (ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context }) =
+        error.kind()
+    else {
+        return text;
+    };
+    let parent = error.instance_path().as_str();
+    let options: Vec<String> = context
+        .iter()
+        .enumerate()
+        .filter_map(|(i, errors)| Some((i + 1, errors.first()?)))
+        .take(MAX_OPTIONS)
+        .map(|(n, e)| {
+            let path = e.instance_path().as_str();
+            let at = if path == parent {
+                String::new()
+            } else {
+                format!("at {}: ", display_path(path))
+            };
+            format!("option {n}: {at}{}", plain_message(e))
+        })
+        .collect();
+    if !options.is_empty() {
+        text.push_str(" (");
+        text.push_str(&options.join("; "));
+        text.push(')');
+    }
+    text
+}
+
+/// jsonschema's message, with a long instance abbreviated.
+fn plain_message(error: &ValidationError<'_>) -> String {
     let instance = error.instance();
     let mut head = Limited(Vec::with_capacity(MAX_SHOWN + 1));
     if serde_json::to_writer(&mut head, &**instance).is_ok() {
@@ -270,7 +323,9 @@ fn message(error: &ValidationError<'_>) -> String {
         .rev()
         .find(|&i| shown.is_char_boundary(i))
         .unwrap_or(0);
-    error.masked_with(format!("{}...", &shown[..cut])).to_string()
+    error
+        .masked_with(format!("{}...", &shown[..cut]))
+        .to_string()
 }
 
 /// Collects at most [`MAX_SHOWN`] bytes, then fails, which stops the serialiser.
@@ -334,10 +389,22 @@ mod tests {
     fn reports_every_violation_at_once() {
         let err = check(&read_file(), json!({"limit": "x", "extra": 1})).unwrap_err();
         let text = err.to_string();
-        assert!(text.starts_with("Invalid input for tool 'read_file':\n- "), "{text}");
-        assert!(text.contains("\n- /: \"path\" is a required property"), "{text}");
-        assert!(text.contains("\n- /limit: \"x\" is not of type \"integer\""), "{text}");
-        assert!(text.contains("\n- /: Additional properties are not allowed"), "{text}");
+        assert!(
+            text.starts_with("Invalid input for tool 'read_file':\n- "),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n- /: \"path\" is a required property"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n- /limit: \"x\" is not of type \"integer\""),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n- /: Additional properties are not allowed"),
+            "{text}"
+        );
         assert_eq!(err.problems().len(), 3);
     }
 
@@ -367,7 +434,11 @@ mod tests {
             max_depth: 64,
         };
         let err = read_file()
-            .check("read_file", json!({"path": "a-long-file-name.txt"}), &limits)
+            .check(
+                "read_file",
+                json!({"path": "a-long-file-name.txt"}),
+                &limits,
+            )
             .unwrap_err();
         assert_eq!(err.problems(), ["input is 31 bytes; the limit is 16 bytes"]);
     }
@@ -399,15 +470,25 @@ mod tests {
             "Invalid input for tool 'read_file':\n- no such file: a.txt"
         );
         let err = InvalidInput::from_plugin("x", "first\nsecond");
-        assert_eq!(err.to_string(), "Invalid input for tool 'x':\n- first\n  second");
+        assert_eq!(
+            err.to_string(),
+            "Invalid input for tool 'x':\n- first\n  second"
+        );
     }
 
     #[test]
     fn refuses_references_outside_the_schema() {
-        for reference in ["https://example.com/s.json", "other.json", "file:///etc/passwd"] {
+        for reference in [
+            "https://example.com/s.json",
+            "other.json",
+            "file:///etc/passwd",
+        ] {
             let schema = json!({"properties": {"a": {"$ref": reference}}});
             let err = InputValidator::compile(&schema).unwrap_err();
-            assert!(matches!(err, SchemaError::ExternalRef { .. }), "{reference}: {err}");
+            assert!(
+                matches!(err, SchemaError::ExternalRef { .. }),
+                "{reference}: {err}"
+            );
             assert!(err.to_string().contains("does not fetch schemas"), "{err}");
         }
     }
@@ -423,6 +504,32 @@ mod tests {
         let missing = json!({"properties": {"n": {"$ref": "#/$defs/nothing"}}});
         let err = InputValidator::compile(&missing).unwrap_err();
         assert!(matches!(err, SchemaError::Invalid { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn explains_which_options_were_offered() {
+        let v = validator(json!({
+            "properties": {"n": {"oneOf": [{"type": "integer"}, {"type": "object", "required": ["k"]}]}},
+        }));
+        let err = check(&v, json!({"n": {}})).unwrap_err();
+        assert_eq!(
+            err.problems(),
+            [
+                r#"/n: {} is not valid under any of the schemas listed in the 'oneOf' keyword (option 1: {} is not of type "integer"; option 2: "k" is a required property)"#
+            ]
+        );
+    }
+
+    #[test]
+    fn rejects_unknown_drafts() {
+        let err =
+            InputValidator::compile(&json!({"$schema": "https://example.com/meta"})).unwrap_err();
+        assert_eq!(
+            err,
+            SchemaError::UnknownDraft {
+                uri: "https://example.com/meta".to_owned()
+            }
+        );
     }
 
     #[test]

@@ -239,6 +239,10 @@ fn classify(e: &wasmtime::Error, limits: &Limits, fuel: u64) -> RunError {
         Some(Trap::OutOfFuel) => RunError::OutOfFuel(fuel),
         Some(Trap::Interrupt) => RunError::Timeout(limits.timeout),
         Some(Trap::StackOverflow) => RunError::Trap("stack overflow (unbounded recursion?)".into()),
+        // Rust and C guests keep a shadow stack in linear memory: deep recursion runs it off the bottom.
+        Some(Trap::MemoryOutOfBounds) => RunError::Trap(
+            "out of bounds memory access (in Rust or C plugins, usually a stack overflow from deep recursion)".into(),
+        ),
         Some(t) => RunError::Trap(t.to_string()),
         None => RunError::Trap(first_line(&format!("{e:#}"))),
     }

@@ -6,7 +6,11 @@ struct Plugin;
 
 impl Guest for Plugin {
     fn describe() -> Vec<ToolSpec> {
-        vec![spec("same", OBJECT), spec("unique", OBJECT), spec("same", OBJECT)]
+        vec![
+            spec("same", OBJECT),
+            spec("unique", OBJECT),
+            spec("same", OBJECT),
+        ]
     }
 
     fn call(name: String, _input: String) -> Result<ToolOutput, ToolError> {

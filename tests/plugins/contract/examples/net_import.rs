@@ -17,11 +17,7 @@ impl Guest for Plugin {
 
     fn call(_name: String, input: String) -> Result<ToolOutput, ToolError> {
         // Crude on purpose: this fixture only exists for its imports.
-        let addr = input
-            .split('"')
-            .nth(3)
-            .unwrap_or("127.0.0.1:80")
-            .to_owned();
+        let addr = input.split('"').nth(3).unwrap_or("127.0.0.1:80").to_owned();
         match TcpStream::connect(&addr) {
             Ok(stream) => Ok(ToolOutput {
                 content: format!("connected to {addr} from {:?}", stream.local_addr()),

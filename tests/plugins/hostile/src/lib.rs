@@ -227,7 +227,12 @@ fn stdin(args: &Args) -> Res {
 
 fn env() -> Res {
     let vars: BTreeMap<String, String> = std::env::vars_os()
-        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
         .collect();
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
@@ -283,7 +288,8 @@ fn list(args: &Args) -> Res {
 
 fn stat(args: &Args) -> Res {
     let path = args.str("path")?;
-    let meta = std::fs::symlink_metadata(path).map_err(|e| failed(format!("stat '{path}': {e}")))?;
+    let meta =
+        std::fs::symlink_metadata(path).map_err(|e| failed(format!("stat '{path}': {e}")))?;
     let followed = std::fs::metadata(path).map_err(|e| e.to_string());
     let canonical = std::fs::canonicalize(path).map_err(|e| e.to_string());
     let value = json!({
@@ -335,7 +341,10 @@ fn hardlink(args: &Args) -> Res {
 fn rename(args: &Args) -> Res {
     let from = args.str("from")?;
     let to = args.str("to")?;
-    io_result(format!("rename '{from}' -> '{to}'"), std::fs::rename(from, to))
+    io_result(
+        format!("rename '{from}' -> '{to}'"),
+        std::fs::rename(from, to),
+    )
 }
 
 fn truncate(args: &Args) -> Res {
@@ -361,9 +370,25 @@ fn dive(depth: u64, max: u64) -> u64 {
     black_box(below.wrapping_add(u64::from(frame[(depth % 251) as usize])))
 }
 
+/// Recursion that keeps nothing in linear memory, so it exhausts the engine's native wasm stack
+/// (`max_wasm_stack`) instead of the guest's shadow stack. `a` is used twice after the call,
+/// which keeps the optimiser from turning it into a loop.
+#[inline(never)]
+fn dive_native(n: u64) -> u64 {
+    if n == 0 {
+        return 1;
+    }
+    let a = dive_native(n - 1);
+    (a ^ (a >> 3)).wrapping_add(n)
+}
+
 fn recurse(args: &Args) -> Res {
     let max = args.opt_u64("depth")?.unwrap_or(u64::MAX);
-    let result = dive(0, black_box(max));
+    let result = if args.bool("native")? {
+        dive_native(black_box(max))
+    } else {
+        dive(0, black_box(max))
+    };
     text(format!("recursed {max} levels ({result})"))
 }
 
@@ -405,7 +430,10 @@ fn remember(args: &Args) -> Res {
 }
 
 fn fail(args: &Args) -> Res {
-    let message = args.opt_str("message")?.unwrap_or("failed on purpose").to_owned();
+    let message = args
+        .opt_str("message")?
+        .unwrap_or("failed on purpose")
+        .to_owned();
     match args.opt_str("kind")?.unwrap_or("failed") {
         "invalid-input" => Err(ToolError::InvalidInput(message)),
         _ => Err(ToolError::Failed(message)),
@@ -443,7 +471,10 @@ fn dispatch(name: &str, args: &Args, raw: &str) -> Res {
             content: raw.to_owned(),
             structured: Some(raw.to_owned()),
         }),
-        "bad_structured" => with_json("structured does not match the output schema", json!({ "n": "oops" })),
+        "bad_structured" => with_json(
+            "structured does not match the output schema",
+            json!({ "n": "oops" }),
+        ),
         "not_json" => Ok(ToolOutput {
             content: "structured is not JSON".into(),
             structured: Some("{not json".into()),
@@ -495,7 +526,12 @@ fn tools() -> Vec<Tool> {
     });
     vec![
         tool("spin", "Loop forever without calling the host.", &[], RO),
-        tool("sleep", "Sleep `ms` milliseconds (blocks in a WASI host call).", &[("ms", "integer")], RO),
+        tool(
+            "sleep",
+            "Sleep `ms` milliseconds (blocks in a WASI host call).",
+            &[("ms", "integer")],
+            RO,
+        ),
         tool(
             "grow",
             "Allocate and touch `mb` MiB, in 1 MiB chunks (reports how much it got), or in one block that traps on failure with `abort`.",
@@ -505,7 +541,11 @@ fn tools() -> Vec<Tool> {
         tool(
             "big_output",
             "Return exactly `bytes` bytes of text made of `fill` (default \"x\"); also as structured {\"data\"} with `structured`.",
-            &[("bytes", "integer"), ("fill", "string"), ("structured", "boolean")],
+            &[
+                ("bytes", "integer"),
+                ("fill", "string"),
+                ("structured", "boolean"),
+            ],
             RO,
         ),
         tool(
@@ -514,46 +554,123 @@ fn tools() -> Vec<Tool> {
             &[("lines", "integer")],
             RO,
         ),
-        tool("stdin", "Read up to `bytes` (default 4096) bytes from stdin.", &[("bytes", "integer")], RO),
-        tool("env", "Return the environment variables, arguments and current directory the plugin sees.", &[], RO),
+        tool(
+            "stdin",
+            "Read up to `bytes` (default 4096) bytes from stdin.",
+            &[("bytes", "integer")],
+            RO,
+        ),
+        tool(
+            "env",
+            "Return the environment variables, arguments and current directory the plugin sees.",
+            &[],
+            RO,
+        ),
         tool("time", "Return the wall-clock time.", &[], RO),
-        Tool { subject: path, ..tool("read", "Read a file and return its content.", &[("path", "string")], RO) },
         Tool {
             subject: path,
-            ..tool("write", "Write `content` to a file.", &[("path", "string"), ("content", "string")], DESTRUCTIVE)
+            ..tool(
+                "read",
+                "Read a file and return its content.",
+                &[("path", "string")],
+                RO,
+            )
         },
-        Tool { subject: path, ..tool("list", "List a directory (default \".\").", &[("path", "string")], RO) },
         Tool {
             subject: path,
-            ..tool("stat", "Metadata of a path, with and without following links, and its canonical form.", &[("path", "string")], RO)
+            ..tool(
+                "write",
+                "Write `content` to a file.",
+                &[("path", "string"), ("content", "string")],
+                DESTRUCTIVE,
+            )
         },
-        Tool { subject: path, ..tool("mkdir", "Create a directory.", &[("path", "string")], NONE) },
-        Tool { subject: path, ..tool("remove", "Remove a file or an empty directory.", &[("path", "string")], DESTRUCTIVE) },
+        Tool {
+            subject: path,
+            ..tool(
+                "list",
+                "List a directory (default \".\").",
+                &[("path", "string")],
+                RO,
+            )
+        },
+        Tool {
+            subject: path,
+            ..tool(
+                "stat",
+                "Metadata of a path, with and without following links, and its canonical form.",
+                &[("path", "string")],
+                RO,
+            )
+        },
+        Tool {
+            subject: path,
+            ..tool("mkdir", "Create a directory.", &[("path", "string")], NONE)
+        },
+        Tool {
+            subject: path,
+            ..tool(
+                "remove",
+                "Remove a file or an empty directory.",
+                &[("path", "string")],
+                DESTRUCTIVE,
+            )
+        },
         Tool {
             subject: Some("/link"),
-            ..tool("symlink", "Create a symbolic link `link` pointing at `target`.", &[("target", "string"), ("link", "string")], DESTRUCTIVE)
+            ..tool(
+                "symlink",
+                "Create a symbolic link `link` pointing at `target`.",
+                &[("target", "string"), ("link", "string")],
+                DESTRUCTIVE,
+            )
         },
         Tool {
             subject: Some("/link"),
-            ..tool("hardlink", "Create a hard link `link` to `target`.", &[("target", "string"), ("link", "string")], DESTRUCTIVE)
+            ..tool(
+                "hardlink",
+                "Create a hard link `link` to `target`.",
+                &[("target", "string"), ("link", "string")],
+                DESTRUCTIVE,
+            )
         },
         Tool {
             subject: Some("/from"),
-            ..tool("rename", "Rename `from` to `to`.", &[("from", "string"), ("to", "string")], DESTRUCTIVE)
+            ..tool(
+                "rename",
+                "Rename `from` to `to`.",
+                &[("from", "string"), ("to", "string")],
+                DESTRUCTIVE,
+            )
         },
         Tool {
             subject: path,
-            ..tool("truncate", "Truncate (or extend) a file to `len` bytes (default 0).", &[("path", "string"), ("len", "integer")], DESTRUCTIVE)
+            ..tool(
+                "truncate",
+                "Truncate (or extend) a file to `len` bytes (default 0).",
+                &[("path", "string"), ("len", "integer")],
+                DESTRUCTIVE,
+            )
         },
         tool(
             "recurse",
-            "Recurse `depth` levels (default: without end), 256 bytes of stack per level.",
-            &[("depth", "integer")],
+            "Recurse `depth` levels (default: without end), with 256 bytes of shadow stack (linear memory) per level, or with `native` none: only the engine's wasm stack.",
+            &[("depth", "integer"), ("native", "boolean")],
             RO,
         ),
         tool("trap", "Panic (\"boom\"), which traps.", &[], RO),
-        tool("exit", "Call std::process::exit with `code` (default 0).", &[("code", "integer")], RO),
-        tool("progress_flood", "Report progress `count` times.", &[("count", "integer")], RO),
+        tool(
+            "exit",
+            "Call std::process::exit with `code` (default 0).",
+            &[("code", "integer")],
+            RO,
+        ),
+        tool(
+            "progress_flood",
+            "Report progress `count` times.",
+            &[("count", "integer")],
+            RO,
+        ),
         tool(
             "log_flood",
             "Write `count` log lines through the host, each padded with `bytes` bytes.",
@@ -572,15 +689,35 @@ fn tools() -> Vec<Tool> {
             &[("kind", "string"), ("message", "string")],
             RO,
         ),
-        tool("echo_input", "Return the input JSON text exactly as received, as content and as structured.", &[], RO),
+        tool(
+            "echo_input",
+            "Return the input JSON text exactly as received, as content and as structured.",
+            &[],
+            RO,
+        ),
         Tool {
             output_schema: Some(n_schema.clone()),
-            ..tool("bad_structured", "Return structured {\"n\": \"oops\"}, which does not match the declared output schema.", &[], RO)
+            ..tool(
+                "bad_structured",
+                "Return structured {\"n\": \"oops\"}, which does not match the declared output schema.",
+                &[],
+                RO,
+            )
         },
-        tool("not_json", "Return structured text that is not JSON (no output schema declared).", &[], RO),
+        tool(
+            "not_json",
+            "Return structured text that is not JSON (no output schema declared).",
+            &[],
+            RO,
+        ),
         Tool {
             output_schema: Some(n_schema),
-            ..tool("missing_structured", "Declare an output schema but return no structured result.", &[], RO)
+            ..tool(
+                "missing_structured",
+                "Declare an output schema but return no structured result.",
+                &[],
+                RO,
+            )
         },
     ]
 }
@@ -611,8 +748,8 @@ impl Guest for Hostile {
     }
 
     fn call(name: String, input: String) -> Result<ToolOutput, ToolError> {
-        let value: Value = serde_json::from_str(&input)
-            .map_err(|e| invalid(format!("input is not JSON: {e}")))?;
+        let value: Value =
+            serde_json::from_str(&input).map_err(|e| invalid(format!("input is not JSON: {e}")))?;
         dispatch(&name, &Args(value), &input)
     }
 }

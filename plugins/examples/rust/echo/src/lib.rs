@@ -13,6 +13,8 @@ use serde_json::json;
 use toolhost::plugin::types::ToolHints;
 
 const MAX_REPEAT: u64 = 1000;
+const DESCRIPTION: &str = "Return the given text unchanged, optionally repeated. \
+                           Useful for testing the connection to the tool host.";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,9 +64,7 @@ impl Guest for Echo {
         vec![ToolSpec {
             name: "echo".into(),
             title: Some("Echo".into()),
-            description: "Return the given text unchanged, optionally repeated. Useful for testing \
-                          the connection to the tool host."
-                .into(),
+            description: DESCRIPTION.into(),
             input_schema: input.to_string(),
             output_schema: Some(output.to_string()),
             hints: ToolHints::READ_ONLY | ToolHints::IDEMPOTENT,

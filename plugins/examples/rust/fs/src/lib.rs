@@ -41,7 +41,10 @@ fn invalid(msg: impl Into<String>) -> ToolError {
 
 /// "cannot read 'x/y.txt': No such file or directory (os error 44)".
 fn io_failed(verb: &str, path: impl AsRef<Path>, err: io::Error) -> ToolError {
-    failed(format!("cannot {verb} '{}': {err}", path.as_ref().display()))
+    failed(format!(
+        "cannot {verb} '{}': {err}",
+        path.as_ref().display()
+    ))
 }
 
 fn parse<'a, T: Deserialize<'a>>(tool: &str, input: &'a str) -> Result<T, ToolError> {
@@ -85,7 +88,9 @@ fn read_file(input: &str) -> Result<ToolOutput, ToolError> {
         end_line,
     } = parse("read_file", input)?;
     if start_line == Some(0) || end_line == Some(0) {
-        return Err(invalid("line numbers start at 1; 'start_line' and 'end_line' must be >= 1"));
+        return Err(invalid(
+            "line numbers start at 1; 'start_line' and 'end_line' must be >= 1",
+        ));
     }
     if let (Some(s), Some(e)) = (start_line, end_line)
         && e < s
@@ -378,19 +383,23 @@ fn grep(input: &str) -> Result<ToolOutput, ToolError> {
             .scan_file(root)
             .map_err(|e| io_failed("search", root, e))?;
     }
+    let scanned = plural(search.files_scanned, "file", "files");
     host::progress(
         search.files_scanned,
         Some(search.files_scanned),
-        &format!("done: {} files scanned", search.files_scanned),
+        &format!("done: {scanned} scanned"),
     );
     host::log(
         LogLevel::Info,
         &format!(
-            "grep: {} matches in '{}' ({} files scanned{})",
-            search.matches.len(),
+            "grep: {} in '{}' ({scanned} scanned{})",
+            plural(search.matches.len() as u64, "match", "matches"),
             input.path,
-            search.files_scanned,
-            if search.truncated { ", stopped at max_matches" } else { "" }
+            if search.truncated {
+                ", stopped at max_matches"
+            } else {
+                ""
+            }
         ),
     );
 
@@ -402,20 +411,25 @@ fn grep(input: &str) -> Result<ToolOutput, ToolError> {
         ));
     }
     if search.binary_skipped > 0 {
-        notes.push(format!("skipped {}", plural(search.binary_skipped, "binary file", "binary files")));
+        notes.push(format!(
+            "skipped {}",
+            plural(search.binary_skipped, "binary file", "binary files")
+        ));
     }
     if search.unreadable > 0 {
         notes.push(format!(
             "could not read {}",
-            plural(search.unreadable, "file or directory", "files or directories")
+            plural(
+                search.unreadable,
+                "file or directory",
+                "files or directories"
+            )
         ));
     }
     let mut content = if search.matches.is_empty() {
         format!(
-            "no matches for /{}/ in '{}' ({} scanned)",
-            input.pattern,
-            input.path,
-            plural(search.files_scanned, "file", "files")
+            "no matches for /{}/ in '{}' ({scanned} scanned)",
+            input.pattern, input.path
         )
     } else {
         search.matches.join("\n")
@@ -474,7 +488,11 @@ fn write_file(input: &str) -> Result<ToolOutput, ToolError> {
     Ok(text_only(format!(
         "wrote {} to '{path}' ({})",
         plural(content.len() as u64, "byte", "bytes"),
-        if existed { "replaced the existing file" } else { "created a new file" }
+        if existed {
+            "replaced the existing file"
+        } else {
+            "created a new file"
+        }
     )))
 }
 
@@ -567,7 +585,13 @@ fn object_schema(properties: Value, required: &[&str]) -> String {
     .to_string()
 }
 
-fn spec(name: &str, title: &str, description: &str, input_schema: String, hints: ToolHints) -> ToolSpec {
+fn spec(
+    name: &str,
+    title: &str,
+    description: &str,
+    input_schema: String,
+    hints: ToolHints,
+) -> ToolSpec {
     ToolSpec {
         name: name.into(),
         title: Some(title.into()),

@@ -171,8 +171,8 @@ impl Guest for Math {
             ToolSpec {
                 name: "stats".into(),
                 title: Some("Summary statistics".into()),
-                description: "Compute the count, sum, mean, minimum and maximum of a list of numbers."
-                    .into(),
+                description:
+                    "Compute the count, sum, mean, minimum and maximum of a list of numbers.".into(),
                 input_schema: stats_input.to_string(),
                 output_schema: Some(stats_output.to_string()),
                 hints: ToolHints::READ_ONLY | ToolHints::IDEMPOTENT,
