@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the Rust guest components (wasm32-wasip2) with one cargo invocation:
-#   example plugins -> plugins/{echo,math,fs}.wasm
+#   example plugins -> plugins/{echo,math,fs,fetch,github}.wasm
 #   test fixtures   -> target/fixtures/{hostile,describe_traps,...}.wasm
 # Needs only rustup and cargo; callable from any directory.
 set -euo pipefail
@@ -8,8 +8,19 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
+# Plugins in other languages (the section at the end): --langs LIST or TOOLHOST_LANGS=LIST picks them
+# (python,js,c,go, or "none"); by default every one whose toolchain scripts/toolchains.sh finds ready.
+langs="${TOOLHOST_LANGS:-}"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --langs) langs="$2"; shift 2 ;;
+        --langs=*) langs="${1#--langs=}"; shift ;;
+        *) echo "build-plugins: unknown argument '$1' (--langs python,js,c,go|none)" >&2; exit 2 ;;
+    esac
+done
+
 target=wasm32-wasip2
-examples=(echo math fs)
+examples=(echo math fs fetch github)
 fixtures=(hostile)
 # Example targets of the contract crate, one component each.
 contract=(describe_traps describe_spins bad_schema dup_names bad_name many_tools net_import)
@@ -23,6 +34,8 @@ cargo build --release --target "$target" --lib --examples \
     -p toolhost-plugin-echo \
     -p toolhost-plugin-math \
     -p toolhost-plugin-fs \
+    -p toolhost-plugin-fetch \
+    -p toolhost-plugin-github \
     -p toolhost-fixture-hostile \
     -p toolhost-fixture-contract
 
@@ -41,3 +54,36 @@ for name in "${fixtures[@]}"; do copy "$out/$name.wasm" "$root/target/fixtures";
 for name in "${contract[@]}"; do copy "$out/examples/$name.wasm" "$root/target/fixtures"; done
 
 echo "build-plugins: $(( SECONDS - start ))s; plugins/: ${summary[*]:0:${#examples[@]}}; target/fixtures/: ${summary[*]:${#examples[@]}}"
+
+# --- Plugins in other languages ---------------------------------------------------------------------
+# Each example under plugins/examples/{python,js,c,go}/ has a build.sh; its component goes to plugins/.
+# Install the toolchains with scripts/toolchains.sh. A language asked for by --langs/TOOLHOST_LANGS must
+# build; by default a language whose toolchain is missing is reported SKIPPED and the rest go on.
+# Cost on 2 cores: python 20-25 s, js 25-40 s, c 2 s, go 10-25 s (first build). Loading costs too: the
+# host compiles a Python or JS component in 12-14 s on first load (then the compile cache loads it in
+# milliseconds), a Go one in about 3 s.
+strict=1
+[ -z "$langs" ] && { langs=python,js,c,go; strict=0; }
+[ "$langs" = none ] && langs=""
+built=() skipped=()
+IFS=',' read -r -a wanted <<<"$langs"
+for lang in "${wanted[@]}"; do
+    if ! status="$(scripts/toolchains.sh --check --langs "$lang")"; then
+        echo "build-plugins: $lang SKIPPED: ${status#*SKIPPED: } (scripts/toolchains.sh --langs $lang installs it)"
+        [ "$strict" = 1 ] && exit 1
+        skipped+=("$lang")
+        continue
+    fi
+    for build in "$root"/plugins/examples/"$lang"/*/build.sh; do
+        [ -x "$build" ] || continue
+        t=$SECONDS
+        "$build" "$root/plugins" >/dev/null
+        name="$(basename "$(dirname "$build")")"
+        built+=("$name.wasm ($lang) $(( $(wc -c <"$root/plugins/$name.wasm") / 1024 ))K $((SECONDS - t))s")
+    done
+done
+if [ "${#wanted[@]}" -gt 0 ]; then
+    list="$(printf '%s, ' "${built[@]}")"
+    list="${list%, }"
+    echo "build-plugins: other languages: ${list:-none built}${skipped[*]:+; skipped: ${skipped[*]}}"
+fi

@@ -5,6 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 rustup target add wasm32-wasip2 >/dev/null
+# The Python, JavaScript, C and Go toolchains (pinned, project-local) for the plugins in those languages
+# and their tests (tests/e2e/languages.rs). On a fresh 2-core machine about 6-9 min, most of it building
+# wit-bindgen-cli once; then about a second. What cannot be installed here is reported, and its tests
+# print SKIPPED (or fail, for the languages TOOLHOST_REQUIRE_LANGS lists).
+scripts/toolchains.sh
 scripts/build-plugins.sh
 cargo build --release --locked --bin toolhost
 cargo test --release --locked

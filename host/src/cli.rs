@@ -18,6 +18,7 @@ use toolhost::exec::{ApprovalRequest, Approver, CallRequest, Pipeline};
 use toolhost::gate::Mode;
 use toolhost::registry::{PluginStatus, Registry};
 use toolhost::sandbox::{EngineOptions, Sandbox};
+use toolhost::scaffold::{self, Lang};
 use toolhost::server::ServeOptions;
 
 /// Hosts AI agent tools as sandboxed WebAssembly components.
@@ -54,6 +55,17 @@ struct Global {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Create a plugin project: the contract, one tool with a schema, build.sh and test.sh.
+    New {
+        /// The plugin's name, which is also its tool's name and its .wasm file's name.
+        name: String,
+        /// The language: rust, python, js or c.
+        #[arg(long, value_name = "LANG")]
+        lang: Lang,
+        /// Where to create it [default: ./NAME]; it must be absent or empty.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Run the MCP daemon: on stdio by default, over Streamable HTTP with --http, or both.
     Serve {
         /// Serve MCP on stdin/stdout (the default when --http is not given).
@@ -72,6 +84,20 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Print the tool definitions for an LLM API: anthropic, openai or openai-responses.
+        #[arg(long, value_name = "FORMAT", conflicts_with = "json")]
+        format: Option<toolhost::batch::Format>,
+    },
+    /// Run the tool calls of an LLM assistant message read from stdin; print the answer for the API.
+    /// Exits 1 when any call's result is an error, 2 when the message holds no batch.
+    Batch {
+        /// The message's API: auto (detect it), anthropic, openai or openai-responses.
+        #[arg(long, value_name = "FORMAT", default_value = "auto")]
+        format: toolhost::batch::FormatChoice,
+        /// Read-only calls running at once.
+        #[arg(long, value_name = "N", default_value_t = toolhost::batch::DEFAULT_CONCURRENCY,
+              value_parser = clap::value_parser!(usize).range(1..=1024))]
+        concurrency: usize,
     },
     /// Call one tool and print its result; exits 1 when the result is an error.
     Call {
@@ -135,6 +161,10 @@ fn other(error: impl Into<anyhow::Error>) -> Failure {
 impl Cli {
     /// Run the command; `Ok(code)` for normal exits (0 or 1).
     pub(crate) async fn run(self) -> Result<u8, Failure> {
+        // `new` only writes files: a broken toolhost.toml in the current directory must not stop it.
+        if let Command::New { name, lang, dir } = &self.command {
+            return new_project(name, *lang, dir.clone());
+        }
         let g = &self.global;
         let overrides = Overrides {
             plugins_dir: g.plugins.clone(),
@@ -143,23 +173,36 @@ impl Cli {
             env: g.env.clone(),
             audit_path: g.audit.clone(),
             http: match &self.command {
-                Command::Serve { http: Some(addr), .. } => addr.clone(),
+                Command::Serve {
+                    http: Some(addr), ..
+                } => addr.clone(),
                 _ => None,
             },
         };
         let config = Config::load(g.config.as_deref(), &overrides).map_err(usage)?;
         match self.command {
-            Command::Serve { stdio, http, no_watch } => {
+            Command::New { name, lang, dir } => new_project(&name, lang, dir),
+            Command::Serve {
+                stdio,
+                http,
+                no_watch,
+            } => {
                 let registry = Arc::new(open_registry(config.clone()).await?);
                 let audit = open_audit(&config)?;
-                let pipeline = Arc::new(Pipeline::new(registry, audit, config.server.max_concurrent_calls));
+                let pipeline = Arc::new(Pipeline::new(
+                    registry,
+                    audit,
+                    config.server.max_concurrent_calls,
+                ));
                 let options = ServeOptions {
                     stdio: stdio || http.is_none(),
                     http: http.is_some().then_some(config.server.http),
                     server: config.server.clone(),
                     hot_reload: !no_watch,
                 };
-                toolhost::server::serve(pipeline, options).await.map_err(other)?;
+                toolhost::server::serve(pipeline, options)
+                    .await
+                    .map_err(other)?;
                 Ok(0)
             }
             Command::Inspect { file } => inspect(&config, &file),
@@ -180,16 +223,28 @@ impl Cli {
                 };
                 show_audit(&config, &filter, records, json)
             }
-            Command::List { json } => {
+            Command::List { json, format } => {
                 let registry = open_registry(config).await?;
-                list(&registry, json)
+                match format {
+                    Some(format) => {
+                        let tools = toolhost::batch::definitions(&registry.catalog(), format);
+                        println!("{}", serde_json::to_string_pretty(&tools).map_err(other)?);
+                        Ok(0)
+                    }
+                    None => list(&registry, json),
+                }
             }
+            Command::Batch {
+                format,
+                concurrency,
+            } => batch(config, format, concurrency).await,
             Command::Call { tool, input, json } => {
                 let input = read_input(&input)?;
                 let registry = Arc::new(open_registry(config.clone()).await?);
                 let audit = open_audit(&config)?;
                 let pipeline = Pipeline::new(registry, audit, 1);
-                let approver: Option<Arc<dyn Approver>> = TtyApprover::open().map(|a| Arc::new(a) as _);
+                let approver: Option<Arc<dyn Approver>> =
+                    TtyApprover::open().map(|a| Arc::new(a) as _);
                 let outcome = pipeline
                     .call(CallRequest {
                         tool,
@@ -212,11 +267,65 @@ impl Cli {
     }
 }
 
+/// `toolhost batch`: the message from stdin, the answer on stdout; Ctrl-C cancels the batch and
+/// still prints the answer, with the calls it stopped answered as cancelled.
+async fn batch(
+    config: Config,
+    format: toolhost::batch::FormatChoice,
+    concurrency: usize,
+) -> Result<u8, Failure> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("cannot read the message from stdin")
+        .map_err(usage)?;
+    let parsed = toolhost::batch::parse_text(&text, format).map_err(usage)?;
+    let registry = Arc::new(open_registry(config.clone()).await?);
+    let audit = open_audit(&config)?;
+    let pipeline = Arc::new(Pipeline::new(registry, audit, concurrency));
+    let options = toolhost::batch::BatchOptions {
+        concurrency,
+        approver: TtyApprover::open().map(|a| Arc::new(a) as _),
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let on_signal = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+        }
+    });
+    let batch_id = toolhost::batch::new_batch_id();
+    let report =
+        toolhost::batch::run(&pipeline, &batch_id, parsed, &options, &cancel, |_| {}).await;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&report.answer()).map_err(other)?
+    );
+    Ok(u8::from(report.has_errors()))
+}
+
+fn new_project(name: &str, lang: Lang, dir: Option<PathBuf>) -> Result<u8, Failure> {
+    let dir = dir.unwrap_or_else(|| PathBuf::from(name));
+    let project = scaffold::create(name, lang, &dir).map_err(|e| match e {
+        scaffold::ScaffoldError::Io { .. } => other(e),
+        _ => usage(e),
+    })?;
+    let shown = project.dir.display();
+    println!("created the {lang} plugin '{}' in {shown}:", project.name);
+    for file in &project.files {
+        println!("  {}", file.display());
+    }
+    println!("{}", lang.toolchain());
+    println!(
+        "next: cd {shown} && ./build.sh   (writes {}.wasm; copy it into your plugins folder)",
+        project.name
+    );
+    println!("      ./test.sh                  (builds, then calls the tool through toolhost)");
+    Ok(0)
+}
+
 async fn open_registry(config: Config) -> Result<Registry, Failure> {
-    let sandbox = Sandbox::new(&EngineOptions {
-        cache_dir: config.cache_dir.clone(),
-    })
-    .map_err(other)?;
+    let sandbox = Sandbox::new(&config.engine_options()).map_err(other)?;
     Registry::open(Arc::new(sandbox), Arc::new(config))
         .await
         .map_err(other)
@@ -294,15 +403,32 @@ fn list(registry: &Registry, json: bool) -> Result<u8, Failure> {
             .grants
             .dirs
             .iter()
-            .map(|d| format!("{}:{}", d.host.display(), if d.read_only { "ro" } else { "rw" }))
-            .chain(t.plugin.policy.grants.env.iter().map(|(k, _)| format!("env:{k}")))
+            .map(|d| {
+                format!(
+                    "{}:{}",
+                    d.host.display(),
+                    if d.read_only { "ro" } else { "rw" }
+                )
+            })
+            .chain(
+                t.plugin
+                    .policy
+                    .grants
+                    .env
+                    .iter()
+                    .map(|(k, _)| format!("env:{k}")),
+            )
             .collect();
         out.push_str(&format!(
             "{:<20} {:<10} [{}] grants: {}\n    {}\n",
             t.spec.name,
             t.plugin.name,
             hints.join(", "),
-            if grants.is_empty() { "none".into() } else { grants.join(", ") },
+            if grants.is_empty() {
+                "none".into()
+            } else {
+                grants.join(", ")
+            },
             t.spec.description.lines().next().unwrap_or_default()
         ));
     }
@@ -331,7 +457,7 @@ fn inspect(config: &Config, file: &std::path::Path) -> Result<u8, Failure> {
     let bytes = std::fs::read(file)
         .with_context(|| format!("cannot read {}", file.display()))
         .map_err(usage)?;
-    let sandbox = Sandbox::new(&EngineOptions { cache_dir: None }).map_err(other)?;
+    let sandbox = Sandbox::new(&EngineOptions::default()).map_err(other)?;
     let _ = config;
     match sandbox.inspect(&bytes) {
         Err(e) => {
@@ -384,7 +510,12 @@ fn show_audit(config: &Config, filter: &Filter, records: bool, json: bool) -> Re
     } else {
         let summary = audit::summarize(kept.iter());
         if json {
-            writeln!(out, "{}", serde_json::to_string_pretty(&summary).map_err(other)?).map_err(other)?;
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&summary).map_err(other)?
+            )
+            .map_err(other)?;
         } else {
             write!(out, "{}", audit::render_table(&summary)).map_err(other)?;
         }
@@ -402,7 +533,11 @@ impl TtyApprover {
         if !std::io::stderr().is_terminal() {
             return None;
         }
-        let tty = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty").ok()?;
+        let tty = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+            .ok()?;
         Some(Self {
             tty: std::sync::Mutex::new(tty),
         })
@@ -415,7 +550,9 @@ impl Approver for TtyApprover {
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
         Box::pin(async move {
-            let Ok(mut tty) = self.tty.lock() else { return false };
+            let Ok(mut tty) = self.tty.lock() else {
+                return false;
+            };
             let _ = write!(
                 tty,
                 "{}\nRun {} with {}? [y/N] ",

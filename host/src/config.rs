@@ -4,6 +4,8 @@
 //! every value (directories exist, names are sane) and resolves relative paths against the config file's
 //! folder. Nothing here touches wasmtime; the sandbox gets plain [`Grants`] and [`Limits`].
 
+mod network;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -13,7 +15,9 @@ use serde::Deserialize;
 
 use crate::audit::AuditOptions;
 use crate::gate::{InputLimits, Mode, PermissionConfig};
-use crate::sandbox::{DirGrant, Grants, Limits};
+use crate::sandbox::{DirGrant, EngineOptions, Grants, Limits, PoolOptions};
+
+pub use self::network::{RawNetwork, RawSecret};
 
 /// Why a configuration was refused.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +76,9 @@ pub struct RawConfig {
     /// The daemon.
     #[serde(default)]
     pub server: RawServer,
+    /// How instances are allocated.
+    #[serde(default)]
+    pub engine: RawEngine,
     /// Per-plugin grants, limits and rules, keyed by plugin name (the file stem).
     #[serde(default)]
     pub plugins: BTreeMap<String, RawPlugin>,
@@ -146,6 +153,19 @@ pub struct RawServer {
     pub shutdown_grace_ms: Option<u64>,
 }
 
+/// `[engine]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawEngine {
+    /// Reserve a pool of instance slots up front (the default), so that a call reuses a warm slot
+    /// instead of mapping fresh memory; `false` allocates on demand.
+    pub pooling: Option<bool>,
+    /// Instances alive at once. Default: `server.max-concurrent-calls` plus room for plugin loads.
+    pub instances: Option<u32>,
+    /// Linear memory per instance slot, in MiB. Default: the largest `memory-mb` limit in force.
+    pub memory_mb: Option<u64>,
+}
+
 /// `[plugins.NAME]` as written.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -169,6 +189,11 @@ pub struct RawPlugin {
     /// Skip this plugin.
     #[serde(default)]
     pub disabled: bool,
+    /// Outgoing HTTP by allowlist; without it the plugin has no network at all.
+    pub network: Option<RawNetwork>,
+    /// Named secrets, given as env vars or as headers the host adds to requests.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, RawSecret>,
 }
 
 /// One directory grant as written.
@@ -186,7 +211,7 @@ pub struct RawDir {
 /// What a plugin may do and how far it may go, fully resolved.
 #[derive(Debug, Clone)]
 pub struct PluginPolicy {
-    /// Files and env.
+    /// Files, env, network and secrets.
     pub grants: Grants,
     /// Per-call sandbox limits.
     pub limits: Limits,
@@ -242,6 +267,8 @@ pub struct Config {
     pub cache_dir: Option<PathBuf>,
     /// Daemon settings.
     pub server: ServerConfig,
+    /// The instance pool, unless `[engine] pooling = false`.
+    pub pool: Option<PoolOptions>,
 }
 
 /// Command-line overrides, applied after the file.
@@ -282,9 +309,12 @@ impl Config {
             raw.plugins.entry(plugin).or_default().dirs.push(dir);
         }
         for spec in &o.env {
-            let (plugin, rest) = spec
-                .split_once('=')
-                .ok_or_else(|| invalid("--env", format!("expected PLUGIN=NAME[=VALUE], got {spec:?}")))?;
+            let (plugin, rest) = spec.split_once('=').ok_or_else(|| {
+                invalid(
+                    "--env",
+                    format!("expected PLUGIN=NAME[=VALUE], got {spec:?}"),
+                )
+            })?;
             let entry = raw.plugins.entry(plugin.to_string()).or_default();
             match rest.split_once('=') {
                 Some((k, v)) => {
@@ -319,8 +349,14 @@ impl Config {
                 resolve_limits(&p.limits, Some(&default_policy), &format!("{key}.limits"))?;
             let grants = resolve_grants(p, base, &key)?;
             let prefix = p.prefix.clone().unwrap_or_default();
-            if !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
-                return Err(invalid(format!("{key}.prefix"), "use only letters, digits, '_' and '-'"));
+            if !prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            {
+                return Err(invalid(
+                    format!("{key}.prefix"),
+                    "use only letters, digits, '_' and '-'",
+                ));
             }
             plugins.insert(
                 name.clone(),
@@ -346,9 +382,15 @@ impl Config {
             })
         };
         let cache_dir = (!raw.cache.disabled).then(|| {
-            base.join(raw.cache.dir.as_deref().unwrap_or(Path::new(".toolhost/cache")))
+            base.join(
+                raw.cache
+                    .dir
+                    .as_deref()
+                    .unwrap_or(Path::new(".toolhost/cache")),
+            )
         });
         let server = resolve_server(&raw.server, o)?;
+        let pool = resolve_pool(&raw.engine, &server, &default_policy, &plugins)?;
         Ok(Self {
             plugins_dir,
             default_policy,
@@ -358,7 +400,16 @@ impl Config {
             audit: raw.audit.options,
             cache_dir,
             server,
+            pool,
         })
+    }
+
+    /// The engine settings: compile cache and instance pool.
+    pub fn engine_options(&self) -> EngineOptions {
+        EngineOptions {
+            cache_dir: self.cache_dir.clone(),
+            pool: self.pool,
+        }
     }
 
     /// The policy for `plugin`: its own section, or the defaults (no grants).
@@ -390,7 +441,12 @@ fn parse_dir_flag(spec: &str) -> Result<(String, RawDir), ConfigError> {
     let (plugin, rest) = spec
         .split_once('=')
         .filter(|(p, r)| !p.is_empty() && !r.is_empty())
-        .ok_or_else(|| invalid("--dir", format!("expected PLUGIN=PATH[:ro|:rw], got {spec:?}")))?;
+        .ok_or_else(|| {
+            invalid(
+                "--dir",
+                format!("expected PLUGIN=PATH[:ro|:rw], got {spec:?}"),
+            )
+        })?;
     let (path, mode) = match rest.rsplit_once(':') {
         Some((p, m @ ("ro" | "rw"))) => (p, Some(m.to_string())),
         _ => (rest, None),
@@ -432,7 +488,10 @@ fn resolve_limits(
     }
     if let Some(v) = raw.memory_mb {
         if !(1..=4096).contains(&v) {
-            return Err(invalid(format!("{key}.memory-mb"), "must be between 1 and 4096"));
+            return Err(invalid(
+                format!("{key}.memory-mb"),
+                "must be between 1 and 4096",
+            ));
         }
         limits.memory_bytes = (v as usize) << 20;
     }
@@ -466,7 +525,10 @@ fn resolve_grants(p: &RawPlugin, base: &Path, key: &str) -> Result<Grants, Confi
             None | Some("ro") => true,
             Some("rw") => false,
             Some(other) => {
-                return Err(invalid(format!("{k}.mode"), format!("{other:?} is neither \"ro\" nor \"rw\"")));
+                return Err(invalid(
+                    format!("{k}.mode"),
+                    format!("{other:?} is neither \"ro\" nor \"rw\""),
+                ));
             }
         };
         let guest = d.guest.clone().unwrap_or_else(|| ".".into());
@@ -488,7 +550,10 @@ fn resolve_grants(p: &RawPlugin, base: &Path, key: &str) -> Result<Grants, Confi
     let valid_name = |k: &str| !k.is_empty() && !k.contains('=') && !k.contains('\0');
     for (k, v) in &p.env {
         if !valid_name(k) || v.contains('\0') {
-            return Err(invalid(format!("{key}.env.{k}"), "not a valid environment variable"));
+            return Err(invalid(
+                format!("{key}.env.{k}"),
+                "not a valid environment variable",
+            ));
         }
         grants.env.push((k.clone(), v.clone()));
     }
@@ -501,7 +566,57 @@ fn resolve_grants(p: &RawPlugin, base: &Path, key: &str) -> Result<Grants, Confi
         })?;
         grants.env.push((k.clone(), v));
     }
+    grants.network = network::resolve_network(p.network.as_ref(), &format!("{key}.network"))?;
+    grants.secrets =
+        network::resolve_secrets(&p.secrets, grants.network.as_ref(), &grants.env, base, key)?;
     Ok(grants)
+}
+
+/// Instances for plugin loads (each runs `describe`) on top of the calls the server runs at once.
+const LOAD_INSTANCES: u32 = 16;
+
+fn resolve_pool(
+    raw: &RawEngine,
+    server: &ServerConfig,
+    default: &PluginPolicy,
+    plugins: &BTreeMap<String, PluginPolicy>,
+) -> Result<Option<PoolOptions>, ConfigError> {
+    if raw.pooling == Some(false) {
+        return Ok(None);
+    }
+    let instances = match raw.instances {
+        Some(n) if !(1..=10_000).contains(&n) => {
+            return Err(invalid("engine.instances", "must be between 1 and 10000"));
+        }
+        Some(n) => n,
+        None => u32::try_from(server.max_concurrent_calls)
+            .unwrap_or(u32::MAX)
+            .saturating_add(LOAD_INSTANCES),
+    };
+    // Every plugin's memory limit must fit in a slot, or a guest would fail to grow before its limit.
+    let (largest, owner) = plugins
+        .iter()
+        .map(|(name, p)| (p.limits.memory_bytes, format!("plugins.{name}.limits.memory-mb")))
+        .fold((default.limits.memory_bytes, "limits.memory-mb".to_string()), |a, b| {
+            if b.0 > a.0 { b } else { a }
+        });
+    let memory_bytes = match raw.memory_mb {
+        Some(mb) if !(1..=4096).contains(&mb) => {
+            return Err(invalid("engine.memory-mb", "must be between 1 and 4096"));
+        }
+        Some(mb) if (mb as usize) << 20 < largest => {
+            return Err(invalid(
+                "engine.memory-mb",
+                format!("{mb} is less than `{owner}` ({} MiB); raise it or lower that limit", largest >> 20),
+            ));
+        }
+        Some(mb) => (mb as usize) << 20,
+        None => largest,
+    };
+    Ok(Some(PoolOptions {
+        instances,
+        memory_bytes,
+    }))
 }
 
 fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerConfig, ConfigError> {
@@ -515,7 +630,10 @@ fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerConfig, Config
         .map_err(|e| invalid("server.http", format!("{http_text:?}: {e}")))?;
     let token = match &raw.token_env {
         Some(var) => Some(std::env::var(var).map_err(|_| {
-            invalid("server.token-env", format!("{var} is not set in the daemon's environment"))
+            invalid(
+                "server.token-env",
+                format!("{var} is not set in the daemon's environment"),
+            )
         })?),
         None => None,
     };
@@ -529,7 +647,10 @@ fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerConfig, Config
     }
     let max_concurrent_calls = raw.max_concurrent_calls.unwrap_or(64);
     if max_concurrent_calls == 0 {
-        return Err(invalid("server.max-concurrent-calls", "must be greater than 0"));
+        return Err(invalid(
+            "server.max-concurrent-calls",
+            "must be greater than 0",
+        ));
     }
     Ok(ServerConfig {
         http,
@@ -565,7 +686,10 @@ mod tests {
 
     #[test]
     fn plugin_limits_inherit_and_override_globals() {
-        let c = parse("[limits]\ntimeout-ms = 1000\nmemory-mb = 64\n[plugins.a.limits]\nmemory-mb = 8\n").unwrap();
+        let c = parse(
+            "[limits]\ntimeout-ms = 1000\nmemory-mb = 64\n[plugins.a.limits]\nmemory-mb = 8\n",
+        )
+        .unwrap();
         let a = c.policy("a");
         assert_eq!(a.limits.timeout, Duration::from_millis(1000));
         assert_eq!(a.limits.memory_bytes, 8 << 20);
@@ -580,15 +704,24 @@ mod tests {
 
     #[test]
     fn rejects_missing_dir_and_bad_mode() {
-        let e = parse("[plugins.fs]\ndirs = [{ host = \"/no/such/dir\" }]\n").unwrap_err().to_string();
-        assert!(e.contains("plugins.fs.dirs[0].host") && e.contains("not an existing directory"), "{e}");
-        let e = parse("[plugins.fs]\ndirs = [{ host = \".\", mode = \"rwx\" }]\n").unwrap_err().to_string();
+        let e = parse("[plugins.fs]\ndirs = [{ host = \"/no/such/dir\" }]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("plugins.fs.dirs[0].host") && e.contains("not an existing directory"),
+            "{e}"
+        );
+        let e = parse("[plugins.fs]\ndirs = [{ host = \".\", mode = \"rwx\" }]\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("neither \"ro\" nor \"rw\""), "{e}");
     }
 
     #[test]
     fn refuses_public_http_without_token() {
-        let e = parse("[server]\nhttp = \"0.0.0.0:8750\"\n").unwrap_err().to_string();
+        let e = parse("[server]\nhttp = \"0.0.0.0:8750\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("token-env"), "{e}");
     }
 
@@ -597,5 +730,21 @@ mod tests {
         let (p, d) = parse_dir_flag("fs=/tmp:rw").unwrap();
         assert_eq!((p.as_str(), d.mode.as_deref()), ("fs", Some("rw")));
         assert!(parse_dir_flag("fs").is_err());
+    }
+
+    #[test]
+    fn pool_fits_calls_and_the_largest_memory_limit_by_default() {
+        let c = parse("[server]\nmax-concurrent-calls = 8\n[plugins.big.limits]\nmemory-mb = 512\n").unwrap();
+        let pool = c.pool.unwrap();
+        assert_eq!((pool.instances, pool.memory_bytes), (8 + LOAD_INSTANCES, 512 << 20));
+        assert!(parse("[engine]\npooling = false\n").unwrap().pool.is_none());
+    }
+
+    #[test]
+    fn refuses_a_pool_slot_smaller_than_a_memory_limit() {
+        let e = parse("[engine]\nmemory-mb = 64\n[plugins.big.limits]\nmemory-mb = 128\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("engine.memory-mb") && e.contains("plugins.big.limits.memory-mb"), "{e}");
     }
 }

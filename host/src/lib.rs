@@ -9,11 +9,13 @@
 //! knows wasmtime; [`gate`], [`audit`] and [`stats`] are pure.
 
 pub mod audit;
+pub mod batch;
 pub mod config;
 pub mod exec;
 pub mod gate;
 pub mod registry;
 pub mod sandbox;
+pub mod scaffold;
 pub mod server;
 pub mod stats;
 pub mod tool;

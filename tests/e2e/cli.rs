@@ -27,7 +27,12 @@ fn reads_the_input_from_stdin() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(br#"{"text":"from stdin"}"#).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"text":"from stdin"}"#)
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "from stdin");
 }
@@ -38,7 +43,10 @@ fn bad_usage_and_config_exit_2_with_a_precise_message() {
     let out = env.run(&["list"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("toolhost.toml") && err.contains("unknown field `timeout`"), "{err}");
+    assert!(
+        err.contains("toolhost.toml") && err.contains("unknown field `timeout`"),
+        "{err}"
+    );
 
     let env = Env::new(&["echo"], "");
     let out = env.run(&["call", "echo", "--input", "{not json"]);
@@ -49,21 +57,40 @@ fn bad_usage_and_config_exit_2_with_a_precise_message() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.toml"));
 
-    let env = Env::new(&["echo"], "[permissions]\ndeny = [\"write_file(./src/**\"]\n");
+    let env = Env::new(
+        &["echo"],
+        "[permissions]\ndeny = [\"write_file(./src/**\"]\n",
+    );
     let out = env.run(&["list", "--json"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("missing ')'") || String::from_utf8_lossy(&out.stderr).contains("missing ')'"), "{text}");
+    assert!(
+        text.contains("missing ')'")
+            || String::from_utf8_lossy(&out.stderr).contains("missing ')'"),
+        "{text}"
+    );
 }
 
 #[test]
 fn list_shows_tools_hints_and_grants() {
-    let env = Env::new(&["fs", "echo"], "[plugins.fs]\ndirs = [{ host = \"work\", mode = \"rw\" }]\n");
+    let env = Env::new(
+        &["fs", "echo"],
+        "[plugins.fs]\ndirs = [{ host = \"work\", mode = \"rw\" }]\n",
+    );
     let out = env.run(&["list"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    let read = text.lines().find(|l| l.starts_with("read_file")).expect(&text);
-    assert!(read.contains("fs") && read.contains("read-only") && read.contains(":rw"), "{read}");
-    let write = text.lines().find(|l| l.starts_with("write_file")).expect(&text);
+    let read = text
+        .lines()
+        .find(|l| l.starts_with("read_file"))
+        .expect(&text);
+    assert!(
+        read.contains("fs") && read.contains("read-only") && read.contains(":rw"),
+        "{read}"
+    );
+    let write = text
+        .lines()
+        .find(|l| l.starts_with("write_file"))
+        .expect(&text);
     assert!(write.contains("destructive"), "{write}");
 }
 
@@ -71,9 +98,28 @@ fn list_shows_tools_hints_and_grants() {
 fn flags_grant_dirs_and_modes() {
     let env = Env::new(&["fs"], "");
     std::fs::write(env.work().join("a.txt"), "flag-granted").unwrap();
-    let out = env.run(&["--dir", "fs=work", "call", "read_file", "--input", r#"{"path":"a.txt"}"#]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("flag-granted"), "{out:?}");
-    let out = env.run(&["--dir", "fs=work:rw", "--mode", "plan", "call", "write_file", "--input", r#"{"path":"b","content":"x"}"#]);
+    let out = env.run(&[
+        "--dir",
+        "fs=work",
+        "call",
+        "read_file",
+        "--input",
+        r#"{"path":"a.txt"}"#,
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("flag-granted"),
+        "{out:?}"
+    );
+    let out = env.run(&[
+        "--dir",
+        "fs=work:rw",
+        "--mode",
+        "plan",
+        "call",
+        "write_file",
+        "--input",
+        r#"{"path":"b","content":"x"}"#,
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("plan"));
 }
@@ -83,8 +129,10 @@ fn audit_summarizes_and_filters() {
     let env = Env::new(&["echo"], "");
     env.call("echo", json!({ "text": "a" })).assert_ok();
     env.call("echo", json!({ "text": "b" })).assert_ok();
-    env.call("echo", json!({})).assert_error("invalid_input", "text");
-    env.call("nope", json!({})).assert_error("unknown_tool", "Available tools: echo");
+    env.call("echo", json!({}))
+        .assert_error("invalid_input", "text");
+    env.call("nope", json!({}))
+        .assert_error("unknown_tool", "Available tools: echo");
     let out = env.run(&["audit", "--json"]);
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["records"], 4);

@@ -4,12 +4,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The repository root.
-pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// A built plugin: an example (`plugins/NAME.wasm`) or a fixture (`target/fixtures/NAME.wasm`).
-pub fn plugin_file(name: &str) -> PathBuf {
+pub(crate) fn plugin_file(name: &str) -> PathBuf {
     let example = root().join("plugins").join(format!("{name}.wasm"));
     if example.is_file() {
         return example;
@@ -23,44 +26,50 @@ pub fn plugin_file(name: &str) -> PathBuf {
 }
 
 /// A temporary workspace: `plugins/`, `work/` (for grants), `toolhost.toml`.
-pub struct Env {
-    pub dir: tempfile::TempDir,
+pub(crate) struct Env {
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Env {
     /// A workspace with these plugins and this config text.
-    pub fn new(plugins: &[&str], config: &str) -> Self {
+    pub(crate) fn new(plugins: &[&str], config: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("plugins")).unwrap();
         std::fs::create_dir(dir.path().join("work")).unwrap();
         for p in plugins {
-            std::fs::copy(plugin_file(p), dir.path().join("plugins").join(format!("{p}.wasm"))).unwrap();
+            std::fs::copy(
+                plugin_file(p),
+                dir.path().join("plugins").join(format!("{p}.wasm")),
+            )
+            .unwrap();
         }
         std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
         Self { dir }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn work(&self) -> PathBuf {
+    pub(crate) fn work(&self) -> PathBuf {
         self.dir.path().join("work")
     }
 
     /// Run the binary in the workspace with a clean, known environment.
-    pub fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().unwrap()
     }
 
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-        c.current_dir(self.path()).args(args).env("TOOLHOST_SECRET_CANARY", "canary-4711");
+        c.current_dir(self.path())
+            .args(args)
+            .env("TOOLHOST_SECRET_CANARY", "canary-4711");
         c
     }
 
     /// `toolhost call TOOL --input JSON --json`, parsed.
-    pub fn call(&self, tool: &str, input: serde_json::Value) -> Called {
+    pub(crate) fn call(&self, tool: &str, input: serde_json::Value) -> Called {
         let out = self.run(&["call", tool, "--input", &input.to_string(), "--json"]);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let json: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
@@ -77,41 +86,56 @@ impl Env {
     }
 
     /// The audit records written so far.
-    pub fn audit(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn audit(&self) -> Vec<serde_json::Value> {
         let path = self.path().join(".toolhost/audit.jsonl");
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     }
 }
 
 /// The result of one `call`.
-pub struct Called {
-    pub code: Option<i32>,
-    pub json: serde_json::Value,
-    pub stderr: String,
+pub(crate) struct Called {
+    pub(crate) code: Option<i32>,
+    pub(crate) json: serde_json::Value,
+    pub(crate) stderr: String,
 }
 
 impl Called {
-    pub fn content(&self) -> &str {
+    pub(crate) fn content(&self) -> &str {
         self.json["content"].as_str().unwrap()
     }
-    pub fn is_error(&self) -> bool {
+    pub(crate) fn is_error(&self) -> bool {
         self.json["is_error"].as_bool().unwrap()
     }
-    pub fn kind(&self) -> &str {
+    pub(crate) fn kind(&self) -> &str {
         self.json["error_kind"].as_str().unwrap_or("none")
     }
     #[track_caller]
-    pub fn assert_ok(&self) -> &Self {
-        assert!(!self.is_error(), "expected success, got: {}\nstderr: {}", self.json, self.stderr);
+    pub(crate) fn assert_ok(&self) -> &Self {
+        assert!(
+            !self.is_error(),
+            "expected success, got: {}\nstderr: {}",
+            self.json,
+            self.stderr
+        );
         assert_eq!(self.code, Some(0));
         self
     }
     #[track_caller]
-    pub fn assert_error(&self, kind: &str, needle: &str) -> &Self {
-        assert!(self.is_error(), "expected a {kind} error, got success: {}", self.json);
+    pub(crate) fn assert_error(&self, kind: &str, needle: &str) -> &Self {
+        assert!(
+            self.is_error(),
+            "expected a {kind} error, got success: {}",
+            self.json
+        );
         assert_eq!(self.kind(), kind, "{}", self.json);
-        assert!(self.content().contains(needle), "{:?} does not contain {needle:?}", self.content());
+        assert!(
+            self.content().contains(needle),
+            "{:?} does not contain {needle:?}",
+            self.content()
+        );
         assert_eq!(self.code, Some(1));
         self
     }

@@ -1,8 +1,13 @@
 //! End-to-end tests: the real `toolhost` binary (and library), real plugins compiled from
 //! `plugins/examples` and `tests/plugins` by `scripts/build-plugins.sh`.
 
+mod daemon;
 mod harness;
 
+mod batch;
 mod cli;
+mod hostile;
+mod languages;
+mod network;
 mod pipeline;
 mod sandbox;

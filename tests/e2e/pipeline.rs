@@ -12,7 +12,7 @@ use toolhost::audit::AuditLog;
 use toolhost::config::{Config, Overrides, RawConfig};
 use toolhost::exec::{ApprovalRequest, Approver, CallOutcome, CallRequest, Pipeline};
 use toolhost::registry::Registry;
-use toolhost::sandbox::{EngineOptions, Sandbox};
+use toolhost::sandbox::Sandbox;
 
 use crate::harness::Env;
 
@@ -20,14 +20,21 @@ async fn pipeline(env: &Env) -> Pipeline {
     let text = std::fs::read_to_string(env.path().join("toolhost.toml")).unwrap();
     let raw: RawConfig = toml::from_str(&text).unwrap();
     let config = Config::from_raw(raw, env.path(), &Overrides::default()).unwrap();
-    let sandbox = Sandbox::new(&EngineOptions { cache_dir: config.cache_dir.clone() }).unwrap();
+    let sandbox = Sandbox::new(&config.engine_options()).unwrap();
     let audit = AuditLog::open(config.audit_path.as_ref().unwrap(), config.audit.clone()).unwrap();
-    let registry = Registry::open(Arc::new(sandbox), Arc::new(config)).await.unwrap();
+    let registry = Registry::open(Arc::new(sandbox), Arc::new(config))
+        .await
+        .unwrap();
     Pipeline::new(Arc::new(registry), audit, 64)
 }
 
 fn req(tool: &str, input: Value) -> CallRequest {
-    CallRequest { tool: tool.into(), input, origin: "test", ..CallRequest::default() }
+    CallRequest {
+        tool: tool.into(),
+        input,
+        origin: "test",
+        ..CallRequest::default()
+    }
 }
 
 async fn call(p: &Pipeline, tool: &str, input: Value) -> CallOutcome {
@@ -37,15 +44,27 @@ async fn call(p: &Pipeline, tool: &str, input: Value) -> CallOutcome {
 #[track_caller]
 fn assert_kind(o: &CallOutcome, kind: &str, needle: &str) {
     assert!(o.is_error, "expected {kind}, got success: {}", o.content);
-    assert_eq!(o.error_kind.map(|k| k.as_str()), Some(kind), "{}", o.content);
-    assert!(o.content.contains(needle), "{:?} lacks {needle:?}", o.content);
+    assert_eq!(
+        o.error_kind.map(|k| k.as_str()),
+        Some(kind),
+        "{}",
+        o.content
+    );
+    assert!(
+        o.content.contains(needle),
+        "{:?} lacks {needle:?}",
+        o.content
+    );
     assert!(o.structured.is_none());
 }
 
 struct Answer(bool, Mutex<Vec<String>>);
 
 impl Approver for Answer {
-    fn approve<'a>(&'a self, r: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+    fn approve<'a>(
+        &'a self,
+        r: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
         self.1.lock().unwrap().push(r.reason.clone());
         Box::pin(async move { self.0 })
     }
@@ -58,7 +77,11 @@ async fn unknown_tool_lists_the_closest_names_first() {
     let env = Env::new(&["fs", "echo"], "");
     let p = pipeline(&env).await;
     let o = call(&p, "reed_file", json!({})).await;
-    assert_kind(&o, "unknown_tool", "Unknown tool 'reed_file'. Available tools: read_file,");
+    assert_kind(
+        &o,
+        "unknown_tool",
+        "Unknown tool 'reed_file'. Available tools: read_file,",
+    );
     assert_eq!(env.audit()[0]["decision"]["kind"], "not_reached");
 }
 
@@ -71,7 +94,11 @@ async fn reports_every_violation_at_once() {
     let lines: Vec<&str> = o.content.lines().skip(1).collect();
     assert!(lines.len() >= 3, "{}", o.content);
     assert!(lines.iter().all(|l| l.starts_with("- /")), "{}", o.content);
-    assert!(o.content.contains("- /op:") && o.content.contains("- /a:"), "{}", o.content);
+    assert!(
+        o.content.contains("- /op:") && o.content.contains("- /a:"),
+        "{}",
+        o.content
+    );
 }
 
 #[tokio::test]
@@ -91,21 +118,56 @@ async fn coerces_what_models_commonly_send_and_records_it() {
 async fn plugin_errors_come_back_as_results() {
     let env = Env::new(&["hostile", "math"], "[permissions]\nmode = \"bypass\"\n");
     let p = pipeline(&env).await;
-    assert_kind(&call(&p, "fail", json!({ "kind": "invalid-input", "message": "no such user" })).await,
-        "invalid_input", "Invalid input for tool 'fail':\n- no such user");
-    assert_kind(&call(&p, "fail", json!({ "message": "disk on fire" })).await, "tool_failed", "disk on fire");
-    assert_kind(&call(&p, "calc", json!({ "op": "div", "a": 1, "b": 0 })).await, "tool_failed", "zero");
-    assert_kind(&call(&p, "bad_structured", json!({})).await, "bad_output", "does not match its output schema");
-    assert_kind(&call(&p, "not_json", json!({})).await, "bad_output", "not valid JSON");
-    assert_kind(&call(&p, "missing_structured", json!({})).await, "bad_output", "no structured");
+    assert_kind(
+        &call(
+            &p,
+            "fail",
+            json!({ "kind": "invalid-input", "message": "no such user" }),
+        )
+        .await,
+        "invalid_input",
+        "Invalid input for tool 'fail':\n- no such user",
+    );
+    assert_kind(
+        &call(&p, "fail", json!({ "message": "disk on fire" })).await,
+        "tool_failed",
+        "disk on fire",
+    );
+    assert_kind(
+        &call(&p, "calc", json!({ "op": "div", "a": 1, "b": 0 })).await,
+        "tool_failed",
+        "zero",
+    );
+    assert_kind(
+        &call(&p, "bad_structured", json!({})).await,
+        "bad_output",
+        "does not match its output schema",
+    );
+    assert_kind(
+        &call(&p, "not_json", json!({})).await,
+        "bad_output",
+        "not valid JSON",
+    );
+    assert_kind(
+        &call(&p, "missing_structured", json!({})).await,
+        "bad_output",
+        "no structured",
+    );
 }
 
 #[tokio::test]
 async fn plan_mode_allows_only_read_only_tools() {
-    let env = Env::new(&["fs"], &format!("[permissions]\nmode = \"plan\"\nallow = [\"write_file\"]\n{FS}"));
+    let env = Env::new(
+        &["fs"],
+        &format!("[permissions]\nmode = \"plan\"\nallow = [\"write_file\"]\n{FS}"),
+    );
     let p = pipeline(&env).await;
     assert!(!call(&p, "list_dir", json!({ "path": "." })).await.is_error);
-    assert_kind(&call(&p, "write_file", json!({ "path": "a.txt", "content": "x" })).await, "denied", "plan");
+    assert_kind(
+        &call(&p, "write_file", json!({ "path": "a.txt", "content": "x" })).await,
+        "denied",
+        "plan",
+    );
     assert!(!env.work().join("a.txt").exists());
 }
 
@@ -113,16 +175,31 @@ async fn plan_mode_allows_only_read_only_tools() {
 async fn default_mode_asks_for_writes_and_names_the_rule_that_would_allow() {
     let env = Env::new(&["fs"], FS);
     let p = pipeline(&env).await;
-    let o = call(&p, "write_file", json!({ "path": "./notes/../a.txt", "content": "x" })).await;
+    let o = call(
+        &p,
+        "write_file",
+        json!({ "path": "./notes/../a.txt", "content": "x" }),
+    )
+    .await;
     assert_kind(&o, "denied", "allow = [\"write_file(./a.txt)\"]");
     assert!(!env.work().join("a.txt").exists());
 
     let yes = Arc::new(Answer(true, Mutex::default()));
-    let o = p.call(CallRequest { approver: Some(yes.clone()), ..req("write_file", json!({ "path": "a.txt", "content": "x" })) }).await;
+    let o = p
+        .call(CallRequest {
+            approver: Some(yes.clone()),
+            ..req("write_file", json!({ "path": "a.txt", "content": "x" }))
+        })
+        .await;
     assert!(!o.is_error, "{}", o.content);
     assert_eq!(yes.1.lock().unwrap().len(), 1);
     let no = Arc::new(Answer(false, Mutex::default()));
-    let o = p.call(CallRequest { approver: Some(no), ..req("write_file", json!({ "path": "b.txt", "content": "x" })) }).await;
+    let o = p
+        .call(CallRequest {
+            approver: Some(no),
+            ..req("write_file", json!({ "path": "b.txt", "content": "x" }))
+        })
+        .await;
     assert_kind(&o, "denied", "declined");
     assert!(!env.work().join("b.txt").exists());
     let decisions: Vec<Value> = env.audit().iter().map(|r| r["decision"].clone()).collect();
@@ -132,12 +209,24 @@ async fn default_mode_asks_for_writes_and_names_the_rule_that_would_allow() {
 
 #[tokio::test]
 async fn accept_edits_allows_edits_but_asks_for_destructive_tools() {
-    let env = Env::new(&["fs"], &format!("[permissions]\nmode = \"accept-edits\"\n{FS}"));
+    let env = Env::new(
+        &["fs"],
+        &format!("[permissions]\nmode = \"accept-edits\"\n{FS}"),
+    );
     std::fs::write(env.work().join("f.txt"), "hello world").unwrap();
     let p = pipeline(&env).await;
-    let o = call(&p, "edit_file", json!({ "path": "f.txt", "old_string": "world", "new_string": "there" })).await;
+    let o = call(
+        &p,
+        "edit_file",
+        json!({ "path": "f.txt", "old_string": "world", "new_string": "there" }),
+    )
+    .await;
     assert!(!o.is_error, "{}", o.content);
-    assert_kind(&call(&p, "write_file", json!({ "path": "f.txt", "content": "x" })).await, "denied", "approval");
+    assert_kind(
+        &call(&p, "write_file", json!({ "path": "f.txt", "content": "x" })).await,
+        "denied",
+        "approval",
+    );
 }
 
 #[tokio::test]
@@ -150,12 +239,25 @@ async fn deny_beats_allow_and_bypass() {
     );
     std::fs::create_dir(env.work().join("secrets")).unwrap();
     let p = pipeline(&env).await;
-    assert!(!call(&p, "write_file", json!({ "path": "ok.txt", "content": "x" })).await.is_error);
+    assert!(
+        !call(
+            &p,
+            "write_file",
+            json!({ "path": "ok.txt", "content": "x" })
+        )
+        .await
+        .is_error
+    );
     for path in ["secrets/k", "./secrets/k", "x/../secrets/k", "secrets//k"] {
         let o = call(&p, "write_file", json!({ "path": path, "content": "x" })).await;
         assert_kind(&o, "denied", "deny");
     }
-    assert_eq!(std::fs::read_dir(env.work().join("secrets")).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::read_dir(env.work().join("secrets"))
+            .unwrap()
+            .count(),
+        0
+    );
 }
 
 #[tokio::test]
@@ -165,7 +267,11 @@ async fn per_plugin_rules_add_to_global_ones() {
         "[permissions]\nmode = \"bypass\"\n[plugins.fs]\ndirs = [{ host = \"work\", mode = \"rw\" }]\npermissions = { mode = \"plan\" }\n",
     );
     let p = pipeline(&env).await;
-    assert_kind(&call(&p, "write_file", json!({ "path": "a", "content": "x" })).await, "denied", "plan");
+    assert_kind(
+        &call(&p, "write_file", json!({ "path": "a", "content": "x" })).await,
+        "denied",
+        "plan",
+    );
 }
 
 #[tokio::test]
@@ -175,7 +281,11 @@ async fn truncates_a_10_mb_output_with_a_marker() {
     let o = call(&p, "big_output", json!({ "bytes": 10 << 20 })).await;
     assert!(!o.is_error, "{}", o.content);
     assert!(o.content.len() < (256 << 10) + 400);
-    assert!(o.content.contains("bytes cut"), "{}", &o.content[o.content.len() - 300..]);
+    assert!(
+        o.content.contains("bytes cut"),
+        "{}",
+        &o.content[o.content.len() - 300..]
+    );
     let rec = env.audit().pop().unwrap();
     assert_eq!(rec["truncated"], true);
 }
@@ -189,7 +299,11 @@ async fn concurrent_calls_leave_exactly_one_intact_audit_line_each() {
         let p = p.clone();
         tasks.spawn(async move {
             let tool = if i % 3 == 0 { "calc" } else { "echo" };
-            let input = if tool == "calc" { json!({ "op": "mul", "a": i, "b": 2 }) } else { json!({ "text": format!("msg {i}") }) };
+            let input = if tool == "calc" {
+                json!({ "op": "mul", "a": i, "b": 2 })
+            } else {
+                json!({ "text": format!("msg {i}") })
+            };
             p.call(req(tool, input)).await
         });
     }
@@ -201,20 +315,33 @@ async fn concurrent_calls_leave_exactly_one_intact_audit_line_each() {
     }
     let audit = env.audit();
     assert_eq!(audit.len(), 48);
-    let logged: std::collections::BTreeSet<String> = audit.iter().map(|r| r["call_id"].as_str().unwrap().to_string()).collect();
+    let logged: std::collections::BTreeSet<String> = audit
+        .iter()
+        .map(|r| r["call_id"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(logged, ids);
 }
 
 #[tokio::test]
 async fn every_call_gets_a_fresh_instance_and_survives_a_timeout() {
-    let env = Env::new(&["hostile"], "[permissions]\nmode = \"bypass\"\n[limits]\ntimeout-ms = 200\n");
+    let env = Env::new(
+        &["hostile"],
+        "[permissions]\nmode = \"bypass\"\n[limits]\ntimeout-ms = 200\n",
+    );
     let p = pipeline(&env).await;
     let first = call(&p, "remember", json!({ "value": "secret" })).await;
     assert!(!first.is_error);
     let second = call(&p, "remember", json!({})).await;
-    assert!(!second.content.contains("secret"), "state leaked between calls: {}", second.content);
+    assert!(
+        !second.content.contains("secret"),
+        "state leaked between calls: {}",
+        second.content
+    );
     assert_kind(&call(&p, "spin", json!({})).await, "timeout", "200 ms");
-    assert!(!call(&p, "remember", json!({})).await.is_error, "the call after a timeout failed");
+    assert!(
+        !call(&p, "remember", json!({})).await.is_error,
+        "the call after a timeout failed"
+    );
 }
 
 #[tokio::test]
@@ -228,9 +355,18 @@ async fn cancellation_stops_a_running_plugin_promptly() {
         c.cancel();
     });
     let started = std::time::Instant::now();
-    let o = p.call(CallRequest { cancel, ..req("spin", json!({})) }).await;
+    let o = p
+        .call(CallRequest {
+            cancel,
+            ..req("spin", json!({}))
+        })
+        .await;
     assert_kind(&o, "cancelled", "cancelled");
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(env.audit().pop().unwrap()["outcome"], "cancelled");
 }
 

@@ -19,7 +19,11 @@ fn reads_a_file_in_the_granted_dir() {
     std::fs::write(env.work().join("hello.txt"), "hello from the host\n").unwrap();
     let r = env.call("read_file", json!({ "path": "hello.txt" }));
     r.assert_ok();
-    assert!(r.content().contains("hello from the host"), "{}", r.content());
+    assert!(
+        r.content().contains("hello from the host"),
+        "{}",
+        r.content()
+    );
 }
 
 #[test]
@@ -28,25 +32,55 @@ fn refuses_paths_outside_the_grant() {
     std::fs::write(env.path().join("secret.txt"), "top secret").unwrap();
     std::os::unix::fs::symlink(env.path().join("secret.txt"), env.work().join("planted")).unwrap();
     std::os::unix::fs::symlink("../secret.txt", env.work().join("relative-planted")).unwrap();
-    for path in ["../secret.txt", "/etc/passwd", "planted", "relative-planted", "a/../../secret.txt"] {
+    for path in [
+        "../secret.txt",
+        "/etc/passwd",
+        "planted",
+        "relative-planted",
+        "a/../../secret.txt",
+    ] {
         let r = env.call("read_file", json!({ "path": path }));
         assert!(r.is_error(), "{path}: {}", r.json);
         assert_eq!(r.kind(), "tool_failed", "{path}: {}", r.json);
-        assert!(!r.content().contains("top secret") && !r.content().contains("root:"), "{path} leaked: {}", r.content());
-        assert!(r.content().contains(path), "{path}: the message should name the path: {}", r.content());
+        assert!(
+            !r.content().contains("top secret") && !r.content().contains("root:"),
+            "{path} leaked: {}",
+            r.content()
+        );
+        assert!(
+            r.content().contains(path),
+            "{path}: the message should name the path: {}",
+            r.content()
+        );
     }
 }
 
 #[test]
 fn a_guest_symlink_cannot_point_outside() {
-    let env = Env::new(&["hostile"], &format!("{BYPASS}[plugins.hostile]\ndirs = [{{ host = \"work\", mode = \"rw\" }}]\n"));
+    let env = Env::new(
+        &["hostile"],
+        &format!("{BYPASS}[plugins.hostile]\ndirs = [{{ host = \"work\", mode = \"rw\" }}]\n"),
+    );
     std::fs::write(env.path().join("secret.txt"), "top secret").unwrap();
-    let made = env.call("symlink", json!({ "target": "../secret.txt", "link": "escape" }));
+    let made = env.call(
+        "symlink",
+        json!({ "target": "../secret.txt", "link": "escape" }),
+    );
     let read = env.call("read", json!({ "path": "escape" }));
-    assert!(read.is_error() || !read.content().contains("top secret"), "symlink escaped: {} / {}", made.json, read.json);
+    assert!(
+        read.is_error() || !read.content().contains("top secret"),
+        "symlink escaped: {} / {}",
+        made.json,
+        read.json
+    );
     let abs = env.call("symlink", json!({ "target": "/etc/passwd", "link": "abs" }));
     let read = env.call("read", json!({ "path": "abs" }));
-    assert!(!read.content().contains("root:"), "absolute symlink escaped: {} / {}", abs.json, read.json);
+    assert!(
+        !read.content().contains("root:"),
+        "absolute symlink escaped: {} / {}",
+        abs.json,
+        read.json
+    );
 }
 
 #[test]
@@ -65,16 +99,32 @@ fn refuses_every_write_to_a_read_only_grant() {
     for (tool, input) in [
         ("truncate", json!({ "path": "keep.txt" })),
         ("rename", json!({ "from": "keep.txt", "to": "moved.txt" })),
-        ("hardlink", json!({ "target": "keep.txt", "link": "hard.txt" })),
-        ("symlink", json!({ "target": "keep.txt", "link": "soft.txt" })),
+        (
+            "hardlink",
+            json!({ "target": "keep.txt", "link": "hard.txt" }),
+        ),
+        (
+            "symlink",
+            json!({ "target": "keep.txt", "link": "soft.txt" }),
+        ),
         ("remove", json!({ "path": "keep.txt" })),
         ("mkdir", json!({ "path": "sub" })),
     ] {
         let r = env.call(tool, input);
-        assert!(r.is_error(), "{tool} succeeded on a read-only grant: {}", r.json);
+        assert!(
+            r.is_error(),
+            "{tool} succeeded on a read-only grant: {}",
+            r.json
+        );
     }
-    assert_eq!(std::fs::read_to_string(env.work().join("keep.txt")).unwrap(), "original");
-    let names: Vec<_> = std::fs::read_dir(env.work()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(
+        std::fs::read_to_string(env.work().join("keep.txt")).unwrap(),
+        "original"
+    );
+    let names: Vec<_> = std::fs::read_dir(env.work())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names, vec!["keep.txt"], "the read-only dir changed");
 }
 
@@ -82,25 +132,36 @@ fn refuses_every_write_to_a_read_only_grant() {
 fn no_grant_means_no_files() {
     let env = Env::new(&["hostile"], BYPASS);
     let r = env.call("list", json!({ "path": "." }));
-    assert!(r.is_error(), "a plugin with no grant listed a directory: {}", r.json);
+    assert!(
+        r.is_error(),
+        "a plugin with no grant listed a directory: {}",
+        r.json
+    );
     let r = env.call("read", json!({ "path": "/etc/passwd" }));
     assert!(r.is_error() && !r.content().contains("root:"), "{}", r.json);
 }
 
 #[test]
 fn stops_an_infinite_loop_at_its_deadline() {
-    let env = Env::new(&["hostile", "echo"], &format!("{BYPASS}[limits]\ntimeout-ms = 300\n"));
+    let env = Env::new(
+        &["hostile", "echo"],
+        &format!("{BYPASS}[limits]\ntimeout-ms = 300\n"),
+    );
     let started = std::time::Instant::now();
-    env.call("spin", json!({})).assert_error("timeout", "timed out after 300 ms");
+    env.call("spin", json!({}))
+        .assert_error("timeout", "timed out after 300 ms");
     assert!(started.elapsed().as_secs() < 10);
-    env.call("sleep", json!({ "ms": 3_600_000 })).assert_error("timeout", "timed out");
-    env.call("echo", json!({ "text": "still here" })).assert_ok();
+    env.call("sleep", json!({ "ms": 3_600_000 }))
+        .assert_error("timeout", "timed out");
+    env.call("echo", json!({ "text": "still here" }))
+        .assert_ok();
 }
 
 #[test]
 fn stops_a_fuel_hog() {
     let env = Env::new(&["hostile"], &format!("{BYPASS}[limits]\nfuel = 1000000\n"));
-    env.call("spin", json!({})).assert_error("out_of_fuel", "compute budget");
+    env.call("spin", json!({}))
+        .assert_error("out_of_fuel", "compute budget");
 }
 
 #[test]
@@ -111,14 +172,18 @@ fn stops_a_memory_bomb_at_its_limit() {
     let audit = env.audit();
     let last = audit.last().unwrap();
     assert_eq!(last["error_kind"], "memory_limit");
-    assert!(last["peak_memory_bytes"].as_u64().unwrap() <= 32 << 20, "{last}");
+    assert!(
+        last["peak_memory_bytes"].as_u64().unwrap() <= 32 << 20,
+        "{last}"
+    );
 }
 
 #[test]
 fn unbounded_recursion_is_a_trap_not_a_crash() {
     let env = Env::new(&["hostile", "echo"], BYPASS);
     // The guest's shadow stack in linear memory runs out first: a clean trap either way.
-    env.call("recurse", json!({})).assert_error("trap", "stack overflow");
+    env.call("recurse", json!({}))
+        .assert_error("trap", "stack overflow");
     env.call("echo", json!({ "text": "after" })).assert_ok();
     env.call("trap", json!({})).assert_error("trap", "boom");
 }
@@ -129,7 +194,12 @@ fn cuts_output_beyond_the_cap() {
     let r = env.call("big_output", json!({ "bytes": 100_000, "fill": "é" }));
     r.assert_ok();
     assert!(r.content().len() < 5000, "{} bytes", r.content().len());
-    assert!(r.content().contains("[output truncated: showing the first 4096 of 100000 bytes"), "{}", &r.content()[4000..]);
+    assert!(
+        r.content()
+            .contains("[output truncated: showing the first 4096 of 100000 bytes"),
+        "{}",
+        &r.content()[4000..]
+    );
     assert_eq!(env.audit().last().unwrap()["truncated"], true);
 }
 
@@ -142,20 +212,37 @@ fn guest_output_never_reaches_the_hosts_stdout() {
 
 #[test]
 fn a_plugin_sees_only_granted_env_and_no_args() {
-    let env = Env::new(&["hostile"], &format!("{BYPASS}[plugins.hostile]\nenv = {{ GREETING = \"hi\" }}\n"));
+    let env = Env::new(
+        &["hostile"],
+        &format!("{BYPASS}[plugins.hostile]\nenv = {{ GREETING = \"hi\" }}\n"),
+    );
     let r = env.call("env", json!({}));
     r.assert_ok();
     let text = r.content();
-    assert!(!text.contains("canary-4711"), "the daemon's env leaked: {text}");
+    assert!(
+        !text.contains("canary-4711"),
+        "the daemon's env leaked: {text}"
+    );
     assert!(!text.contains("PATH"), "the daemon's env leaked: {text}");
     assert!(text.contains("GREETING"), "{text}");
-    assert!(!text.contains("call") || !text.contains("--json"), "the host's args leaked: {text}");
+    assert!(
+        !text.contains("call") || !text.contains("--json"),
+        "the host's args leaked: {text}"
+    );
 }
 
 #[test]
 fn rejects_broken_plugins_precisely_and_loads_the_rest() {
     let env = Env::new(
-        &["echo", "describe_traps", "bad_schema", "dup_names", "bad_name", "many_tools", "net_import"],
+        &[
+            "echo",
+            "describe_traps",
+            "bad_schema",
+            "dup_names",
+            "bad_name",
+            "many_tools",
+            "net_import",
+        ],
         "",
     );
     let plugins = env.path().join("plugins");
@@ -164,9 +251,18 @@ fn rejects_broken_plugins_precisely_and_loads_the_rest() {
     let echo = std::fs::read(plugins.join("echo.wasm")).unwrap();
     std::fs::write(plugins.join("truncated.wasm"), &echo[..echo.len() / 2]).unwrap();
     let out = env.run(&["list", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let names: Vec<&str> = list["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, vec!["echo"]);
     let reason = |p: &str| {
         let s = &list["plugins"][p];
@@ -176,9 +272,21 @@ fn rejects_broken_plugins_precisely_and_loads_the_rest() {
     assert!(reason("garbage").contains("magic bytes"));
     assert!(reason("core").contains("core WebAssembly module, not a component"));
     assert!(reason("truncated").contains("not a valid WebAssembly component"));
-    assert!(reason("net_import").contains("wasi:sockets"), "{}", reason("net_import"));
-    assert!(reason("describe_traps").contains("describe crashed"), "{}", reason("describe_traps"));
-    assert!(reason("bad_schema").contains("input-schema"), "{}", reason("bad_schema"));
+    assert!(
+        reason("net_import").contains("wasi:sockets"),
+        "{}",
+        reason("net_import")
+    );
+    assert!(
+        reason("describe_traps").contains("describe crashed"),
+        "{}",
+        reason("describe_traps")
+    );
+    assert!(
+        reason("bad_schema").contains("input-schema"),
+        "{}",
+        reason("bad_schema")
+    );
     assert!(reason("dup_names").contains("declared twice"));
     assert!(reason("bad_name").contains("not accepted by LLM APIs"));
     assert!(reason("many_tools").contains("at most 256"));
@@ -190,7 +298,11 @@ fn inspect_tells_whether_a_component_fits() {
     let out = env.run(&["inspect", "plugins/echo.wasm"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("toolhost:plugin/tool@0.1.0") && text.contains("fits the toolhost:plugin@0.1.0 contract"), "{text}");
+    assert!(
+        text.contains("toolhost:plugin/tool@0.1.0")
+            && text.contains("fits the toolhost:plugin@0.1.0 contract"),
+        "{text}"
+    );
     let out = env.run(&["inspect", "plugins/net_import.wasm"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("wasi:sockets"));

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -108,13 +109,14 @@ class Workspace:
             return []
         return [json.loads(line) for line in self.audit.read_text().splitlines() if line.strip()]
 
-    def wait_for_audit(self, predicate, timeout: float = 10.0) -> dict[str, Any]:
+    async def wait_for_audit(self, predicate, timeout: float = 10.0) -> dict[str, Any]:
+        """The first audit record matching `predicate`; polls without blocking the event loop."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for record in self.audit_records():
                 if predicate(record):
                     return record
-            time.sleep(0.05)
+            await anyio.sleep(0.05)
         raise AssertionError(f"no matching audit record in {self.audit_records()}")
 
 

@@ -70,7 +70,7 @@ async def test_paginates_a_large_catalog(ws, era):
     assert len(names) == len(set(names)) and names == sorted(names)
     hostile = sum(n.startswith("h0_") for n in names)
     assert hostile > 20 and sum(n.startswith("h7_") for n in names) == hostile
-    assert len(names) > 300
+    assert len(names) > 250  # three pages at least
     assert bad.value.error.code == -32602
 
 
@@ -162,7 +162,7 @@ async def test_cancelling_a_looping_call_stops_it_and_records_it(ws, era):
             await client.call_tool("spin", {})
         assert scope.cancelled_caught
         # The plugin is interrupted promptly: the record appears long before its 60 s timeout.
-        record = ws.wait_for_audit(lambda r: r["tool"] == "spin", timeout=10)
+        record = await ws.wait_for_audit(lambda r: r["tool"] == "spin", timeout=10)
         assert record["outcome"] == "cancelled", record
         assert record["duration_us"] < 10_000_000
         # And the server still serves.

@@ -4,9 +4,11 @@
 
 mod pipeline;
 mod shape;
+mod timing;
 mod types;
 
 pub use self::pipeline::Pipeline;
+pub use self::timing::StageTimes;
 pub use self::types::{
     ApprovalRequest, Approver, CallOutcome, CallRequest, ErrorKind, Progress, ProgressSink,
 };

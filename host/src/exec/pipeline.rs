@@ -1,12 +1,12 @@
 //! The pipeline: find -> validate -> gate -> execute -> shape -> record, for every call from every front end.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::shape;
+use super::timing::{Stage, StageTimes, Stopwatch};
 use super::types::{ApprovalRequest, CallOutcome, CallRequest, ErrorKind};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
 use crate::gate::Decision;
@@ -71,12 +71,20 @@ impl Pipeline {
     /// Run one call through every stage. Never panics on bad input or a bad plugin: every failure is an
     /// outcome with `is_error` set, and every call leaves exactly one audit record.
     pub async fn call(&self, req: CallRequest) -> CallOutcome {
-        let started = Instant::now();
+        self.call_timed(req).await.0
+    }
+
+    /// [`Self::call`], also saying where the time went, stage by stage (for benchmarks and profiling).
+    pub async fn call_timed(&self, req: CallRequest) -> (CallOutcome, StageTimes) {
+        let mut clock = Stopwatch::start();
         let call_id = AuditRecord::new_call_id();
-        let mut record = self.audit.begin(&call_id, req.origin, &req.tool, &req.input);
+        let mut record = self
+            .audit
+            .begin(&call_id, req.origin, &req.tool, &req.input);
         record.parent_id = req.parent_id.clone();
-        let finished = self.run(&req, &call_id, &mut record).await;
-        let elapsed = started.elapsed();
+        clock.mark(Stage::Begin);
+        let finished = self.run(&req, &call_id, &mut record, &mut clock).await;
+        let elapsed = clock.elapsed();
         let kind = finished.outcome.error_kind;
         record.fuel_used = finished.fuel;
         record.peak_memory_bytes = finished.peak_memory;
@@ -84,11 +92,19 @@ impl Pipeline {
         record.truncated = finished.truncated;
         record.finish(kind, elapsed);
         let _ = self.audit.write(&record); // failures are logged by the writer; `run` refuses when configured to
-        self.stats.record(&req.tool, kind.map_or(Ok(()), Err), elapsed, finished.fuel);
-        finished.outcome
+        self.stats
+            .record(&req.tool, kind.map_or(Ok(()), Err), elapsed, finished.fuel);
+        clock.mark(Stage::Record);
+        (finished.outcome, clock.finish())
     }
 
-    async fn run(&self, req: &CallRequest, call_id: &str, record: &mut AuditRecord) -> Finished {
+    async fn run(
+        &self,
+        req: &CallRequest,
+        call_id: &str,
+        record: &mut AuditRecord,
+        clock: &mut Stopwatch,
+    ) -> Finished {
         let fail = |kind: ErrorKind, content: String| Finished {
             outcome: error(call_id, kind, content),
             fuel: None,
@@ -104,25 +120,41 @@ impl Pipeline {
             );
         }
         if req.cancel.is_cancelled() {
-            return fail(ErrorKind::Cancelled, format!("The call to '{}' was cancelled.", req.tool));
+            return fail(
+                ErrorKind::Cancelled,
+                format!("The call to '{}' was cancelled.", req.tool),
+            );
         }
 
         // Find.
         let catalog = self.registry.catalog();
         let Some(tool) = catalog.get(&req.tool).cloned() else {
-            return fail(ErrorKind::UnknownTool, shape::unknown_tool(&req.tool, catalog.tools.keys()));
+            return fail(
+                ErrorKind::UnknownTool,
+                shape::unknown_tool(&req.tool, catalog.tools.keys()),
+            );
         };
         drop(catalog);
         let plugin = &tool.plugin;
         record.plugin = Some(plugin.name.clone());
+        clock.mark(Stage::Find);
 
         // Validate.
-        let validated = match tool.input.check(&tool.spec.name, req.input.clone(), &plugin.policy.input) {
-            Ok(v) => v,
-            Err(e) => return fail(ErrorKind::InvalidInput, e.to_string()),
-        };
-        record.coercions = validated.coercions.iter().map(ToString::to_string).collect();
+        let validated =
+            match tool
+                .input
+                .check(&tool.spec.name, req.input.clone(), &plugin.policy.input)
+            {
+                Ok(v) => v,
+                Err(e) => return fail(ErrorKind::InvalidInput, e.to_string()),
+            };
+        record.coercions = validated
+            .coercions
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         let input = validated.input;
+        clock.mark(Stage::Validate);
 
         // Gate.
         let decision = plugin.permissions.decide(&tool.spec, &input);
@@ -134,7 +166,10 @@ impl Pipeline {
             Decision::Allow { .. } => record.decision = AuditDecision::Allowed { by },
             Decision::Deny { reason, .. } => {
                 record.decision = AuditDecision::Denied { by };
-                return fail(ErrorKind::Denied, format!("Permission denied for '{}': {reason}", tool.spec.name));
+                return fail(
+                    ErrorKind::Denied,
+                    format!("Permission denied for '{}': {reason}", tool.spec.name),
+                );
             }
             Decision::Ask { reason, .. } => {
                 let Some(approver) = &req.approver else {
@@ -155,17 +190,25 @@ impl Pipeline {
                     () = req.cancel.cancelled() => None,
                 };
                 let Some(answer) = answer else {
-                    return fail(ErrorKind::Cancelled, format!("The call to '{}' was cancelled.", tool.spec.name));
+                    return fail(
+                        ErrorKind::Cancelled,
+                        format!("The call to '{}' was cancelled.", tool.spec.name),
+                    );
                 };
                 record.decision = AuditDecision::Asked { answer };
                 if !answer {
                     return fail(
                         ErrorKind::Denied,
-                        format!("Permission denied for '{}': the user declined the call.", tool.spec.name),
+                        format!(
+                            "Permission denied for '{}': the user declined the call.",
+                            tool.spec.name
+                        ),
                     );
                 }
             }
         }
+
+        clock.mark(Stage::Gate);
 
         // Execute.
         let Ok(_slot) = self.slots.clone().try_acquire_owned() else {
@@ -177,12 +220,20 @@ impl Pipeline {
                 ),
             );
         };
-        self.execute(&tool, input, req, call_id).await
+        self.execute(&tool, input, req, call_id, clock).await
     }
 
-    async fn execute(&self, tool: &Tool, input: Value, req: &CallRequest, call_id: &str) -> Finished {
+    async fn execute(
+        &self,
+        tool: &Tool,
+        input: Value,
+        req: &CallRequest,
+        call_id: &str,
+        clock: &mut Stopwatch,
+    ) -> Finished {
         let plugin = &tool.plugin;
         let input_text = input.to_string();
+        clock.mark(Stage::Instantiate);
         let report = self
             .registry
             .sandbox()
@@ -197,6 +248,7 @@ impl Pipeline {
                 &req.cancel,
             )
             .await;
+        clock.sandbox(report.instantiate, report.elapsed);
         if !report.stderr.is_empty() || !report.stdout.is_empty() {
             tracing::debug!(plugin = %plugin.name, call_id, stdout = %report.stdout, stderr = %report.stderr,
                 dropped = report.stdio_dropped, "guest output");
@@ -206,7 +258,11 @@ impl Pipeline {
         let (outcome, truncated) = match report.result {
             Ok(Ok(out)) => self.shape_success(tool, out.content, out.structured, call_id),
             Ok(Err(GuestError::InvalidInput(m))) => (
-                error(call_id, ErrorKind::InvalidInput, format!("Invalid input for tool '{name}':\n- {m}")),
+                error(
+                    call_id,
+                    ErrorKind::InvalidInput,
+                    format!("Invalid input for tool '{name}':\n- {m}"),
+                ),
                 false,
             ),
             Ok(Err(GuestError::Failed(m))) => {
@@ -229,6 +285,7 @@ impl Pipeline {
                 (error(call_id, kind, shape::run_error(name, &e)), false)
             }
         };
+        clock.mark(Stage::Shape);
         Finished {
             outcome,
             fuel,
@@ -248,7 +305,9 @@ impl Pipeline {
         let limit = tool.plugin.policy.output_bytes;
         let structured = match structured {
             None if tool.output.is_some() => {
-                let msg = format!("Tool '{name}' declares an output schema but returned no structured output.");
+                let msg = format!(
+                    "Tool '{name}' declares an output schema but returned no structured output."
+                );
                 return (error(call_id, ErrorKind::BadOutput, msg), false);
             }
             None => None,
@@ -261,18 +320,20 @@ impl Pipeline {
             }
             Some(text) => match serde_json::from_str::<Value>(&text) {
                 Err(e) => {
-                    let msg = format!("Tool '{name}' returned structured output that is not valid JSON: {e}");
+                    let msg = format!(
+                        "Tool '{name}' returned structured output that is not valid JSON: {e}"
+                    );
                     return (error(call_id, ErrorKind::BadOutput, msg), false);
                 }
                 Ok(v) => {
-                    if let Some(schema) = &tool.output {
-                        if let Err(e) = schema.check(&v) {
-                            let msg = format!(
-                                "Tool '{name}' returned structured output that does not match its output schema:\n- {}",
-                                e.problems().join("\n- ")
-                            );
-                            return (error(call_id, ErrorKind::BadOutput, msg), false);
-                        }
+                    if let Some(schema) = &tool.output
+                        && let Err(e) = schema.check(&v)
+                    {
+                        let msg = format!(
+                            "Tool '{name}' returned structured output that does not match its output schema:\n- {}",
+                            e.problems().join("\n- ")
+                        );
+                        return (error(call_id, ErrorKind::BadOutput, msg), false);
                     }
                     Some(v)
                 }

@@ -48,14 +48,22 @@ pub(crate) fn run_error(tool: &str, e: &RunError) -> String {
 /// The model-facing message for an unknown tool: the available names, closest first.
 pub(crate) fn unknown_tool<'a>(name: &str, available: impl Iterator<Item = &'a String>) -> String {
     let mut names: Vec<(f64, &String)> = available
-        .map(|n| (strsim::jaro_winkler(&name.to_lowercase(), &n.to_lowercase()), n))
+        .map(|n| {
+            (
+                strsim::jaro_winkler(&name.to_lowercase(), &n.to_lowercase()),
+                n,
+            )
+        })
         .collect();
     names.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
     if names.is_empty() {
         return format!("Unknown tool '{name}'. No tools are available.");
     }
     let list: Vec<&str> = names.iter().map(|(_, n)| n.as_str()).collect();
-    format!("Unknown tool '{name}'. Available tools: {}.", list.join(", "))
+    format!(
+        "Unknown tool '{name}'. Available tools: {}.",
+        list.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -75,8 +83,15 @@ mod tests {
 
     #[test]
     fn lists_closest_tool_first() {
-        let names = ["write_file".to_string(), "read_file".to_string(), "echo".to_string()];
+        let names = [
+            "write_file".to_string(),
+            "read_file".to_string(),
+            "echo".to_string(),
+        ];
         let m = unknown_tool("reed_file", names.iter());
-        assert!(m.starts_with("Unknown tool 'reed_file'. Available tools: read_file,"), "{m}");
+        assert!(
+            m.starts_with("Unknown tool 'reed_file'. Available tools: read_file,"),
+            "{m}"
+        );
     }
 }

@@ -49,13 +49,19 @@ pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedTool>, Str
 fn check_one(s: GuestSpec) -> Result<CheckedTool, String> {
     let name = &s.name;
     if s.description.trim().is_empty() {
-        return Err(format!("tool '{name}': the description is empty; models need it to choose the tool"));
+        return Err(format!(
+            "tool '{name}': the description is empty; models need it to choose the tool"
+        ));
     }
     if s.description.len() > MAX_DESCRIPTION {
-        return Err(format!("tool '{name}': the description exceeds {MAX_DESCRIPTION} bytes"));
+        return Err(format!(
+            "tool '{name}': the description exceeds {MAX_DESCRIPTION} bytes"
+        ));
     }
     if s.hints.read_only && s.hints.destructive {
-        return Err(format!("tool '{name}': hints read-only and destructive contradict each other"));
+        return Err(format!(
+            "tool '{name}': hints read-only and destructive contradict each other"
+        ));
     }
     let input_schema = parse_schema(name, "input-schema", &s.input_schema)?;
     if input_schema.get("type").and_then(Value::as_str) != Some("object") {
@@ -74,12 +80,12 @@ fn check_one(s: GuestSpec) -> Result<CheckedTool, String> {
         }
         None => (None, None),
     };
-    if let Some(p) = &s.permission_subject {
-        if !(p.is_empty() || p.starts_with('/')) {
-            return Err(format!(
-                "tool '{name}': permission-subject {p:?} is not a JSON pointer (it must start with '/')"
-            ));
-        }
+    if let Some(p) = &s.permission_subject
+        && !(p.is_empty() || p.starts_with('/'))
+    {
+        return Err(format!(
+            "tool '{name}': permission-subject {p:?} is not a JSON pointer (it must start with '/')"
+        ));
     }
     Ok(CheckedTool {
         spec: ToolSpec {
@@ -130,7 +136,13 @@ mod tests {
         assert!(e(vec![spec("a", OBJ), spec("a", OBJ)]).contains("declared twice"));
         assert!(e(vec![spec("a", "{nope")]).contains("not valid JSON"));
         assert!(e(vec![spec("a", r#"{"type":"string"}"#)]).contains("must describe an object"));
-        assert!(e(vec![spec("a", r#"{"type":"object","properties":{"x":{"type":12}}}"#)]).contains("input-schema"));
+        assert!(
+            e(vec![spec(
+                "a",
+                r#"{"type":"object","properties":{"x":{"type":12}}}"#
+            )])
+            .contains("input-schema")
+        );
         assert!(e(vec![]).contains("no tools"));
         let many = (0..300).map(|i| spec(&format!("t{i}"), OBJ)).collect();
         assert!(e(many).contains("at most"));

@@ -267,7 +267,10 @@ impl Registry {
 }
 
 /// Build the served catalog; plugins are visited in name order, so the first to claim a name keeps it.
-fn build_catalog(entries: &BTreeMap<String, Entry>, rejected: &BTreeMap<String, Rejection>) -> Catalog {
+fn build_catalog(
+    entries: &BTreeMap<String, Entry>,
+    rejected: &BTreeMap<String, Rejection>,
+) -> Catalog {
     let mut catalog = Catalog::default();
     for (name, e) in entries {
         let mut served = Vec::new();
@@ -318,19 +321,24 @@ fn scan(dir: &Path) -> Result<BTreeMap<String, PathBuf>, RegistryError> {
     let mut out = BTreeMap::new();
     for entry in std::fs::read_dir(dir).map_err(folder_error)? {
         let path = entry.map_err(folder_error)?.path();
-        if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
-            if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
-                out.insert(stem.to_string(), path);
-            }
+        if path.extension().is_some_and(|e| e == "wasm")
+            && path.is_file()
+            && let Some(stem) = path.file_stem().and_then(|s| s.to_str())
+        {
+            out.insert(stem.to_string(), path.clone());
         }
     }
     Ok(out)
 }
 
 fn read_plugin(path: &Path) -> Result<Vec<u8>, String> {
-    let len = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?.len();
+    let len = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read: {e}"))?
+        .len();
     if len > MAX_PLUGIN_BYTES {
-        return Err(format!("the file is {len} bytes; the limit is {MAX_PLUGIN_BYTES}"));
+        return Err(format!(
+            "the file is {len} bytes; the limit is {MAX_PLUGIN_BYTES}"
+        ));
     }
     std::fs::read(path).map_err(|e| format!("cannot read: {e}"))
 }
@@ -348,7 +356,9 @@ async fn load(
     let permissions = Permissions::new(&config.permissions, policy.permissions.as_ref())
         .map_err(|e| format!("permission rules: {e}"))?;
     let compiler = sandbox.clone();
-    let component = tokio::task::spawn_blocking(move || compiler.load(&bytes))
+    // wasi:http is linked only for plugins granted network: without a grant, importing it fails here.
+    let grants = policy.grants.clone();
+    let component = tokio::task::spawn_blocking(move || compiler.load_for(&bytes, &grants))
         .await
         .map_err(|e| format!("compiler crashed: {e}"))?
         .map_err(|e| e.to_string())?;

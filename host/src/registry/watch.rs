@@ -17,10 +17,12 @@ pub async fn watch(
 ) -> Result<(), notify::Error> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if let Ok(e) = event {
-            if e.paths.iter().any(|p| p.extension().is_some_and(|x| x == "wasm")) {
-                let _ = tx.send(());
-            }
+        if let Ok(e) = event
+            && e.paths
+                .iter()
+                .any(|p| p.extension().is_some_and(|x| x == "wasm"))
+        {
+            let _ = tx.send(());
         }
     })?;
     watcher.watch(&registry.config().plugins_dir, RecursiveMode::NonRecursive)?;

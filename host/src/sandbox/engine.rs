@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
 use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
@@ -16,6 +16,8 @@ use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
 use super::SandboxError;
 use super::bindings::{Plugin as PluginWorld, PluginPre};
 use super::cache::{CompileCache, sha256_hex};
+use super::policy::Grants;
+use super::pool::{PoolOptions, pooling_config};
 use super::state::State;
 
 /// How often the epoch advances: the granularity of deadlines, cancellation and yielding.
@@ -24,19 +26,25 @@ pub(crate) const TICK: Duration = Duration::from_millis(5);
 /// The export every plugin must provide.
 const TOOL_EXPORT: &str = "toolhost:plugin/tool@0.1.0";
 
-/// Engine-wide settings.
+/// Engine-wide settings. The default compiles every time and allocates instances on demand.
 #[derive(Debug, Clone, Default)]
 pub struct EngineOptions {
     /// Where compiled components are cached; `None` compiles every time.
     pub cache_dir: Option<PathBuf>,
+    /// Reserve an instance pool of this size; `None` allocates each instance on demand.
+    pub pool: Option<PoolOptions>,
 }
 
-/// The engine, the linker with exactly the host interfaces plugins may import, and the epoch ticker.
+/// The engine, the linkers with exactly the host interfaces plugins may import, and the epoch ticker.
 pub struct Sandbox {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<State>,
+    /// `linker` plus `wasi:http`, for plugins granted network; built once.
+    net_linker: Linker<State>,
     cache: Option<CompileCache>,
     ticker_stop: Arc<AtomicBool>,
+    /// The pool in use; `None` when allocating on demand (configured so, or the pool could not be reserved).
+    pool: Option<PoolOptions>,
 }
 
 /// A compiled plugin, ready to instantiate cheaply for every call.
@@ -72,9 +80,34 @@ impl Sandbox {
             .wasm_stack_switching(false)
             .consume_fuel(true)
             .epoch_interruption(true)
-            .parallel_compilation(true);
-        let engine = Engine::new(&config).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+            .parallel_compilation(true)
+            // Map each module's initial memory from an image, copy-on-write, instead of copying its data
+            // segments in on every instantiation (wasmtime's default; stated because calls rely on it).
+            .memory_init_cow(true);
+        let mut pool = options.pool;
+        let engine = match &options.pool {
+            None => Engine::new(&config),
+            Some(p) => {
+                let mut pooled = config.clone();
+                pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling_config(p)));
+                Engine::new(&pooled).or_else(|e| {
+                    // Address space can be capped (ulimit -v, some containers): run, slower, rather than not.
+                    tracing::warn!(
+                        instances = p.instances,
+                        memory_mb = p.memory_bytes >> 20,
+                        "cannot reserve the instance pool ({e:#}); allocating instances on demand instead, \
+                         which makes every call slower (lower `[engine] instances` or `memory-mb`)"
+                    );
+                    pool = None;
+                    Engine::new(&config)
+                })
+            }
+        }
+        .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
         let linker = link(&engine).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        let net_linker = link(&engine)
+            .and_then(|mut l| super::network::add_to_linker(&mut l).map(|()| l))
+            .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
         let cache = match &options.cache_dir {
             Some(dir) => match CompileCache::open(dir, &engine) {
                 Ok(c) => Some(c),
@@ -99,13 +132,39 @@ impl Sandbox {
         Ok(Self {
             engine,
             linker,
+            net_linker,
             cache,
             ticker_stop,
+            pool,
         })
     }
 
-    /// Compile (or load from the cache) and link a component. CPU-heavy: call it off the async runtime.
+    /// The instance pool in use, if any.
+    pub fn pool(&self) -> Option<PoolOptions> {
+        self.pool
+    }
+
+    /// How instances are allocated, in a few words (for logs and benchmarks).
+    pub fn describe_engine(&self) -> String {
+        match self.pool {
+            Some(p) => format!(
+                "pooling allocator ({} instances, {} MiB memory slots), copy-on-write memory images",
+                p.instances,
+                p.memory_bytes >> 20
+            ),
+            None => "on-demand allocation, copy-on-write memory images".into(),
+        }
+    }
+
+    /// Compile (or load from the cache) and link a component without network. CPU-heavy: call it off
+    /// the async runtime.
     pub fn load(&self, bytes: &[u8]) -> Result<Plugin, SandboxError> {
+        self.load_for(bytes, &Grants::default())
+    }
+
+    /// [`Self::load`] for a plugin with these grants: `wasi:http` is linked only when they hold a
+    /// network grant, so a plugin without one that imports it is rejected here.
+    pub fn load_for(&self, bytes: &[u8], grants: &Grants) -> Result<Plugin, SandboxError> {
         check_header(bytes)?;
         let content_hash = sha256_hex(bytes);
         let cached = self
@@ -124,7 +183,7 @@ impl Sandbox {
                 c
             }
         };
-        let pre = self.prepare(&component)?;
+        let pre = self.prepare(&component, grants.network.is_some())?;
         Ok(Plugin {
             pre,
             content_hash,
@@ -132,7 +191,11 @@ impl Sandbox {
         })
     }
 
-    fn prepare(&self, component: &Component) -> Result<PluginPre<State>, SandboxError> {
+    fn prepare(
+        &self,
+        component: &Component,
+        network: bool,
+    ) -> Result<PluginPre<State>, SandboxError> {
         let has_export = component
             .component_type()
             .exports(&self.engine)
@@ -143,8 +206,12 @@ impl Sandbox {
                 list_or_none(names(component, &self.engine, false))
             )));
         }
-        let instance_pre = self
-            .linker
+        let linker = if network {
+            &self.net_linker
+        } else {
+            &self.linker
+        };
+        let instance_pre = linker
             .instantiate_pre(component)
             .map_err(|e| SandboxError::Contract(describe_link_error(&e)))?;
         PluginPre::new(instance_pre).map_err(|e| SandboxError::Contract(format!("{e:#}")))
@@ -155,7 +222,7 @@ impl Sandbox {
         check_header(bytes)?;
         let component = Component::from_binary(&self.engine, bytes)
             .map_err(|e| SandboxError::Invalid(format!("{e:#}")))?;
-        let problem = self.prepare(&component).err().map(|e| e.to_string());
+        let problem = self.prepare(&component, false).err().map(|e| e.to_string());
         Ok(Inspection {
             imports: names(&component, &self.engine, true),
             exports: names(&component, &self.engine, false),
@@ -171,7 +238,8 @@ impl Drop for Sandbox {
 }
 
 /// Link exactly the interfaces a plugin may import: the contract's `host`, and WASI 0.2 io, clocks,
-/// random, cli and filesystem. Sockets are deliberately absent.
+/// random, cli and filesystem. Sockets are deliberately absent; `wasi:http` is added on top only for
+/// plugins granted network (see `network::add_to_linker`).
 fn link(engine: &Engine) -> wasmtime::Result<Linker<State>> {
     let mut l = Linker::<State>::new(engine);
     wasmtime_wasi_io::add_to_linker_async(&mut l)?;
@@ -230,8 +298,15 @@ fn list_or_none(v: Vec<String>) -> String {
 /// Turn wasmtime's link error into a sentence naming the import the host does not provide.
 fn describe_link_error(e: &wasmtime::Error) -> String {
     let text = format!("{e:#}");
-    if text.contains("wasi:sockets") || text.contains("wasi:http") {
-        format!("{text} (network access is not available to plugins)")
+    if text.contains("wasi:sockets") {
+        format!(
+            "{text} (raw sockets are not available to plugins; use wasi:http with a network grant)"
+        )
+    } else if text.contains("wasi:http") {
+        format!(
+            "network access is not granted to this plugin, but it imports wasi:http (grant it with \
+             `[plugins.NAME.network]` `allow = [\"https://host\"]` in toolhost.toml): {text}"
+        )
     } else {
         format!("it imports something the host does not provide: {text}")
     }

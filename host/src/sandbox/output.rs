@@ -87,7 +87,11 @@ impl OutputStream for CappedOutput {
 }
 
 impl AsyncWrite for CappedOutput {
-    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         self.push(buf);
         Poll::Ready(Ok(buf.len()))
     }

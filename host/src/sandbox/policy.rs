@@ -3,13 +3,19 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Capabilities granted to one plugin. The default grants nothing: no files, no env, no network.
+use super::network::{NetworkGrant, SecretGrant};
+
+/// Capabilities granted to one plugin. The default grants nothing: no files, no env, no network, no secrets.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Grants {
     /// Host directories preopened for the guest.
     pub dirs: Vec<DirGrant>,
     /// Environment variables the guest sees, with their values.
     pub env: Vec<(String, String)>,
+    /// Outgoing HTTP by allowlist; `None` means no network at all (not even `wasi:http` linked).
+    pub network: Option<NetworkGrant>,
+    /// Named secrets, as env vars and/or headers the host adds; redacted from everything the guest returns.
+    pub secrets: Vec<SecretGrant>,
 }
 
 /// One preopened directory.

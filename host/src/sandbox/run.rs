@@ -12,7 +12,7 @@ use super::engine::{Plugin, Sandbox};
 use super::output::CappedOutput;
 use super::policy::{Grants, Limits};
 use super::state::{MemoryLimitHit, MemoryLimiter, State};
-use super::wasi::build_ctx;
+use super::wasi::{build_ctx, build_http};
 use crate::exec::ProgressSink;
 use crate::tool::Hints;
 
@@ -98,21 +98,39 @@ pub struct RunReport<T> {
     pub stdio_dropped: u64,
     /// Wall-clock time, instantiation included.
     pub elapsed: Duration,
+    /// The part of `elapsed` spent before the guest ran: the store, the WASI context, instantiation.
+    pub instantiate: Duration,
 }
 
 impl Sandbox {
     /// Ask a plugin which tools it provides, with no grants at all.
-    pub async fn describe(&self, plugin: &Plugin, name: &str, limits: &Limits) -> RunReport<Vec<GuestSpec>> {
+    pub async fn describe(
+        &self,
+        plugin: &Plugin,
+        name: &str,
+        limits: &Limits,
+    ) -> RunReport<Vec<GuestSpec>> {
         let never = CancellationToken::new();
-        self.run(plugin, name, &Grants::default(), limits, None, &never, async |store, p| {
-            let specs = p.toolhost_plugin_tool().call_describe(store).await?;
-            Ok(specs.into_iter().map(GuestSpec::from).collect())
-        })
+        self.run(
+            plugin,
+            name,
+            &Grants::default(),
+            limits,
+            None,
+            &never,
+            async |store, p| {
+                let specs = p.toolhost_plugin_tool().call_describe(store).await?;
+                Ok(specs.into_iter().map(GuestSpec::from).collect())
+            },
+        )
         .await
     }
 
     /// Run `tool` with `input` (JSON text) in a fresh store with the plugin's grants and limits.
-    #[expect(clippy::too_many_arguments, reason = "each argument is a distinct, required part of a call")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "each argument is a distinct, required part of a call"
+    )]
     pub async fn call(
         &self,
         plugin: &Plugin,
@@ -124,21 +142,37 @@ impl Sandbox {
         progress: Option<ProgressSink>,
         cancel: &CancellationToken,
     ) -> RunReport<Result<GuestOutput, GuestError>> {
-        self.run(plugin, name, grants, limits, progress, cancel, async |store, p| {
-            let r = p.toolhost_plugin_tool().call_call(store, tool, input).await?;
-            Ok(r.map(|o| GuestOutput {
-                content: o.content,
-                structured: o.structured,
-            })
-            .map_err(|e| match e {
-                ToolError::InvalidInput(m) => GuestError::InvalidInput(m),
-                ToolError::Failed(m) => GuestError::Failed(m),
-            }))
-        })
-        .await
+        let report = self
+            .run(
+                plugin,
+                name,
+                grants,
+                limits,
+                progress,
+                cancel,
+                async |store, p| {
+                    let r = p
+                        .toolhost_plugin_tool()
+                        .call_call(store, tool, input)
+                        .await?;
+                    Ok(r.map(|o| GuestOutput {
+                        content: o.content,
+                        structured: o.structured,
+                    })
+                    .map_err(|e| match e {
+                        ToolError::InvalidInput(m) => GuestError::InvalidInput(m),
+                        ToolError::Failed(m) => GuestError::Failed(m),
+                    }))
+                },
+            )
+            .await;
+        super::network::redact_report(report, &grants.secrets)
     }
 
-    #[expect(clippy::too_many_arguments, reason = "private plumbing shared by describe and call")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "private plumbing shared by describe and call"
+    )]
     async fn run<T>(
         &self,
         plugin: &Plugin,
@@ -163,9 +197,11 @@ impl Sandbox {
                     stderr: String::new(),
                     stdio_dropped: 0,
                     elapsed: started.elapsed(),
+                    instantiate: started.elapsed(),
                 };
             }
         };
+        let (http, net) = build_http(name, grants);
         let state = State {
             wasi,
             table: ResourceTable::new(),
@@ -174,6 +210,8 @@ impl Sandbox {
             plugin: name.to_string(),
             log_lines: 0,
             progress_reports: Default::default(),
+            http,
+            net,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -189,11 +227,13 @@ impl Sandbox {
             }
         });
 
+        let mut instantiate = Duration::ZERO;
         let result = match setup {
             Err(e) => Err(RunError::Setup(format!("{e:#}"))),
             Ok(()) => {
                 let work = async {
                     let instance = plugin.pre.instantiate_async(&mut store).await?;
+                    instantiate = started.elapsed();
                     body(&mut store, &instance).await
                 };
                 tokio::select! {
@@ -223,6 +263,7 @@ impl Sandbox {
             stderr: err,
             stdio_dropped: out_dropped + err_dropped,
             elapsed: started.elapsed(),
+            instantiate,
         }
     }
 }

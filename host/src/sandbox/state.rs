@@ -5,8 +5,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Result};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::WasiHttpCtx;
 
 use super::bindings::toolhost::plugin::host::{Host, LogLevel};
+use super::network::NetworkHooks;
 use crate::exec::{Progress, ProgressSink};
 
 /// Longest log or progress message a guest may send per host call; the rest is cut.
@@ -23,6 +25,10 @@ pub(crate) struct State {
     pub(crate) plugin: String,
     pub(crate) log_lines: u64,
     pub(crate) progress_reports: AtomicU64,
+    /// wasi:http state; only reachable by plugins linked with `wasi:http` (those granted network).
+    pub(crate) http: WasiHttpCtx,
+    /// The send-request hook with the plugin's grant, and the redactor for its secrets.
+    pub(crate) net: NetworkHooks,
 }
 
 impl WasiView for State {
@@ -61,7 +67,7 @@ impl Host for State {
             sink(Progress {
                 done,
                 total,
-                message: clip(message),
+                message: clip(self.net.redactor().redact(message)),
             });
         }
     }
@@ -71,7 +77,7 @@ impl Host for State {
         if self.log_lines > MAX_LOG_LINES {
             return;
         }
-        let message = clip(message);
+        let message = clip(self.net.redactor().redact(message));
         let plugin = &self.plugin;
         match level {
             LogLevel::Trace => tracing::trace!(plugin, "{message}"),
@@ -111,7 +117,12 @@ pub(crate) struct MemoryLimitHit {
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> Result<bool> {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> Result<bool> {
         let wanted = self.used - current.min(self.used) + desired;
         if wanted > self.limit {
             self.hit = true;
@@ -126,7 +137,12 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> Result<bool> {
         // Tables cost host memory too; a million elements is far beyond what real plugins use.
         Ok(desired <= 1_000_000)
     }

@@ -1,9 +1,12 @@
 //! The only place where a plugin's grants become a WASI context. Deny by default: the builder starts
-//! empty (no inherited env, args, stdio or network) and gets exactly what `Grants` lists.
+//! empty (no inherited env, args, stdio or network) and gets exactly what `Grants` lists. The wasi:http
+//! side (context and send-request hooks) is built here too, from the same grants.
 
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+use wasmtime_wasi_http::WasiHttpCtx;
 
 use super::SandboxError;
+use super::network::NetworkHooks;
 use super::output::CappedOutput;
 use super::policy::Grants;
 
@@ -15,9 +18,16 @@ pub(crate) fn build_ctx(
 ) -> Result<WasiCtx, SandboxError> {
     let mut b = WasiCtxBuilder::new();
     b.stdout(stdout.clone()).stderr(stderr.clone());
-    b.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+    b.allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false);
     for (k, v) in &grants.env {
         b.env(k, v);
+    }
+    for secret in &grants.secrets {
+        if let Some(name) = &secret.env {
+            b.env(name, secret.value.expose());
+        }
     }
     for dir in &grants.dirs {
         let perms = if dir.read_only {
@@ -32,4 +42,11 @@ pub(crate) fn build_ctx(
             })?;
     }
     Ok(b.build())
+}
+
+/// The wasi:http context and send-request hooks for one call: the network grant (or none, which refuses
+/// every request) and the secret headers. Only plugins granted network link `wasi:http` at all.
+pub(crate) fn build_http(plugin: &str, grants: &Grants) -> (WasiHttpCtx, NetworkHooks) {
+    let hooks = NetworkHooks::new(plugin, grants.network.as_ref(), &grants.secrets);
+    (WasiHttpCtx::new(), hooks)
 }

@@ -1,4 +1,5 @@
-//! The HTTP face of the daemon: Streamable HTTP MCP at `/mcp`, `GET /health`, `GET /metrics`.
+//! The HTTP face of the daemon: Streamable HTTP MCP at `/mcp`, the batch API under `/v1/`
+//! ([`super::batch`]), `GET /health`, `GET /metrics`.
 //!
 //! Every route sits behind the [`Guard`] (Host, Origin, bearer token). `/mcp` is rmcp's service:
 //! sessions for clients that `initialize`, stateless requests for 2026-07-28 clients, a body limit,
@@ -57,11 +58,12 @@ pub(crate) fn app(shared: Arc<Shared>, config: &ServerConfig, mcp_stop: Cancella
     let plain = Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics))
-        .with_state(shared)
+        .with_state(shared.clone())
         .route_layer(middleware::from_fn_with_state(config.request_timeout, time_limit));
     Router::new()
         .route_service("/mcp", mcp)
         .merge(plain)
+        .merge(super::batch::routes(shared, config))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(guard, check))
 }
@@ -97,7 +99,7 @@ async fn time_limit(State(limit): State<Duration>, request: Request, next: Next)
 }
 
 async fn not_found() -> Response {
-    error(StatusCode::NOT_FOUND, "not found: MCP is at /mcp; see also /health and /metrics")
+    error(StatusCode::NOT_FOUND, "not found: MCP is at /mcp; see also /v1/tool-calls, /v1/tools, /health and /metrics")
 }
 
 fn plugin_counts(shared: &Shared) -> (usize, Vec<String>) {

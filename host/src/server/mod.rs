@@ -12,6 +12,7 @@
 //! It must not reach past [`crate::exec`]: no gate decisions, no sandbox, no audit writes of its own.
 
 mod approval;
+pub mod batch;
 mod guard;
 mod handler;
 mod http;

@@ -26,6 +26,8 @@ use crate::exec::Pipeline;
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
 /// How long the transports get to close after the sessions are ended.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
+/// How long the last answers get to reach their clients before the sessions end.
+const FLUSH_WAIT: Duration = Duration::from_millis(300);
 
 /// What `toolhost serve` runs.
 #[derive(Debug, Clone)]
@@ -138,7 +140,11 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
 
     stop.cancelled().await;
     watch_stop.cancel();
-    drain(&shared, options.server.shutdown_grace).await;
+    if drain(&shared, options.server.shutdown_grace).await {
+        // Answers to the calls that just ended are on their way to the clients; ending the
+        // sessions now would cut their streams before the last message is written.
+        tokio::time::sleep(FLUSH_WAIT).await;
+    }
     mcp_stop.cancel();
 
     let mut result = Ok(());
@@ -159,14 +165,16 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
 }
 
 /// Refuse new calls, give the running ones `grace` to finish, then cancel what is left.
-async fn drain(shared: &Shared, grace: Duration) {
+/// Returns whether any call was in flight.
+async fn drain(shared: &Shared, grace: Duration) -> bool {
     shared.stopping.cancel();
     let running = shared.in_flight.count();
-    if running > 0 {
-        tracing::info!(running, "waiting up to {} ms for calls in flight", grace.as_millis());
+    if running == 0 {
+        return false;
     }
+    tracing::info!(running, "waiting up to {} ms for calls in flight", grace.as_millis());
     if tokio::time::timeout(grace, shared.in_flight.idle()).await.is_ok() {
-        return;
+        return true;
     }
     tracing::warn!(
         running = shared.in_flight.count(),
@@ -179,4 +187,5 @@ async fn drain(shared: &Shared, grace: Duration) {
             "calls did not stop after cancellation; their audit records may be missing"
         );
     }
+    true
 }

@@ -399,8 +399,14 @@ fn exit(args: &Args) -> Res {
 
 fn progress_flood(args: &Args) -> Res {
     let count = args.u64("count")?;
+    let bytes = args.opt_u64("bytes")?.unwrap_or(0) as usize;
+    let padding = "x".repeat(bytes);
     for i in 0..count {
-        host::progress(i + 1, Some(count), &format!("step {} of {count}", i + 1));
+        host::progress(
+            i + 1,
+            Some(count),
+            &format!("step {} of {count}{padding}", i + 1),
+        );
     }
     text(format!("reported progress {count} times"))
 }
@@ -413,6 +419,75 @@ fn log_flood(args: &Args) -> Res {
         host::log(LogLevel::Info, &format!("hostile log line {i} {padding}"));
     }
     text(format!("logged {count} lines"))
+}
+
+/// Writes `bytes` bytes (default: without end) to `path` in 64 KiB chunks, until done or the
+/// first error (a full disk), and says how far it got.
+fn fill(args: &Args) -> Res {
+    let path = args.str("path")?;
+    let limit = args.opt_u64("bytes")?.unwrap_or(u64::MAX);
+    let chunk = vec![b'f'; 64 * 1024];
+    let mut file = std::fs::File::create(path)
+        .map_err(|e| failed(format!("fill '{path}': cannot create: {e}")))?;
+    let mut written = 0u64;
+    while written < limit {
+        let take = chunk.len().min((limit - written) as usize);
+        match file.write(&chunk[..take]) {
+            Ok(0) => break,
+            Ok(n) => written += n as u64,
+            Err(e) => {
+                return Err(failed(format!(
+                    "fill '{path}': wrote {written} bytes, then: {e}"
+                )));
+            }
+        }
+    }
+    if let Err(e) = file.flush().and_then(|()| file.sync_all()) {
+        return Err(failed(format!(
+            "fill '{path}': wrote {written} bytes, then: {e}"
+        )));
+    }
+    with_json(
+        format!("fill '{path}': wrote {written} bytes"),
+        json!({ "written": written }),
+    )
+}
+
+/// Opens `path` `count` times and holds every handle until the call ends (after sleeping
+/// `hold_ms`, if given); stops at the first error and says how many it got.
+fn open_many(args: &Args) -> Res {
+    let path = args.str("path")?;
+    let count = args.u64("count")?;
+    let mut handles = Vec::new();
+    let mut error = None;
+    for _ in 0..count {
+        match std::fs::File::open(path) {
+            Ok(f) => handles.push(f),
+            Err(e) => {
+                error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    let opened = handles.len();
+    if let Some(ms) = args.opt_u64("hold_ms")? {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+    black_box(&handles);
+    with_json(
+        format!("opened '{path}' {opened} times; error: {error:?}"),
+        json!({ "opened": opened, "error": error }),
+    )
+}
+
+/// Text a terminal or a line-based transport might trip over: ANSI colour and OSC title escapes,
+/// a bell, NUL, CR without LF, U+2028/U+2029 line separators, a BOM, a right-to-left override,
+/// and a line that looks like a JSON-RPC message.
+const WEIRD_TEXT: &str = "\u{1b}[31mred\u{1b}[0m \u{1b}]0;pwned\u{7} nul:\u{0} cr:\r ls:\u{2028} ps:\u{2029} \
+bom:\u{feff} rtl:\u{202e}txt.exe\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+
+fn weird_text() -> Res {
+    with_json(WEIRD_TEXT, json!({ "text": WEIRD_TEXT }))
 }
 
 fn remember(args: &Args) -> Res {
@@ -465,6 +540,9 @@ fn dispatch(name: &str, args: &Args, raw: &str) -> Res {
         "exit" => exit(args),
         "progress_flood" => progress_flood(args),
         "log_flood" => log_flood(args),
+        "fill" => fill(args),
+        "open_many" => open_many(args),
+        "weird_text" => weird_text(),
         "remember" => remember(args),
         "fail" => fail(args),
         "echo_input" => Ok(ToolOutput {
@@ -667,14 +745,42 @@ fn tools() -> Vec<Tool> {
         ),
         tool(
             "progress_flood",
-            "Report progress `count` times.",
-            &[("count", "integer")],
+            "Report progress `count` times, each message padded with `bytes` bytes.",
+            &[("count", "integer"), ("bytes", "integer")],
             RO,
         ),
         tool(
             "log_flood",
             "Write `count` log lines through the host, each padded with `bytes` bytes.",
             &[("count", "integer"), ("bytes", "integer")],
+            RO,
+        ),
+        Tool {
+            subject: path,
+            ..tool(
+                "fill",
+                "Write `bytes` bytes (default: until an error, such as a full disk) to the file `path`.",
+                &[("path", "string"), ("bytes", "integer")],
+                DESTRUCTIVE,
+            )
+        },
+        Tool {
+            subject: path,
+            ..tool(
+                "open_many",
+                "Open the file `path` `count` times, holding every handle until the call ends (`hold_ms` longer).",
+                &[
+                    ("path", "string"),
+                    ("count", "integer"),
+                    ("hold_ms", "integer"),
+                ],
+                RO,
+            )
+        },
+        tool(
+            "weird_text",
+            "Return text full of terminal escapes, control characters and a fake JSON-RPC line, as content and as structured {\"text\"}.",
+            &[],
             RO,
         ),
         tool(

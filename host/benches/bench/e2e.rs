@@ -1,0 +1,324 @@
+//! Part 2: MCP end to end, over stdio and over Streamable HTTP. Sequential calls/s and p50/p99 latency, then
+//! throughput at 1, 2, 4, 8 and 32 concurrent clients; toolhost (echo plugin, default policy, audit on)
+//! against the native rmcp server with the same echo in plain Rust, both driven by the same Rust client,
+//! alternately in each round.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::Options;
+use crate::client::{HttpClient, StdioClient, cpu_seconds, result};
+use crate::report::{Report, Row, Section, Spread, percentile, sorted};
+use crate::setup::{Workspace, plugin_file, toolhost_bin};
+
+/// Concurrency levels of the issue.
+const LEVELS: [usize; 5] = [1, 2, 4, 8, 32];
+
+/// Which server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Native,
+    Toolhost,
+}
+
+impl Kind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Native => "native rmcp",
+            Kind::Toolhost => "toolhost",
+        }
+    }
+}
+
+fn bench_bin() -> PathBuf {
+    std::env::current_exe().expect("current exe")
+}
+
+/// Start a server on stdio: toolhost over `ws`, or the native one.
+pub(crate) fn spawn_stdio(kind: Kind, ws: &Workspace) -> Result<StdioClient, String> {
+    match kind {
+        Kind::Toolhost => {
+            let config = ws.config_path();
+            StdioClient::spawn(&toolhost_bin(), &["--config", config.to_str().unwrap(), "serve", "--stdio"], ws.path())
+        }
+        Kind::Native => StdioClient::spawn(&bench_bin(), &["--serve-native-stdio"], ws.path()),
+    }
+}
+
+/// A server on HTTP: the child and the `host:port` it listens on.
+pub(crate) struct HttpServer {
+    child: Child,
+    pub(crate) addr: String,
+    pub(crate) pid: u32,
+}
+
+impl HttpServer {
+    pub(crate) async fn start(kind: Kind, ws: &Workspace) -> Result<Self, String> {
+        let mut cmd = match kind {
+            Kind::Toolhost => {
+                let mut c = Command::new(toolhost_bin());
+                c.arg("--config").arg(ws.config_path()).args(["serve", "--http", "127.0.0.1:0"]);
+                c
+            }
+            Kind::Native => {
+                let mut c = Command::new(bench_bin());
+                c.args(["--serve-native-http", "127.0.0.1:0"]);
+                c
+            }
+        };
+        cmd.current_dir(ws.path()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+        let pid = child.id().unwrap_or(0);
+        // toolhost names its address on stderr ("... at http://ADDR/mcp"), the native server on stdout. Both
+        // streams are drained for the server's lifetime, so that it never blocks on a full pipe.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let out: Box<dyn tokio::io::AsyncRead + Unpin + Send> = Box::new(child.stdout.take().ok_or("no stdout")?);
+        let err: Box<dyn tokio::io::AsyncRead + Unpin + Send> = Box::new(child.stderr.take().ok_or("no stderr")?);
+        for stream in [out, err] {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(stream).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        drop(tx);
+        let find = async {
+            while let Some(line) = rx.recv().await {
+                let addr = match kind {
+                    Kind::Toolhost => line.split("http://").nth(1).and_then(|r| r.strip_suffix("/mcp")).map(str::to_string),
+                    Kind::Native => line.parse::<std::net::SocketAddr>().ok().map(|a| a.to_string()),
+                };
+                if let Some(a) = addr {
+                    return Ok(a);
+                }
+            }
+            Err(format!("{} exited before listening", kind.name()))
+        };
+        let addr = tokio::time::timeout(Duration::from_secs(60), find).await.map_err(|_| "server start timed out".to_string())??;
+        Ok(Self { child, addr, pid })
+    }
+
+    pub(crate) async fn stop(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+    }
+}
+
+fn echo_params() -> Value {
+    json!({ "name": "echo", "arguments": { "text": "hello, world" } })
+}
+
+/// Something that answers `tools/call echo`, with one call in flight per handle.
+enum Conn {
+    Stdio(Arc<StdioClient>),
+    Http(HttpClient),
+}
+
+impl Conn {
+    async fn echo(&mut self) -> Result<(), String> {
+        let answer = match self {
+            Conn::Stdio(c) => c.call("tools/call", echo_params()).await?,
+            Conn::Http(c) => c.call("tools/call", echo_params()).await?,
+        };
+        result(answer).map(|_| ())
+    }
+}
+
+/// One level's figures.
+struct Run {
+    calls_per_s: f64,
+    p50_us: f64,
+    p99_us: f64,
+}
+
+/// `per` calls on each connection, all connections at once.
+async fn drive(conns: Vec<Conn>, per: usize) -> Result<(Run, Vec<Conn>), String> {
+    let started = Instant::now();
+    let tasks: Vec<_> = conns
+        .into_iter()
+        .map(|mut c| {
+            tokio::spawn(async move {
+                let mut lat = Vec::with_capacity(per);
+                for _ in 0..per {
+                    let t = Instant::now();
+                    c.echo().await?;
+                    lat.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+                Ok::<_, String>((lat, c))
+            })
+        })
+        .collect();
+    let mut lat = Vec::new();
+    let mut back = Vec::new();
+    for t in tasks {
+        let (l, c) = t.await.map_err(|e| e.to_string())??;
+        lat.extend(l);
+        back.push(c);
+    }
+    let took = started.elapsed().as_secs_f64();
+    let s = sorted(lat);
+    Ok((Run { calls_per_s: s.len() as f64 / took, p50_us: percentile(&s, 50.0), p99_us: percentile(&s, 99.0) }, back))
+}
+
+/// The connections one server offers to `n` clients: one shared stdio session, or `n` HTTP sessions.
+enum Pool {
+    Stdio(Arc<StdioClient>),
+    Http(Vec<HttpClient>),
+}
+
+impl Pool {
+    fn take(&mut self, n: usize) -> Vec<Conn> {
+        match self {
+            Pool::Stdio(c) => (0..n).map(|_| Conn::Stdio(c.clone())).collect(),
+            Pool::Http(v) => v.drain(..n).map(Conn::Http).collect(),
+        }
+    }
+
+    fn give(&mut self, conns: Vec<Conn>) {
+        if let Pool::Http(v) = self {
+            let mut back: Vec<HttpClient> = conns.into_iter().filter_map(|c| if let Conn::Http(h) = c { Some(h) } else { None }).collect();
+            back.append(v);
+            *v = back;
+        }
+    }
+}
+
+/// Figures per server, per round.
+#[derive(Default)]
+struct Series {
+    seq: Vec<f64>,
+    p50: Vec<f64>,
+    p99: Vec<f64>,
+    levels: Vec<Vec<f64>>,
+    level_p99: Vec<Vec<f64>>,
+    client_cpu_us: Vec<f64>,
+    server_cpu_us: Vec<f64>,
+}
+
+async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), String> {
+    let ws = Workspace::new(&[("echo", plugin_file("echo"))], "")?;
+    let name = if http { "Streamable HTTP" } else { "stdio" };
+    let mut servers = Vec::new();
+    let mut keep = Vec::new();
+    for kind in [Kind::Native, Kind::Toolhost] {
+        let (pool, pid) = if http {
+            let server = HttpServer::start(kind, &ws).await?;
+            let mut v = Vec::new();
+            for _ in 0..LEVELS[LEVELS.len() - 1] {
+                v.push(HttpClient::connect(&server.addr).await?);
+            }
+            let pid = server.pid;
+            keep.push(server);
+            (Pool::Http(v), pid)
+        } else {
+            let c = spawn_stdio(kind, &ws)?;
+            c.handshake().await?;
+            let pid = c.pid;
+            (Pool::Stdio(Arc::new(c)), pid)
+        };
+        servers.push((kind, pool, pid, Series::default()));
+    }
+    let n = o.pick(2000, 300);
+    for (_, pool, _, _) in servers.iter_mut() {
+        let c = pool.take(1);
+        let (_, c) = drive(c, n / 4).await?; // warm up
+        pool.give(c);
+    }
+    let me = std::process::id().to_string();
+    for _ in 0..o.rounds {
+        for (_, pool, pid, series) in servers.iter_mut() {
+            let (cpu_me, cpu_srv) = (cpu_seconds(&me), cpu_seconds(&pid.to_string()));
+            let (run, back) = drive(pool.take(1), n).await?;
+            pool.give(back);
+            series.client_cpu_us.push((cpu_seconds(&me) - cpu_me) * 1e6 / n as f64);
+            series.server_cpu_us.push((cpu_seconds(&pid.to_string()) - cpu_srv) * 1e6 / n as f64);
+            series.seq.push(run.calls_per_s);
+            series.p50.push(run.p50_us);
+            series.p99.push(run.p99_us);
+            let mut per_level = Vec::new();
+            let mut per_level_p99 = Vec::new();
+            for c in LEVELS {
+                let per = (n / c).max(o.pick(20, 10));
+                let (run, back) = drive(pool.take(c), per).await?;
+                pool.give(back);
+                per_level.push(run.calls_per_s);
+                per_level_p99.push(run.p99_us);
+            }
+            series.levels.push(per_level);
+            series.level_p99.push(per_level_p99);
+        }
+    }
+    let (native, toolhost) = (&servers[0].3, &servers[1].3);
+    let part = if http { "2b" } else { "2a" };
+    let mut s = Section::new(format!("{part}. MCP over {name}: echo, sequential ({n} calls per round)"));
+    s.row(Row::new("toolhost calls/s", "calls/s", toolhost.seq.clone()).vs("native rmcp", native.seq.clone()));
+    s.row(Row::new("toolhost p50 latency", "us", toolhost.p50.clone()).vs("native rmcp", native.p50.clone()));
+    s.row(Row::new("toolhost p99 latency", "us", toolhost.p99.clone()).vs("native rmcp", native.p99.clone()));
+    s.row(Row::new("native rmcp calls/s", "calls/s", native.seq.clone()));
+    s.row(Row::new("client CPU per call (driving toolhost)", "us", toolhost.client_cpu_us.clone()).vs("toolhost server CPU per call", toolhost.server_cpu_us.clone()));
+    s.row(Row::new("client CPU per call (driving native)", "us", native.client_cpu_us.clone()).vs("native server CPU per call", native.server_cpu_us.clone()));
+    s.note("CPU from /proc (10 ms ticks): the client must cost less than the server it measures.");
+    report.add(s);
+
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut s = Section::new(format!(
+        "{part}'. MCP over {name}: throughput with concurrent clients ({})",
+        if http { "one session and connection per client" } else { "one stdio session, N requests in flight" }
+    ));
+    let level = |series: &Series, i: usize| series.levels.iter().map(|l| l[i]).collect::<Vec<f64>>();
+    let p99 = |series: &Series, i: usize| series.level_p99.iter().map(|l| l[i]).collect::<Vec<f64>>();
+    for (i, c) in LEVELS.iter().enumerate() {
+        s.row(Row::new(format!("toolhost, {c} clients"), "calls/s", level(toolhost, i)).vs("native rmcp", level(native, i)));
+    }
+    for (i, c) in LEVELS.iter().enumerate().skip(1) {
+        s.row(Row::new(format!("toolhost scaling, {c} vs 1 client"), "calls/s", level(toolhost, i)).vs("toolhost, 1 client", level(toolhost, 0)));
+        s.row(Row::new(format!("native scaling, {c} vs 1 client"), "calls/s", level(native, i)).vs("native, 1 client", level(native, 0)));
+    }
+    for (i, c) in LEVELS.iter().enumerate() {
+        s.row(Row::new(format!("toolhost p99 latency, {c} clients"), "us", p99(toolhost, i)).vs("native rmcp", p99(native, i)));
+    }
+    s.note(format!("{cores} cores, shared by the client and the server."));
+    report.add(s);
+
+    if !http {
+        let r = Spread::of(&toolhost.seq.iter().zip(&native.seq).map(|(t, n)| t / n).collect::<Vec<_>>());
+        report.target(
+            "MCP stdio echo >= 0.8x native rmcp calls/s, sequentially",
+            format!("{:.2}x (rounds {:.2}..{:.2}); {:.0} vs {:.0} calls/s median", r.median, r.min, r.max,
+                Spread::of(&toolhost.seq).median, Spread::of(&native.seq).median),
+            r.median >= 0.8,
+        );
+    }
+    let at = LEVELS.iter().position(|&c| c >= cores).unwrap_or(1);
+    let t_scale = Spread::of(&level(toolhost, at)).median / Spread::of(&level(toolhost, 0)).median;
+    let n_scale = Spread::of(&level(native, at)).median / Spread::of(&level(native, 0)).median;
+    report.target(
+        &format!("MCP {name}: scaling with cores under concurrency"),
+        format!("{} clients give {t_scale:.2}x the calls/s of 1 client (native rmcp: {n_scale:.2}x) on {cores} cores shared with the client", LEVELS[at]),
+        t_scale >= 0.9 * n_scale,
+    );
+    for (_, pool, _, _) in servers {
+        if let Pool::Stdio(c) = pool {
+            if let Ok(c) = Arc::try_unwrap(c) {
+                c.close().await;
+            }
+        }
+    }
+    for s in keep {
+        s.stop().await;
+    }
+    Ok(())
+}
+
+pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> {
+    transport(o, report, false).await?;
+    transport(o, report, true).await
+}

@@ -1,0 +1,242 @@
+//! Part 1: one `echo` call through the whole pipeline in-process, stage by stage, against the same echo
+//! done in plain Rust. And what a failed call (trap, fuel exhaustion, timeout) costs beyond its guest work,
+//! against a normal call of the same plugin.
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolhost::exec::{CallRequest, Pipeline, StageTimes};
+
+use crate::Options;
+use crate::report::{Report, Row, Section, Spread, percentile, sorted, us};
+use crate::setup::{Workspace, pipeline as build_pipeline, plugin_file};
+
+/// The target of the issue: everything but the guest's own work, median.
+const OVERHEAD_TARGET_US: f64 = 50.0;
+
+fn req(tool: &str, input: Value) -> CallRequest {
+    CallRequest { tool: tool.into(), input, origin: "bench", ..CallRequest::default() }
+}
+
+/// The echo plugin's work, in plain Rust: parse the input, repeat the text, build the structured result.
+fn native_echo(input: &Value) -> (String, Value) {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Input {
+        text: String,
+        #[serde(default = "one")]
+        repeat: u64,
+    }
+    fn one() -> u64 {
+        1
+    }
+    let i: Input = serde_json::from_value(input.clone()).expect("echo input");
+    let text = i.text.repeat(i.repeat as usize);
+    let structured = json!({ "text": text });
+    (text, structured)
+}
+
+/// Per-call time of the native echo, timed over `n` calls at once (a clock read costs as much as the call).
+fn time_native(input: &Value, n: usize) -> Duration {
+    let t = Instant::now();
+    for _ in 0..n {
+        black_box(native_echo(black_box(input)));
+    }
+    t.elapsed() / n as u32
+}
+
+fn echo_workspace() -> Result<Workspace, String> {
+    // A default deployment: audit log on, compile cache on, default permission mode (echo is read-only).
+    Workspace::new(&[("echo", plugin_file("echo"))], "")
+}
+
+async fn calls(p: &Pipeline, tool: &str, input: &Value, n: usize) -> Result<Vec<StageTimes>, String> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (o, t) = p.call_timed(req(tool, input.clone())).await;
+        if o.is_error && !tool_may_fail(tool) {
+            return Err(format!("{tool} failed: {}", o.content));
+        }
+        out.push(t);
+    }
+    Ok(out)
+}
+
+fn tool_may_fail(tool: &str) -> bool {
+    tool.contains("spin") || tool == "trap"
+}
+
+fn median_of(times: &[StageTimes], f: impl Fn(&StageTimes) -> Duration) -> f64 {
+    percentile(&sorted(times.iter().map(|t| us(f(t)))), 50.0)
+}
+
+type Stage = (&'static str, fn(&StageTimes) -> Duration);
+
+const STAGES: [Stage; 9] = [
+    ("begin (call id, input hash)", |t| t.begin),
+    ("find", |t| t.find),
+    ("validate", |t| t.validate),
+    ("gate", |t| t.gate),
+    ("instantiate (slot, input text, store, WASI ctx, instance)", |t| t.instantiate),
+    ("call (guest work, host calls, lift/lower)", |t| t.guest),
+    ("teardown (drop store, stdio)", |t| t.teardown),
+    ("shape", |t| t.shape),
+    ("audit + stats", |t| t.record),
+];
+
+/// Part 1.
+pub(crate) async fn pipeline(o: &Options, report: &mut Report) -> Result<(), String> {
+    let ws = echo_workspace()?;
+    let p = build_pipeline(&ws).await?;
+    let input = json!({ "text": "hello, world" });
+    let n = o.pick(2000, 300);
+    calls(&p, "echo", &input, n / 2).await?; // warm up: slots, caches, allocator
+    let mut rounds: Vec<Vec<StageTimes>> = Vec::new();
+    let mut native = Vec::new();
+    for _ in 0..o.rounds {
+        native.push(us(time_native(&input, n * 10)));
+        rounds.push(calls(&p, "echo", &input, n).await?);
+    }
+    let per_round = |f: fn(&StageTimes) -> Duration| -> Vec<f64> { rounds.iter().map(|r| median_of(r, f)).collect() };
+
+    let mut s = Section::new(format!(
+        "1. One echo call in-process through the whole pipeline ({n} calls x {} rounds; medians per round)",
+        o.rounds
+    ));
+    let total = per_round(|t| t.total);
+    for (label, f) in STAGES {
+        s.row(Row::new(label, "us", per_round(f)).vs("share of total", total.clone()));
+    }
+    s.row(Row::new("total", "us", total.clone()).vs("native echo", native.clone()));
+    let overhead = per_round(|t| t.overhead());
+    s.row(Row::new("overhead: total - call", "us", overhead.clone()).vs("native echo", native.clone()));
+    s.row(Row::new("native echo (serde in, repeat, json out)", "us", native.clone()));
+    let all = sorted(rounds.iter().flatten().map(|t| us(t.total)));
+    s.note(format!(
+        "All {} calls: p50 {:.1} us, p99 {:.1} us, max {:.1} us. The stages are measured on the real call path \
+         (`Pipeline::call_timed`); \"x baseline\" on a stage row is its share of the total.",
+        all.len(),
+        percentile(&all, 50.0),
+        percentile(&all, 99.0),
+        all.last().copied().unwrap_or(f64::NAN)
+    ));
+    s.note(format!("Engine: {}.", engine_note(&p)));
+    report.add(s);
+    let m = Spread::of(&overhead).median;
+    report.target(
+        "pipeline overhead for echo < 50 us median",
+        format!("{m:.1} us median (rounds {:.1}..{:.1})", Spread::of(&overhead).min, Spread::of(&overhead).max),
+        m < OVERHEAD_TARGET_US,
+    );
+    Ok(())
+}
+
+pub(crate) fn engine_note(p: &Arc<Pipeline>) -> String {
+    let sandbox = p.registry().sandbox();
+    sandbox.describe_engine()
+}
+
+/// Part "failures": trap, fuel exhaustion and timeout against normal calls of the same plugin.
+pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), String> {
+    const TIMEOUT_MS: u64 = 20;
+    let hostile = plugin_file("hostile");
+    let toml = format!(
+        "[plugins.fuel]\nprefix = \"fuel_\"\nlimits = {{ fuel = 20000000 }}\n\
+         [plugins.slow]\nprefix = \"slow_\"\nlimits = {{ timeout-ms = {TIMEOUT_MS} }}\n"
+    );
+    let ws = Workspace::new(&[("hostile", hostile.clone()), ("fuel", hostile.clone()), ("slow", hostile)], &toml)?;
+    let p = build_pipeline(&ws).await?;
+    let n = o.pick(200, 40);
+    let nt = o.pick(30, 8); // timeouts take TIMEOUT_MS each
+    let empty = json!({});
+    let sleep = json!({ "ms": TIMEOUT_MS });
+    calls(&p, "echo_input", &empty, n).await?;
+    calls(&p, "trap", &empty, n / 4).await?;
+
+    let (mut normal, mut trap, mut fuel, mut after_trap) = (vec![], vec![], vec![], vec![]);
+    let (mut normal_total, mut trap_total) = (vec![], vec![]);
+    let (mut slept, mut timed_out) = (vec![], vec![]);
+    let limit = us(Duration::from_millis(TIMEOUT_MS));
+    for _ in 0..o.rounds {
+        let ok = calls(&p, "echo_input", &empty, n).await?;
+        normal.push(median_of(&ok, StageTimes::overhead));
+        normal_total.push(median_of(&ok, |t| t.total));
+        let mut t = Vec::new();
+        let mut next = Vec::new();
+        for _ in 0..n {
+            let (out, times) = p.call_timed(req("trap", empty.clone())).await;
+            if out.error_kind.map(|k| k.as_str()) != Some("trap") {
+                return Err(format!("trap: {}", out.content));
+            }
+            t.push(times);
+            next.extend(calls(&p, "echo_input", &empty, 1).await?);
+        }
+        trap.push(median_of(&t, StageTimes::overhead));
+        trap_total.push(median_of(&t, |t| t.total));
+        after_trap.push(median_of(&next, |t| t.total));
+        let f = calls(&p, "fuel_spin", &empty, n / 4).await?;
+        fuel.push(median_of(&f, StageTimes::overhead));
+        let s = calls(&p, "slow_sleep", &sleep, nt).await?;
+        slept.push(median_of(&s, |t| t.total) - limit);
+        let to = calls(&p, "slow_spin", &empty, nt).await?;
+        timed_out.push(median_of(&to, |t| t.total) - limit);
+    }
+    let mut s = Section::new("1b. What a failed call costs beyond its guest work (hostile plugin)");
+    s.row(Row::new("normal call: total - call", "us", normal.clone()));
+    s.row(Row::new("trap: total - call", "us", trap.clone()).vs("normal call", normal.clone()));
+    s.row(Row::new("trap: total", "us", trap_total.clone()).vs("normal call total", normal_total.clone()));
+    s.row(Row::new("normal call right after a trap: total", "us", after_trap.clone()).vs("normal call total", normal_total.clone()));
+    s.row(Row::new("fuel exhausted (20 M): total - call", "us", fuel.clone()).vs("normal call", normal.clone()));
+    s.row(Row::new(format!("normal {TIMEOUT_MS} ms sleep: total - {TIMEOUT_MS} ms"), "us", slept.clone()));
+    s.row(
+        Row::new(format!("timeout at {TIMEOUT_MS} ms (spin): total - {TIMEOUT_MS} ms"), "us", timed_out.clone())
+            .vs(format!("normal {TIMEOUT_MS} ms sleep"), slept.clone()),
+    );
+    s.note(
+        "\"total - call\" is everything but the guest's own run: slot, store, instance, teardown, shaping, audit. \
+         A trap's unwinding and backtrace are inside \"call\"; so is a timed-out guest's unwinding, so timeouts are \
+         compared by total - limit against a normal call that waits on the same timer (a 20 ms sleep).",
+    );
+    report.add(s);
+    let worst = [Spread::of(&trap).median / Spread::of(&normal).median, Spread::of(&fuel).median / Spread::of(&normal).median];
+    let to_ratio = Spread::of(&timed_out).median / Spread::of(&slept).median;
+    let next = Spread::of(&after_trap).median / Spread::of(&normal_total).median;
+    report.target(
+        "a timeout, fuel exhaustion or trap costs no more than a normal call to clean up",
+        format!(
+            "trap {:.2}x, fuel {:.2}x, timeout {:.2}x of a normal call's non-guest cost; the call after a trap {:.2}x",
+            worst[0], worst[1], to_ratio, next
+        ),
+        worst.iter().all(|r| *r <= 1.10) && to_ratio <= 1.10,
+    );
+    Ok(())
+}
+
+/// `--profile-calls N`: N echo calls in-process after a short warm-up, nothing printed but one line; run
+/// twice under callgrind with different N, the difference of the instruction counts is the cost of N calls.
+pub(crate) fn profile(n: usize) -> ExitCode {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let result = rt.block_on(async {
+        let ws = echo_workspace()?;
+        let p = build_pipeline(&ws).await?;
+        let input = json!({ "text": "hello, world" });
+        calls(&p, "echo", &input, 50).await?;
+        let t = Instant::now();
+        calls(&p, "echo", &input, n).await?;
+        Ok::<_, String>(t.elapsed())
+    });
+    match result {
+        Ok(d) => {
+            println!("{n} calls in {:.1} ms", d.as_secs_f64() * 1e3);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

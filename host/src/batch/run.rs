@@ -1,0 +1,188 @@
+//! Runs a parsed batch: group by group (see `plan`), every call through [`Pipeline::call`] with
+//! the batch's id as its parent and `"batch"` as its origin, so each leaves one audit line.
+//!
+//! Calls that cannot run (see `CallError`) are answered at once and recorded here, with the
+//! `invalid_input` kind and no decision; they never reach the pipeline. Cancelling the batch
+//! cancels the calls that are running (the pipeline answers them as cancelled) and every call not
+//! yet started is answered as cancelled, each still with its audit line.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::answer::{BatchReport, CallResult};
+use super::parse::{Batch, CallError, ParsedCall};
+use super::plan::{Sharing, partition};
+use crate::audit::AuditRecord;
+use crate::exec::{Approver, CallOutcome, CallRequest, ErrorKind, Pipeline};
+use crate::registry::Catalog;
+
+/// Calls of one group running at once, unless the caller says otherwise.
+pub const DEFAULT_CONCURRENCY: usize = 10;
+
+/// The `origin` of batch calls in the audit log.
+pub const ORIGIN: &str = "batch";
+
+/// How a batch runs.
+#[derive(Clone)]
+pub struct BatchOptions {
+    /// The most read-only calls running at once (0 is taken as 1). Defaults to
+    /// [`DEFAULT_CONCURRENCY`].
+    pub concurrency: usize,
+    /// Who answers `ask` decisions; with none, ask means deny.
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl Default for BatchOptions {
+    fn default() -> Self {
+        Self {
+            concurrency: DEFAULT_CONCURRENCY,
+            approver: None,
+        }
+    }
+}
+
+/// A fresh batch id: a UUID v7, like call ids, so that ids sort by time.
+pub fn new_batch_id() -> String {
+    AuditRecord::new_call_id()
+}
+
+/// Runs `batch` under `batch_id` and returns every result in the order the calls were given.
+/// `on_result` sees each result as soon as it is known, in the order they complete.
+///
+/// Calls run in spawned tasks: dropping this future stops waiting for them, not the calls
+/// themselves. Cancel `cancel` to stop them.
+pub async fn run(
+    pipeline: &Arc<Pipeline>,
+    batch_id: &str,
+    batch: Batch,
+    options: &BatchOptions,
+    cancel: &CancellationToken,
+    mut on_result: impl FnMut(&CallResult) + Send,
+) -> BatchReport {
+    let sharing = sharing(&pipeline.catalog(), &batch.calls);
+    let mut results: Vec<Option<CallResult>> = vec![None; batch.calls.len()];
+    let mut done = |index: usize, call: &ParsedCall, outcome: CallOutcome| {
+        let result = CallResult {
+            index,
+            id: call.id.clone(),
+            name: call.name.clone(),
+            outcome,
+        };
+        on_result(&result);
+        if let Some(slot) = results.get_mut(index) {
+            *slot = Some(result);
+        }
+    };
+
+    for group in partition(&sharing, options.concurrency) {
+        let mut tasks = JoinSet::new();
+        let mut spawned = HashMap::new();
+        for index in group {
+            let Some(call) = batch.calls.get(index) else {
+                continue;
+            };
+            let (Ok(input), Some(tool)) = (&call.input, &call.name) else {
+                done(index, call, reject(pipeline, batch_id, call));
+                continue;
+            };
+            let request = CallRequest {
+                tool: tool.clone(),
+                input: input.clone(),
+                parent_id: Some(batch_id.to_string()),
+                origin: ORIGIN,
+                progress: None,
+                cancel: cancel.clone(),
+                approver: options.approver.clone(),
+            };
+            let pipeline = pipeline.clone();
+            let task = tasks.spawn(async move { (index, pipeline.call(request).await) });
+            spawned.insert(task.id(), index);
+        }
+        while let Some(joined) = tasks.join_next().await {
+            let (index, outcome) = match joined {
+                Ok(finished) => finished,
+                Err(e) => {
+                    // The pipeline does not panic; if it ever does, the call is answered, not lost.
+                    let Some(&index) = spawned.get(&e.id()) else {
+                        continue;
+                    };
+                    tracing::error!(batch_id, index, "a batch call's task failed: {e}");
+                    (index, failed_task(batch_id))
+                }
+            };
+            if let Some(call) = batch.calls.get(index) {
+                done(index, call, outcome);
+            }
+        }
+    }
+
+    BatchReport {
+        batch_id: batch_id.to_string(),
+        format: batch.format,
+        results: results.into_iter().flatten().collect(),
+    }
+}
+
+/// Read-only tools share; so do calls that run nothing. Unknown tools run alone: a reload could
+/// make them known, as anything, before they run.
+fn sharing(catalog: &Catalog, calls: &[ParsedCall]) -> Vec<Sharing> {
+    calls
+        .iter()
+        .map(|call| {
+            let (Ok(_), Some(name)) = (&call.input, &call.name) else {
+                return Sharing::Shared;
+            };
+            match catalog.get(name) {
+                // Read-only and destructive at once counts as destructive, as in the gate.
+                Some(t) if t.spec.hints.read_only && !t.spec.hints.destructive => Sharing::Shared,
+                _ => Sharing::Exclusive,
+            }
+        })
+        .collect()
+}
+
+/// Answers a call that cannot run, and records it.
+fn reject(pipeline: &Pipeline, batch_id: &str, call: &ParsedCall) -> CallOutcome {
+    let content = match &call.input {
+        Err(e) => e.to_string(),
+        // Not reached: a call without a name has an error. Say something true anyway.
+        Ok(_) => CallError::MissingName { field: "name" }.to_string(),
+    };
+    let kind = ErrorKind::InvalidInput;
+    let call_id = AuditRecord::new_call_id();
+    let tool = call.name.clone().unwrap_or_default();
+    let audit = pipeline.audit();
+    let mut record = audit.begin(&call_id, ORIGIN, &tool, &serde_json::Value::Null);
+    record.parent_id = Some(batch_id.to_string());
+    record.output_bytes = content.len() as u64;
+    record.finish(Some(kind), Duration::ZERO);
+    let _ = audit.write(&record); // the writer logs failures; nothing ran that could be refused
+    if !tool.is_empty() {
+        pipeline
+            .stats()
+            .record(&tool, Err(kind), Duration::ZERO, None);
+    }
+    CallOutcome {
+        call_id,
+        content,
+        structured: None,
+        is_error: true,
+        error_kind: Some(kind),
+    }
+}
+
+fn failed_task(batch_id: &str) -> CallOutcome {
+    CallOutcome {
+        call_id: String::new(),
+        content: format!(
+            "toolhost failed while running this call (batch {batch_id}); it may not have finished."
+        ),
+        structured: None,
+        is_error: true,
+        error_kind: Some(ErrorKind::Internal),
+    }
+}

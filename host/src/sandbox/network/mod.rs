@@ -1,0 +1,72 @@
+//! Outgoing HTTP (`wasi:http` 0.2 outgoing-handler) for plugins granted network, and named secrets.
+//!
+//! Three phases, as in Spin's factors: link once (a second linker with `wasi:http`, used only for
+//! plugins whose policy holds a [`NetworkGrant`]; raw `wasi:sockets` is linked for no one), validate
+//! once (`config` parses [`Destination`] patterns and reads secrets), prepare per call
+//! ([`NetworkHooks`] with the grant, the secret headers and a request counter, enforced in `send`).
+//! The policy pieces (`destination`, `address`, `grant`, `secret`) are pure and testable without
+//! wasmtime; `send` and `body` are the runtime.
+
+mod address;
+mod body;
+mod destination;
+mod grant;
+mod secret;
+mod send;
+
+use wasmtime::component::Linker;
+use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
+
+pub use self::address::{AddressClass, classify};
+pub use self::destination::{Destination, DestinationError, Host, HostPattern, Scheme, Target};
+pub use self::grant::{NetworkGrant, NetworkLimits, SecretGrant, SecretHeader};
+pub use self::secret::{REDACTED, Redactor, Secret};
+pub use self::send::NetError;
+pub(crate) use self::send::NetworkHooks;
+
+use super::state::State;
+
+/// Add `wasi:http/types` and `wasi:http/outgoing-handler` (nothing else) to a linker that already has
+/// the base WASI interfaces.
+pub(crate) fn add_to_linker(l: &mut Linker<State>) -> wasmtime::Result<()> {
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(l)
+}
+
+impl WasiHttpView for State {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.net,
+        }
+    }
+}
+
+/// A call's report with the plugin's secrets replaced in everything the guest produced: content,
+/// structured output, its error messages, trap messages (which quote stderr), stdout and stderr.
+pub(crate) fn redact_report(
+    report: super::RunReport<Result<super::GuestOutput, super::GuestError>>,
+    secrets: &[SecretGrant],
+) -> super::RunReport<Result<super::GuestOutput, super::GuestError>> {
+    use super::{GuestError, GuestOutput, RunError};
+    let r = Redactor::new(secrets.iter().map(|s| &s.value));
+    if r.is_empty() {
+        return report;
+    }
+    let result = match report.result {
+        Ok(Ok(out)) => Ok(Ok(GuestOutput {
+            content: r.redact(out.content),
+            structured: r.redact_opt(out.structured),
+        })),
+        Ok(Err(GuestError::InvalidInput(m))) => Ok(Err(GuestError::InvalidInput(r.redact(m)))),
+        Ok(Err(GuestError::Failed(m))) => Ok(Err(GuestError::Failed(r.redact(m)))),
+        Err(RunError::Trap(m)) => Err(RunError::Trap(r.redact(m))),
+        Err(other) => Err(other),
+    };
+    super::RunReport {
+        result,
+        stdout: r.redact(report.stdout),
+        stderr: r.redact(report.stderr),
+        ..report
+    }
+}

@@ -1,0 +1,54 @@
+//! The pooling instance allocator: slots for instances, memories, tables and fiber stacks reserved once,
+//! so that a call's fresh instance reuses a warm slot (its memory image mapped copy-on-write and reset in
+//! place) instead of mapping, faulting in and unmapping memory and a stack on every call.
+
+use wasmtime::{Enabled, PoolingAllocationConfig};
+
+/// How large the pool is. Plain data, filled in by `config` from `[engine]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolOptions {
+    /// Component instances alive at once: calls running plus plugins being described. One more fails to
+    /// instantiate ("maximum concurrent instance limit"), so size it above `server.max-concurrent-calls`.
+    pub instances: u32,
+    /// The largest linear memory of one instance, in bytes. Every plugin's memory limit must fit.
+    pub memory_bytes: usize,
+}
+
+/// Core module instances a component may hold on average (Rust plugins have three or four; dynamically
+/// linked Python ones more). Slots are counters, not memory, so this is generous.
+const CORE_INSTANCES_PER_COMPONENT: u32 = 16;
+/// Linear memories per component on average: one for nearly every toolchain.
+const MEMORIES_PER_COMPONENT: u32 = 2;
+/// Tables per component on average: the main module's, and the shims the component tooling adds.
+const TABLES_PER_COMPONENT: u32 = 4;
+/// Elements per table: interpreters (Python, JS) have tables of tens of thousands of functions.
+/// Reserved as address space only (8 bytes each).
+const TABLE_ELEMENTS: usize = 100_000;
+/// Defined memories and tables per core module: more than one is rare, but it exists.
+const MEMORIES_PER_MODULE: u32 = 2;
+const TABLES_PER_MODULE: u32 = 4;
+/// Bytes of a finished instance's memory that are reset in place (only the pages the call dirtied, found
+/// with `PAGEMAP_SCAN` where the kernel has it) rather than dropped with `madvise`, so that the next call
+/// does not fault them in again. A Rust guest's stack and heap sit in its first megabyte or two.
+const MEMORY_KEEP_RESIDENT: usize = 2 << 20;
+/// The same for tables.
+const TABLE_KEEP_RESIDENT: usize = 64 << 10;
+
+/// The pooling configuration for `options`.
+pub(crate) fn pooling_config(options: &PoolOptions) -> PoolingAllocationConfig {
+    let n = options.instances;
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(n)
+        .total_core_instances(n.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
+        .total_memories(n.saturating_mul(MEMORIES_PER_COMPONENT))
+        .total_tables(n.saturating_mul(TABLES_PER_COMPONENT))
+        .total_stacks(n)
+        .max_memory_size(options.memory_bytes)
+        .max_memories_per_module(MEMORIES_PER_MODULE)
+        .max_tables_per_module(TABLES_PER_MODULE)
+        .table_elements(TABLE_ELEMENTS)
+        .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT)
+        .table_keep_resident(TABLE_KEEP_RESIDENT)
+        .pagemap_scan(Enabled::Auto);
+    pool
+}

@@ -1,0 +1,410 @@
+//! The batch HTTP API: `POST /v1/tool-calls` takes an assistant message from an LLM API and answers
+//! with the tool results in that API's shape; `GET /v1/tools?format=` declares the tools to it.
+//!
+//! `POST /v1/tool-calls[?format=auto|anthropic|openai|openai-responses][&concurrency=N]` answers
+//! with the JSON the API expects, once every call has finished. With `?stream=ndjson` (or
+//! `Accept: application/x-ndjson`) it streams one line per result as each completes, then a final
+//! line with the whole answer in order; `?stream=sse` (or `Accept: text/event-stream`) sends the
+//! same as `result` and `answer` events. The batch id is in the `x-toolhost-batch-id` header.
+//!
+//! A batch is cancelled when the client goes away, when the request timeout passes (the calls
+//! still running are answered as cancelled, and the answer is still sent), and at the end of the
+//! daemon's shutdown grace period. Bad requests are answered `{"error": "..."}` with a 4xx status;
+//! a call that fails is a result, not an HTTP error. Nothing here decides or runs a call: that is
+//! [`crate::batch`] and the pipeline's work.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Query, Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+use tokio_util::codec::{BytesCodec, FramedRead};
+use tokio_util::sync::CancellationToken;
+
+use super::guard::Guard;
+use super::shared::Shared;
+use crate::batch::{
+    self, BatchOptions, BatchReport, CallResult, DEFAULT_CONCURRENCY, Format, FormatChoice,
+    ParseError,
+};
+use crate::config::ServerConfig;
+use crate::exec::Pipeline;
+
+/// The response header that carries the batch id (every call's `parent_id` in the audit log).
+pub const BATCH_ID_HEADER: &str = "x-toolhost-batch-id";
+
+/// Bytes of stream output buffered for a slow reader before the writer waits.
+const STREAM_BUFFER: usize = 64 << 10;
+
+/// The batch routes over `pipeline`, behind the same Host, Origin and token checks as `/mcp`, for
+/// tests and embedding. The daemon mounts [`routes`] on its own listener instead.
+pub fn router(pipeline: Arc<Pipeline>, config: &ServerConfig) -> Router {
+    let shared = Arc::new(Shared::new(pipeline, config.request_timeout));
+    routes(shared, config).layer(middleware::from_fn_with_state(
+        Arc::new(Guard::new(config)),
+        check,
+    ))
+}
+
+/// The batch routes over `shared`, unguarded: for the daemon's router, whose guard covers them.
+/// Batches count as calls in flight for the shutdown, and are cancelled with the other calls.
+pub(crate) fn routes(shared: Arc<Shared>, config: &ServerConfig) -> Router {
+    let api = Api {
+        shared,
+        request_timeout: config.request_timeout,
+        max_concurrency: config.max_concurrent_calls.max(1),
+    };
+    Router::new()
+        .route("/v1/tool-calls", post(tool_calls))
+        .route("/v1/tools", get(tools))
+        .with_state(api)
+        .layer(DefaultBodyLimit::max(config.max_body_bytes))
+}
+
+#[derive(Clone)]
+struct Api {
+    shared: Arc<Shared>,
+    request_timeout: Duration,
+    max_concurrency: usize,
+}
+
+/// How the answer goes out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Delivery {
+    /// One JSON document when the batch is done.
+    Whole,
+    /// A JSON line per result, then the answer.
+    Ndjson,
+    /// An event per result, then the answer.
+    Sse,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct CallParams {
+    format: Option<String>,
+    stream: Option<String>,
+    concurrency: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ToolsParams {
+    format: Option<String>,
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+fn bad_request(message: impl Into<String>) -> Response {
+    error(StatusCode::BAD_REQUEST, message)
+}
+
+async fn tools(
+    State(api): State<Api>,
+    query: Result<Query<ToolsParams>, QueryRejection>,
+) -> Response {
+    let Ok(Query(params)) = query else {
+        return bad_request("malformed query string");
+    };
+    let Some(name) = params.format else {
+        return bad_request(
+            "pass the format: /v1/tools?format=anthropic, openai or openai-responses",
+        );
+    };
+    match name.parse::<Format>() {
+        Ok(format) => {
+            Json(batch::definitions(&api.shared.pipeline.catalog(), format)).into_response()
+        }
+        Err(e) => bad_request(e.to_string()),
+    }
+}
+
+async fn tool_calls(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    query: Result<Query<CallParams>, QueryRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    if api.shared.stopping.is_cancelled() {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "toolhost is shutting down; no new batches",
+        );
+    }
+    let Ok(Query(params)) = query else {
+        return bad_request("malformed query string");
+    };
+    let choice = match params
+        .format
+        .as_deref()
+        .map(str::parse::<FormatChoice>)
+        .transpose()
+    {
+        Ok(choice) => choice.unwrap_or_default(),
+        Err(e) => return bad_request(e.to_string()),
+    };
+    let delivery = match delivery(params.stream.as_deref(), &headers) {
+        Ok(d) => d,
+        Err(message) => return bad_request(message),
+    };
+    let concurrency = match params.concurrency.as_deref().map(str::parse::<usize>) {
+        None => DEFAULT_CONCURRENCY.min(api.max_concurrency),
+        Some(Ok(n)) if (1..=api.max_concurrency).contains(&n) => n,
+        Some(_) => {
+            return bad_request(format!(
+                "concurrency must be a whole number from 1 to {}",
+                api.max_concurrency
+            ));
+        }
+    };
+    let body = match body {
+        Ok(b) => b,
+        Err(rejection) => return error(rejection.status(), rejection.body_text()),
+    };
+    let parsed = serde_json::from_slice::<Value>(&body)
+        .map_err(|e| ParseError::NotJson(e.to_string()))
+        .and_then(|message| batch::parse(&message, choice));
+    let batch = match parsed {
+        Ok(b) => b,
+        Err(e) => return bad_request(e.to_string()),
+    };
+
+    let batch_id = batch::new_batch_id();
+    let cancel = api.shared.calls.child_token();
+    let options = BatchOptions {
+        concurrency,
+        approver: None,
+    };
+    let run = Run {
+        api: api.clone(),
+        batch_id: batch_id.clone(),
+        options,
+        cancel: cancel.clone(),
+    };
+    let mut response = match delivery {
+        Delivery::Whole => {
+            // The calls run in their own task; if the client goes away, the guard cancels them.
+            let guard = cancel.drop_guard();
+            let task = tokio::spawn(run.execute(batch, |_| {}));
+            let joined = task.await;
+            guard.disarm();
+            match joined {
+                Ok(report) => Json(report.answer()).into_response(),
+                Err(e) => {
+                    tracing::error!(batch_id, "the batch task failed: {e}");
+                    error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("internal error in batch {batch_id}"),
+                    )
+                }
+            }
+        }
+        Delivery::Ndjson | Delivery::Sse => stream(run, batch, delivery),
+    };
+    if let Ok(value) = HeaderValue::from_str(&batch_id) {
+        response
+            .headers_mut()
+            .insert(HeaderName::from_static(BATCH_ID_HEADER), value);
+    }
+    response
+}
+
+/// `?stream=` wins over `Accept`.
+fn delivery(stream: Option<&str>, headers: &HeaderMap) -> Result<Delivery, String> {
+    match stream {
+        Some("ndjson") => return Ok(Delivery::Ndjson),
+        Some("sse") => return Ok(Delivery::Sse),
+        Some(other) => return Err(format!("unknown stream {other:?}: expected ndjson or sse")),
+        None => {}
+    }
+    let accept = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",");
+    Ok(if accept.contains("application/x-ndjson") {
+        Delivery::Ndjson
+    } else if accept.contains("text/event-stream") {
+        Delivery::Sse
+    } else {
+        Delivery::Whole
+    })
+}
+
+/// One batch about to run.
+struct Run {
+    api: Api,
+    batch_id: String,
+    options: BatchOptions,
+    cancel: CancellationToken,
+}
+
+impl Run {
+    /// Runs the batch, counted in flight, cancelling it when the request timeout passes.
+    async fn execute(
+        self,
+        batch: batch::Batch,
+        on_result: impl FnMut(&CallResult) + Send,
+    ) -> BatchReport {
+        let Self {
+            api,
+            batch_id,
+            options,
+            cancel,
+        } = self;
+        let _in_flight = api.shared.in_flight.enter();
+        let run = batch::run(
+            &api.shared.pipeline,
+            &batch_id,
+            batch,
+            &options,
+            &cancel,
+            on_result,
+        );
+        tokio::pin!(run);
+        tokio::select! {
+            report = &mut run => report,
+            () = tokio::time::sleep(api.request_timeout) => {
+                tracing::warn!(batch_id, "the batch took longer than the request timeout; cancelling it");
+                cancel.cancel();
+                run.await
+            }
+        }
+    }
+}
+
+/// Streams each result as it completes, then the ordered answer.
+fn stream(run: Run, batch: batch::Batch, delivery: Delivery) -> Response {
+    let format = batch.format;
+    let cancel = run.cancel.clone();
+    let (lines, mut pending) = mpsc::unbounded_channel::<String>();
+    let (mut writer, reader) = tokio::io::duplex(STREAM_BUFFER);
+    tokio::spawn(async move {
+        while let Some(line) = pending.recv().await {
+            if writer.write_all(line.as_bytes()).await.is_err() {
+                // The client went away: stop the calls rather than run them for nobody.
+                cancel.cancel();
+                break;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        let results = lines.clone();
+        let report = run
+            .execute(batch, move |r| {
+                let _ = results.send(frame(delivery, "result", &result_event(format, r)));
+            })
+            .await;
+        let answer = json!({
+            "type": "answer",
+            "batch_id": report.batch_id,
+            "format": report.format,
+            "answer": report.answer(),
+        });
+        let _ = lines.send(frame(delivery, "answer", &answer));
+    });
+    let content_type = match delivery {
+        Delivery::Sse => "text/event-stream",
+        _ => "application/x-ndjson",
+    };
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(FramedRead::new(reader, BytesCodec::new())),
+    )
+        .into_response()
+}
+
+fn result_event(format: Format, r: &CallResult) -> Value {
+    json!({
+        "type": "result",
+        "index": r.index,
+        "id": r.id,
+        "name": r.name,
+        "is_error": r.outcome.is_error,
+        "error_kind": r.outcome.error_kind,
+        "call_id": r.outcome.call_id,
+        "item": batch::item(format, r),
+    })
+}
+
+/// One NDJSON line, or one SSE event (JSON text has no raw newlines, so one `data:` line).
+fn frame(delivery: Delivery, event: &str, value: &Value) -> String {
+    match delivery {
+        Delivery::Sse => format!("event: {event}\ndata: {value}\n\n"),
+        _ => format!("{value}\n"),
+    }
+}
+
+async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    match guard.check(request.headers(), request.uri()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => {
+            let (status, message) = refusal.status_and_message();
+            let mut response = error(status, message);
+            if status == StatusCode::UNAUTHORIZED {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            response
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accept(value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT, HeaderValue::from_str(value).unwrap());
+        h
+    }
+
+    #[test]
+    fn chooses_the_delivery_from_the_query_then_accept() {
+        let none = HeaderMap::new();
+        assert_eq!(delivery(None, &none), Ok(Delivery::Whole));
+        assert_eq!(
+            delivery(None, &accept("application/x-ndjson")),
+            Ok(Delivery::Ndjson)
+        );
+        assert_eq!(
+            delivery(None, &accept("text/event-stream")),
+            Ok(Delivery::Sse)
+        );
+        assert_eq!(
+            delivery(Some("sse"), &accept("application/x-ndjson")),
+            Ok(Delivery::Sse)
+        );
+        assert!(
+            delivery(Some("yes"), &none)
+                .unwrap_err()
+                .contains("expected ndjson or sse")
+        );
+    }
+
+    #[test]
+    fn frames_lines_and_events() {
+        let v = json!({"a": "x\ny"});
+        assert_eq!(frame(Delivery::Ndjson, "result", &v), "{\"a\":\"x\\ny\"}\n");
+        assert_eq!(
+            frame(Delivery::Sse, "answer", &v),
+            "event: answer\ndata: {\"a\":\"x\\ny\"}\n\n"
+        );
+    }
+}

@@ -1,0 +1,3 @@
+module wit_component
+
+go 1.25

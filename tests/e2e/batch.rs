@@ -1,0 +1,774 @@
+//! Batches of LLM tool calls: golden answers per API format, order and overlap under concurrency
+//! (measured from the audit timestamps), per-call errors, cancellation, the CLI, the HTTP API.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+use toolhost::audit::AuditLog;
+use toolhost::batch::{self, BatchOptions, BatchReport, Format, FormatChoice};
+use toolhost::config::{Config, Overrides, RawConfig, ServerConfig};
+use toolhost::exec::Pipeline;
+use toolhost::registry::Registry;
+use toolhost::sandbox::Sandbox;
+
+use crate::harness::{Env, root};
+
+/// The hostile fixture, allowed everything, with a read-write `work/` as its `.`.
+const HOSTILE: &str = "[permissions]\nmode = \"bypass\"\n[plugins.hostile]\ndirs = [{ host = \"work\", mode = \"rw\" }]\n";
+
+fn config(env: &Env) -> Config {
+    let text = std::fs::read_to_string(env.path().join("toolhost.toml")).unwrap();
+    let raw: RawConfig = toml::from_str(&text).unwrap();
+    Config::from_raw(raw, env.path(), &Overrides::default()).unwrap()
+}
+
+async fn pipeline(env: &Env) -> Arc<Pipeline> {
+    let config = config(env);
+    let sandbox = Sandbox::new(&config.engine_options()).unwrap();
+    let audit = AuditLog::open(config.audit_path.as_ref().unwrap(), config.audit.clone()).unwrap();
+    let registry = Registry::open(Arc::new(sandbox), Arc::new(config))
+        .await
+        .unwrap();
+    Arc::new(Pipeline::new(Arc::new(registry), audit, 64))
+}
+
+/// An Anthropic assistant message with one `tool_use` per (id, tool, input).
+fn anthropic(calls: &[(&str, &str, Value)]) -> Value {
+    let blocks: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, input)| json!({ "type": "tool_use", "id": id, "name": name, "input": input }))
+        .collect();
+    json!({ "role": "assistant", "content": blocks })
+}
+
+async fn run_with(
+    p: &Arc<Pipeline>,
+    message: &Value,
+    cancel: &CancellationToken,
+    on_result: impl FnMut(&batch::CallResult) + Send,
+) -> BatchReport {
+    let parsed = batch::parse(message, FormatChoice::Auto).unwrap();
+    batch::run(
+        p,
+        &batch::new_batch_id(),
+        parsed,
+        &BatchOptions::default(),
+        cancel,
+        on_result,
+    )
+    .await
+}
+
+async fn run(p: &Arc<Pipeline>, message: &Value) -> BatchReport {
+    run_with(p, message, &CancellationToken::new(), |_| {}).await
+}
+
+/// The audit records of a batch, in the order of its calls.
+fn records(env: &Env, report: &BatchReport) -> Vec<Value> {
+    let all: Vec<Value> = env
+        .audit()
+        .into_iter()
+        .filter(|r| r["parent_id"] == report.batch_id.as_str())
+        .collect();
+    assert_eq!(
+        all.len(),
+        report.results.len(),
+        "one audit line per call: {all:#?}"
+    );
+    report
+        .results
+        .iter()
+        .map(|r| {
+            all.iter()
+                .find(|a| a["call_id"] == r.outcome.call_id.as_str())
+                .unwrap()
+                .clone()
+        })
+        .collect()
+}
+
+fn span(record: &Value) -> (DateTime<Utc>, DateTime<Utc>) {
+    let at = |k: &str| {
+        record[k]
+            .as_str()
+            .unwrap()
+            .parse::<DateTime<Utc>>()
+            .unwrap()
+    };
+    (at("ts_start"), at("ts_end"))
+}
+
+fn overlap(a: &Value, b: &Value) -> bool {
+    let ((s1, e1), (s2, e2)) = (span(a), span(b));
+    s1 < e2 && s2 < e1
+}
+
+fn kinds(report: &BatchReport) -> Vec<&str> {
+    report
+        .results
+        .iter()
+        .map(|r| r.outcome.error_kind.map_or("ok", |k| k.as_str()))
+        .collect()
+}
+
+fn golden(name: &str) -> PathBuf {
+    root().join("tests/golden/batch").join(name)
+}
+
+/// Compares `actual` with the golden file `name`; `BLESS=1` rewrites the file instead.
+#[track_caller]
+fn check_golden(name: &str, actual: &Value) {
+    let path = golden(name);
+    let text = serde_json::to_string_pretty(actual).unwrap() + "\n";
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run with BLESS=1 to create it", path.display()));
+    let expected: Value = serde_json::from_str(&expected).unwrap();
+    assert!(
+        expected == *actual,
+        "{} differs (BLESS=1 accepts the new one):\n{text}",
+        path.display()
+    );
+}
+
+fn read_golden(name: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(golden(name)).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn answers_each_format_as_its_golden_file() {
+    let env = Env::new(&["echo", "math"], "");
+    let p = pipeline(&env).await;
+    for format in Format::ALL {
+        let input = read_golden(&format!("{format}.input.json"));
+        let report = run(&p, &input).await;
+        assert_eq!(report.format, format);
+        check_golden(&format!("{format}.answer.json"), &report.answer());
+        records(&env, &report); // one audit line per call, including the calls that could not run
+        check_golden(
+            &format!("tools.{format}.json"),
+            &batch::definitions(&p.catalog(), format),
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_first_call_still_comes_first() {
+    let env = Env::new(&["echo", "hostile"], HOSTILE);
+    let p = pipeline(&env).await;
+    let message = anthropic(&[
+        ("slow", "sleep", json!({ "ms": 600 })),
+        ("fast1", "echo", json!({ "text": "a" })),
+        ("fast2", "echo", json!({ "text": "b" })),
+    ]);
+    let completed = Arc::new(Mutex::new(Vec::new()));
+    let seen = completed.clone();
+    let report = run_with(&p, &message, &CancellationToken::new(), move |r| {
+        seen.lock().unwrap().push(r.index)
+    })
+    .await;
+    assert_eq!(kinds(&report), ["ok", "ok", "ok"], "{report:#?}");
+    let answer = report.answer();
+    let ids: Vec<&Value> = answer["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| &b["tool_use_id"])
+        .collect();
+    assert_eq!(ids, [&json!("slow"), &json!("fast1"), &json!("fast2")]);
+    assert_eq!(
+        completed.lock().unwrap().last(),
+        Some(&0),
+        "the slow call should finish last: {completed:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_calls_overlap_and_writes_overlap_nothing() {
+    let env = Env::new(&["hostile"], HOSTILE);
+    let p = pipeline(&env).await;
+    let sleep = || json!({ "ms": 300 });
+    let message = anthropic(&[
+        ("r0", "sleep", sleep()),
+        ("r1", "sleep", sleep()),
+        ("r2", "sleep", sleep()),
+        ("w3", "write", json!({ "path": "a.txt", "content": "a" })),
+        ("r4", "sleep", sleep()),
+        ("r5", "read", json!({ "path": "a.txt" })),
+        ("w6", "write", json!({ "path": "b.txt", "content": "b" })),
+        ("w7", "write", json!({ "path": "c.txt", "content": "c" })),
+    ]);
+    let report = run(&p, &message).await;
+    assert_eq!(kinds(&report), ["ok"; 8], "{report:#?}");
+    assert_eq!(
+        report.results[5].outcome.content, "a",
+        "the read after the write sees it"
+    );
+    let recs = records(&env, &report);
+    assert!(recs.iter().all(|r| r["origin"] == "batch"));
+    for (a, b) in [(0, 1), (0, 2), (1, 2), (4, 5)] {
+        assert!(
+            overlap(&recs[a], &recs[b]),
+            "calls {a} and {b} did not overlap: {:?} {:?}",
+            span(&recs[a]),
+            span(&recs[b])
+        );
+    }
+    for w in [3, 6, 7] {
+        for (i, other) in recs.iter().enumerate().filter(|(i, _)| *i != w) {
+            assert!(!overlap(&recs[w], other), "write {w} overlaps call {i}");
+            let before = i < w;
+            assert_eq!(
+                span(other).1 <= span(&recs[w]).0,
+                before,
+                "call {i} is on the wrong side of write {w}"
+            );
+        }
+    }
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        assert!(env.work().join(f).exists(), "{f}");
+    }
+}
+
+#[tokio::test]
+async fn the_concurrency_limit_caps_each_group() {
+    let env = Env::new(&["hostile"], HOSTILE);
+    let p = pipeline(&env).await;
+    let calls: Vec<(String, Value)> = (0..4)
+        .map(|i| (format!("s{i}"), json!({ "ms": 250 })))
+        .collect();
+    let message = anthropic(
+        &calls
+            .iter()
+            .map(|(id, input)| (id.as_str(), "sleep", input.clone()))
+            .collect::<Vec<_>>(),
+    );
+    let parsed = batch::parse(&message, FormatChoice::Auto).unwrap();
+    let options = BatchOptions {
+        concurrency: 2,
+        approver: None,
+    };
+    let report = batch::run(
+        &p,
+        "limited",
+        parsed,
+        &options,
+        &CancellationToken::new(),
+        |_| {},
+    )
+    .await;
+    let recs = records(&env, &report);
+    assert!(overlap(&recs[0], &recs[1]) && overlap(&recs[2], &recs[3]));
+    assert!(
+        span(&recs[1]).1 <= span(&recs[2]).0 && span(&recs[0]).1 <= span(&recs[3]).0,
+        "groups of 2 overlapped"
+    );
+}
+
+#[tokio::test]
+async fn invalid_json_arguments_fail_that_call_alone() {
+    let env = Env::new(&["echo", "math"], "");
+    let p = pipeline(&env).await;
+    let message = json!({ "role": "assistant", "tool_calls": [
+        { "id": "a", "type": "function", "function": { "name": "echo", "arguments": "{\"text\":\"before\"}" } },
+        { "id": "b", "type": "function", "function": { "name": "calc", "arguments": "{\"op\":\"add\",\"a\":1" } },
+        { "id": "c", "type": "function", "function": { "name": "echo", "arguments": "{\"text\":\"after\"}" } },
+    ]});
+    let report = run(&p, &message).await;
+    assert_eq!(kinds(&report), ["ok", "invalid_input", "ok"]);
+    let answer = report.answer();
+    assert_eq!(
+        answer[0],
+        json!({ "role": "tool", "tool_call_id": "a", "content": "before" })
+    );
+    assert_eq!(answer[1]["tool_call_id"], "b");
+    let text = answer[1]["content"].as_str().unwrap();
+    assert!(
+        text.contains("arguments of this call to 'calc' are not valid JSON"),
+        "{text}"
+    );
+    assert_eq!(answer[2]["content"], "after");
+    let rec = &records(&env, &report)[1];
+    assert_eq!(
+        (&rec["tool"], &rec["error_kind"], &rec["decision"]["kind"]),
+        (
+            &json!("calc"),
+            &json!("invalid_input"),
+            &json!("not_reached")
+        )
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_tool_in_the_middle_fails_alone() {
+    let env = Env::new(&["echo", "math"], "");
+    let p = pipeline(&env).await;
+    let message = anthropic(&[
+        ("1", "echo", json!({ "text": "x" })),
+        ("2", "eccho", json!({ "text": "y" })),
+        ("3", "calc", json!({ "op": "sub", "a": 5, "b": 2 })),
+    ]);
+    let report = run(&p, &message).await;
+    assert_eq!(kinds(&report), ["ok", "unknown_tool", "ok"]);
+    let content = &report.answer()["content"];
+    assert_eq!(content[1]["is_error"], true);
+    assert!(
+        content[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Unknown tool 'eccho'. Available tools: echo,"),
+        "{content}"
+    );
+    assert_eq!(content[2]["is_error"], false);
+    assert_eq!(records(&env, &report)[1]["tool"], "eccho");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_batch_stops_what_runs_and_answers_the_rest_as_cancelled() {
+    let env = Env::new(&["echo", "hostile"], HOSTILE);
+    let p = pipeline(&env).await;
+    let message = anthropic(&[
+        ("done", "echo", json!({ "text": "first" })),
+        ("spin", "spin", json!({})),
+        (
+            "write",
+            "write",
+            json!({ "path": "late.txt", "content": "x" }),
+        ),
+        ("echo", "echo", json!({ "text": "late" })),
+    ]);
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    let first_done = Arc::new(tokio::sync::Notify::new());
+    let notify = first_done.clone();
+    tokio::spawn(async move {
+        notify.notified().await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        stop.cancel();
+    });
+    let started = Instant::now();
+    let report = run_with(&p, &message, &cancel, move |r| {
+        if r.index == 0 {
+            first_done.notify_one();
+        }
+    })
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // `done` and `spin` share a group; `spin` was running when the batch was cancelled.
+    assert_eq!(
+        kinds(&report),
+        ["ok", "cancelled", "cancelled", "cancelled"],
+        "{report:#?}"
+    );
+    assert!(!env.work().join("late.txt").exists());
+    let outcomes: Vec<Value> = records(&env, &report)
+        .iter()
+        .map(|r| r["outcome"].clone())
+        .collect();
+    assert_eq!(outcomes, ["ok", "cancelled", "cancelled", "cancelled"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the command line
+
+fn run_stdin(env: &Env, args: &[&str], stdin: &str) -> std::process::Output {
+    let mut child = env
+        .command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn cli_batch_prints_the_answer_and_exits_by_outcome() {
+    let env = Env::new(&["echo", "math"], "");
+    let ok = anthropic(&[
+        ("a", "echo", json!({ "text": "hi" })),
+        ("b", "calc", json!({ "op": "add", "a": 1, "b": 2 })),
+    ]);
+    let out = run_stdin(&env, &["batch"], &ok.to_string());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["role"], "user");
+    assert_eq!(
+        answer["content"][0],
+        json!({ "type": "tool_result", "tool_use_id": "a", "content": "hi", "is_error": false })
+    );
+    assert!(
+        env.audit()
+            .iter()
+            .all(|r| r["origin"] == "batch" && r["parent_id"].is_string())
+    );
+
+    // The golden message through the real binary gives the golden answer (exit 1: it has errors).
+    let input = std::fs::read_to_string(golden("openai.input.json")).unwrap();
+    let out = run_stdin(
+        &env,
+        &["batch", "--format", "openai", "--concurrency", "2"],
+        &input,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+        read_golden("openai.answer.json")
+    );
+
+    let out = run_stdin(
+        &env,
+        &["batch"],
+        r#"{"role": "assistant", "content": "no calls"}"#,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("name the format"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run_stdin(
+        &env,
+        &["batch", "--format", "anthropic"],
+        r#"{"role": "assistant", "content": "no calls"}"#,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+        json!({ "role": "user", "content": [] })
+    );
+    let out = run_stdin(&env, &["batch", "--format", "gemini"], "{}");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("expected auto, anthropic, openai or openai-responses")
+    );
+}
+
+#[test]
+fn cli_list_prints_tool_definitions_for_each_api() {
+    let env = Env::new(&["echo", "math"], "");
+    for format in Format::ALL {
+        let out = env.run(&["list", "--format", format.as_str()]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            tools,
+            read_golden(&format!("tools.{format}.json")),
+            "{format}"
+        );
+    }
+    assert_eq!(
+        env.run(&["list", "--format", "anthropic", "--json"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// the HTTP API, on a real socket
+
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+async fn serve(pipeline: Arc<Pipeline>, server: &ServerConfig) -> SocketAddr {
+    let app = toolhost::server::batch::router(pipeline, server);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+/// One HTTP/1.1 request on a fresh connection, read to the end (chunked bodies decoded).
+async fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    stream
+        .write_all(format!("{head}\r\n{body}").as_bytes())
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut raw))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8(raw).unwrap();
+    let (head, mut body) = text.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if chunked {
+        let mut out = String::new();
+        loop {
+            let (size, rest) = body.split_once("\r\n").unwrap();
+            let size = usize::from_str_radix(size.trim(), 16).unwrap();
+            if size == 0 {
+                break out;
+            }
+            out.push_str(&rest[..size]);
+            body = &rest[size + 2..];
+        }
+    } else {
+        body.to_string()
+    };
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_answers_a_batch_in_the_api_shape() {
+    let env = Env::new(&["echo", "math"], "");
+    let p = pipeline(&env).await;
+    let addr = serve(p, &config(&env).server).await;
+    let input = std::fs::read_to_string(golden("anthropic.input.json")).unwrap();
+    let reply = request(
+        addr,
+        "POST",
+        "/v1/tool-calls",
+        &[("Content-Type", "application/json")],
+        &input,
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.json(), read_golden("anthropic.answer.json"));
+    let batch_id = reply.header("x-toolhost-batch-id").unwrap();
+    let records: Vec<Value> = env
+        .audit()
+        .into_iter()
+        .filter(|r| r["parent_id"] == batch_id)
+        .collect();
+    assert_eq!(records.len(), 7);
+
+    let reply = request(addr, "GET", "/v1/tools?format=openai-responses", &[], "").await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.json(), read_golden("tools.openai-responses.json"));
+
+    for (path, body, needle) in [
+        ("/v1/tool-calls", "{not json", "not valid JSON"),
+        ("/v1/tool-calls", "{}", "name the format"),
+        ("/v1/tool-calls?format=bard", "{}", "unknown format"),
+        ("/v1/tool-calls?concurrency=0", "[]", "concurrency must be"),
+        (
+            "/v1/tool-calls?stream=maybe",
+            "[]",
+            "expected ndjson or sse",
+        ),
+    ] {
+        let reply = request(addr, "POST", path, &[], body).await;
+        assert_eq!(reply.status, 400, "{path}: {}", reply.body);
+        assert!(
+            reply.json()["error"].as_str().unwrap().contains(needle),
+            "{path}: {}",
+            reply.body
+        );
+    }
+    let reply = request(addr, "GET", "/v1/tools", &[], "").await;
+    assert_eq!(reply.status, 400);
+    assert!(reply.body.contains("pass the format"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_streams_results_as_they_complete_then_the_ordered_answer() {
+    let env = Env::new(&["echo", "hostile"], HOSTILE);
+    let p = pipeline(&env).await;
+    let addr = serve(p, &config(&env).server).await;
+    let message = json!([
+        { "type": "function_call", "call_id": "slow", "name": "sleep", "arguments": "{\"ms\":600}" },
+        { "type": "function_call", "call_id": "fast", "name": "echo", "arguments": "{\"text\":\"quick\"}" },
+    ]);
+    let reply = request(
+        addr,
+        "POST",
+        "/v1/tool-calls",
+        &[("Accept", "application/x-ndjson")],
+        &message.to_string(),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.header("content-type"), Some("application/x-ndjson"));
+    let lines: Vec<Value> = reply
+        .body
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{}", reply.body);
+    assert_eq!(
+        (&lines[0]["type"], &lines[0]["index"], &lines[0]["id"]),
+        (&json!("result"), &json!(1), &json!("fast"))
+    );
+    assert_eq!(
+        lines[0]["item"],
+        json!({ "type": "function_call_output", "call_id": "fast", "output": "quick" })
+    );
+    assert_eq!(
+        (&lines[1]["index"], &lines[1]["is_error"]),
+        (&json!(0), &json!(false))
+    );
+    assert_eq!(lines[2]["type"], "answer");
+    assert_eq!(
+        lines[2]["batch_id"],
+        reply.header("x-toolhost-batch-id").unwrap()
+    );
+    let ids: Vec<&Value> = lines[2]["answer"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &i["call_id"])
+        .collect();
+    assert_eq!(ids, [&json!("slow"), &json!("fast")]);
+
+    let reply = request(
+        addr,
+        "POST",
+        "/v1/tool-calls?stream=sse",
+        &[],
+        &message.to_string(),
+    )
+    .await;
+    assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+    let events: Vec<&str> = reply
+        .body
+        .lines()
+        .filter_map(|l| l.strip_prefix("event: "))
+        .collect();
+    assert_eq!(events, ["result", "result", "answer"], "{}", reply.body);
+}
+
+#[tokio::test]
+async fn http_applies_the_token_body_limit_and_request_timeout() {
+    let env = Env::new(&["echo", "hostile"], HOSTILE);
+    let p = pipeline(&env).await;
+    let mut server = config(&env).server;
+    server.token = Some("sesame".into());
+    server.max_body_bytes = 1024;
+    server.request_timeout = Duration::from_millis(500);
+    let addr = serve(p, &server).await;
+    let message = anthropic(&[("a", "echo", json!({ "text": "hi" }))]).to_string();
+
+    let reply = request(addr, "POST", "/v1/tool-calls", &[], &message).await;
+    assert_eq!(reply.status, 401);
+    let reply = request(addr, "GET", "/v1/tools?format=anthropic", &[], "").await;
+    assert_eq!(reply.status, 401);
+    let auth = [("Authorization", "Bearer sesame")];
+    assert_eq!(
+        request(addr, "POST", "/v1/tool-calls", &auth, &message)
+            .await
+            .status,
+        200
+    );
+    let reply = request(
+        addr,
+        "POST",
+        "/v1/tool-calls",
+        &[
+            ("Authorization", "Bearer sesame"),
+            ("Origin", "https://evil.example"),
+        ],
+        &message,
+    )
+    .await;
+    assert_eq!(reply.status, 403);
+
+    let big = anthropic(&[("a", "echo", json!({ "text": "x".repeat(2048) }))]).to_string();
+    assert_eq!(
+        request(addr, "POST", "/v1/tool-calls", &auth, &big)
+            .await
+            .status,
+        413
+    );
+
+    // Past the request timeout the running call is cancelled and the answer still comes back.
+    let slow = anthropic(&[
+        ("s", "spin", json!({})),
+        ("e", "echo", json!({ "text": "after" })),
+    ])
+    .to_string();
+    let started = Instant::now();
+    let reply = request(addr, "POST", "/v1/tool-calls", &auth, &slow).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let content = &reply.json()["content"];
+    assert_eq!(content[0]["is_error"], true);
+    assert!(
+        content[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled"),
+        "{content}"
+    );
+}

@@ -1,0 +1,201 @@
+//! The cost of each language, as the guide's table reports it: component size, compile time (first
+//! load, no cache), load time from the compile cache, instantiate time (pooling allocator, and on
+//! demand), call time and fuel. On demand only, and single-threaded, so that the numbers are clean:
+//!
+//! ```sh
+//! cargo test --release --test e2e languages::measure -- --ignored --nocapture --test-threads 1
+//! ```
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use toolhost::config::{Config, Overrides, RawConfig};
+use toolhost::sandbox::{DirGrant, EngineOptions, Grants, Limits, Plugin, Sandbox};
+
+use super::{C, Example, GO, JS, PYTHON};
+use crate::harness::root;
+
+/// Calls per measurement; the median is reported.
+const CALLS: usize = 25;
+
+/// One row of the table: a component and the call that exercises it.
+struct Subject {
+    lang: &'static str,
+    tool: &'static str,
+    file: PathBuf,
+    input: Value,
+}
+
+fn subjects(work: &Path) -> Vec<Subject> {
+    std::fs::write(
+        work.join("cities.csv"),
+        "city,pop\nParis,2100000\nLyon,520000\n",
+    )
+    .unwrap();
+    std::fs::write(
+        work.join("data.json"),
+        r#"{"items":[{"name":"a"},{"name":"b"}]}"#,
+    )
+    .unwrap();
+    std::fs::write(work.join("hello.txt"), "hello world\nsecond line\n").unwrap();
+    let mut out = vec![Subject {
+        lang: "rust",
+        tool: "echo",
+        file: root().join("plugins/echo.wasm"),
+        input: json!({ "text": "hello" }),
+    }];
+    let examples: [(&Example, Value); 4] = [
+        (&PYTHON, json!({ "path": "cities.csv" })),
+        (
+            &JS,
+            json!({ "path": "data.json", "query": ".items[].name" }),
+        ),
+        (&C, json!({ "path": "hello.txt", "algorithm": "crc32" })),
+        (&GO, json!({ "path": "hello.txt" })),
+    ];
+    for (ex, input) in examples {
+        if let Some(file) = ex.component() {
+            out.push(Subject {
+                lang: ex.lang,
+                tool: ex.tool,
+                file,
+                input,
+            });
+        }
+    }
+    out
+}
+
+fn ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1000.0;
+    if ms >= 100.0 {
+        format!("{ms:.0}")
+    } else if ms >= 1.0 {
+        format!("{ms:.1}")
+    } else {
+        format!("{ms:.2}")
+    }
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Median instantiate time, median call time (the rest of the call), and fuel, over `CALLS` calls.
+async fn run_calls(
+    sandbox: &Sandbox,
+    plugin: &Plugin,
+    s: &Subject,
+    grants: &Grants,
+) -> (Duration, Duration, u64) {
+    let (mut inst, mut call, mut fuel) = (Vec::new(), Vec::new(), 0);
+    let input = s.input.to_string();
+    for i in 0..=CALLS {
+        let never = CancellationToken::new();
+        let r = sandbox
+            .call(
+                plugin,
+                s.tool,
+                grants,
+                &Limits::default(),
+                s.tool,
+                &input,
+                None,
+                &never,
+            )
+            .await;
+        match &r.result {
+            Ok(Ok(_)) => {}
+            other => panic!("{} failed: {other:?}\n{}", s.tool, r.stderr),
+        }
+        if i > 0 {
+            // The first call warms the pool slot and the page cache; it is not reported.
+            inst.push(r.instantiate);
+            call.push(r.elapsed - r.instantiate);
+            fuel = r.fuel_used;
+        }
+    }
+    (median(inst), median(call), fuel)
+}
+
+#[tokio::test]
+#[ignore = "measurement for plugins/README.md; run on demand (see the module docs)"]
+async fn measure_language_costs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let grants = Grants {
+        dirs: vec![DirGrant {
+            host: work.clone(),
+            guest: ".".into(),
+            read_only: true,
+        }],
+        ..Grants::default()
+    };
+    // The host's defaults: the pooling allocator sized as `toolhost serve` sizes it.
+    let defaults =
+        Config::from_raw(RawConfig::default(), tmp.path(), &Overrides::default()).unwrap();
+    let pool = defaults.engine_options().pool;
+    assert!(pool.is_some(), "the default config has no instance pool");
+
+    let mut table = String::from(
+        "| language | tool | component | compile (first load, no cache) | load from cache | instantiate (pool) | instantiate (on demand) | call | fuel per call |\n\
+         | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for s in subjects(&work) {
+        let bytes = std::fs::read(&s.file).unwrap();
+        let uncached = Sandbox::new(&EngineOptions {
+            cache_dir: None,
+            pool: None,
+        })
+        .unwrap();
+        let t = Instant::now();
+        uncached.load_for(&bytes, &grants).unwrap();
+        let compile = t.elapsed();
+
+        let cache = tmp.path().join(format!("cache-{}", s.lang));
+        Sandbox::new(&EngineOptions {
+            cache_dir: Some(cache.clone()),
+            pool,
+        })
+        .unwrap()
+        .load_for(&bytes, &grants)
+        .unwrap();
+        let pooled = Sandbox::new(&EngineOptions {
+            cache_dir: Some(cache.clone()),
+            pool,
+        })
+        .unwrap();
+        let t = Instant::now();
+        let plugin = pooled.load_for(&bytes, &grants).unwrap();
+        let cached = t.elapsed();
+        assert!(plugin.from_cache, "{}: not loaded from the cache", s.lang);
+        let (inst_pool, call, fuel) = run_calls(&pooled, &plugin, &s, &grants).await;
+
+        let on_demand = Sandbox::new(&EngineOptions {
+            cache_dir: Some(cache),
+            pool: None,
+        })
+        .unwrap();
+        let plugin = on_demand.load_for(&bytes, &grants).unwrap();
+        let (inst_demand, _, _) = run_calls(&on_demand, &plugin, &s, &grants).await;
+
+        table.push_str(&format!(
+            "| {} | `{}` | {:.1} MB | {} ms | {} ms | {} ms | {} ms | {} ms | {} |\n",
+            s.lang,
+            s.tool,
+            bytes.len() as f64 / 1e6,
+            ms(compile),
+            ms(cached),
+            ms(inst_pool),
+            ms(inst_demand),
+            ms(call),
+            fuel
+        ));
+    }
+    let _ = writeln!(std::io::stderr(), "\n{table}");
+}
