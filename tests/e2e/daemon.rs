@@ -44,7 +44,9 @@ fn strip_ansi(text: &str) -> String {
         out.push_str(&rest[..at]);
         rest = &rest[at + 2..];
         match rest.find('m') {
-            Some(end) if rest[..end].bytes().all(|b| b.is_ascii_digit() || b == b';') => rest = &rest[end + 1..],
+            Some(end) if rest[..end].bytes().all(|b| b.is_ascii_digit() || b == b';') => {
+                rest = &rest[end + 1..]
+            }
             _ => out.push_str("\u{1b}["),
         }
     }
@@ -129,7 +131,11 @@ impl Daemon {
         };
         if extra.contains(&"--http") {
             daemon.http = port_rx.recv_timeout(ANSWER_WAIT).ok().flatten();
-            assert!(daemon.http.is_some(), "no HTTP address on stderr:\n{}", daemon.stderr());
+            assert!(
+                daemon.http.is_some(),
+                "no HTTP address on stderr:\n{}",
+                daemon.stderr()
+            );
         }
         let init = daemon.request(
             "initialize",
@@ -185,8 +191,12 @@ impl Daemon {
 
     /// Wait for the answer to request `id`, keeping whatever else arrives meanwhile.
     pub(crate) fn answer(&mut self, id: u64) -> Value {
-        self.wait_for(Some(id), ANSWER_WAIT)
-            .unwrap_or_else(|| panic!("no answer to request {id} in {ANSWER_WAIT:?}; stderr:\n{}", self.stderr()))
+        self.wait_for(Some(id), ANSWER_WAIT).unwrap_or_else(|| {
+            panic!(
+                "no answer to request {id} in {ANSWER_WAIT:?}; stderr:\n{}",
+                self.stderr()
+            )
+        })
     }
 
     /// The next message that answers no request of ours (a notification, an error without an id),
@@ -215,7 +225,10 @@ impl Daemon {
                 Ok(v) => v,
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return None,
             };
-            match (v.get("id").and_then(Value::as_u64), v.get("method").is_some()) {
+            match (
+                v.get("id").and_then(Value::as_u64),
+                v.get("method").is_some(),
+            ) {
                 (Some(got), false) if Some(got) == id => return Some(v),
                 (Some(got), false) => {
                     self.answers.insert(got, v);
@@ -236,12 +249,19 @@ impl Daemon {
 
     /// `tools/call`, answered with a result (panics on a JSON-RPC error).
     pub(crate) fn call(&mut self, tool: &str, arguments: Value) -> Outcome {
-        let answer = self.request("tools/call", json!({ "name": tool, "arguments": arguments }));
+        let answer = self.request(
+            "tools/call",
+            json!({ "name": tool, "arguments": arguments }),
+        );
         Outcome::from_answer(tool, answer)
     }
 
     /// `tools/call` with a progress token; returns the outcome and the progress notifications.
-    pub(crate) fn call_with_progress(&mut self, tool: &str, arguments: Value) -> (Outcome, Vec<Value>) {
+    pub(crate) fn call_with_progress(
+        &mut self,
+        tool: &str,
+        arguments: Value,
+    ) -> (Outcome, Vec<Value>) {
         let before = self.notifications.len();
         let id = self.id();
         let token = format!("progress-{id}");
@@ -252,7 +272,10 @@ impl Daemon {
         let outcome = Outcome::from_answer(tool, self.answer(id));
         let progress = self.notifications[before..]
             .iter()
-            .filter(|n| n["method"] == "notifications/progress" && n["params"]["progressToken"] == json!(token))
+            .filter(|n| {
+                n["method"] == "notifications/progress"
+                    && n["params"]["progressToken"] == json!(token)
+            })
             .cloned()
             .collect();
         (outcome, progress)
@@ -272,6 +295,11 @@ impl Daemon {
         assert!(ok.success());
     }
 
+    /// The daemon's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Whether the process is still running.
     pub(crate) fn is_running(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
@@ -285,7 +313,10 @@ impl Daemon {
         }
         let status = self.wait(Duration::from_secs(30));
         let garbage = self.garbage();
-        assert!(garbage.is_empty(), "non-JSON-RPC lines on the daemon's stdout: {garbage:?}");
+        assert!(
+            garbage.is_empty(),
+            "non-JSON-RPC lines on the daemon's stdout: {garbage:?}"
+        );
         status
     }
 
@@ -298,7 +329,10 @@ impl Daemon {
             }
             if Instant::now() >= deadline {
                 let _ = self.child.kill();
-                panic!("the daemon did not exit within {limit:?}; stderr:\n{}", self.stderr());
+                panic!(
+                    "the daemon did not exit within {limit:?}; stderr:\n{}",
+                    self.stderr()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -327,7 +361,10 @@ impl Outcome {
             .get("result")
             .cloned()
             .unwrap_or_else(|| panic!("tools/call {tool} was answered with an error: {answer}"));
-        Self { tool: tool.to_string(), result }
+        Self {
+            tool: tool.to_string(),
+            result,
+        }
     }
 
     pub(crate) fn is_error(&self) -> bool {
@@ -336,16 +373,22 @@ impl Outcome {
 
     /// `toolhost/errorKind`, or "none".
     pub(crate) fn kind(&self) -> &str {
-        self.result["_meta"]["toolhost/errorKind"].as_str().unwrap_or("none")
+        self.result["_meta"]["toolhost/errorKind"]
+            .as_str()
+            .unwrap_or("none")
     }
 
     pub(crate) fn call_id(&self) -> &str {
-        self.result["_meta"]["toolhost/callId"].as_str().unwrap_or_default()
+        self.result["_meta"]["toolhost/callId"]
+            .as_str()
+            .unwrap_or_default()
     }
 
     /// The first text block.
     pub(crate) fn text(&self) -> &str {
-        self.result["content"][0]["text"].as_str().unwrap_or_default()
+        self.result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
     }
 
     pub(crate) fn structured(&self) -> &Value {
@@ -360,10 +403,23 @@ impl Outcome {
 
     #[track_caller]
     pub(crate) fn assert_error(&self, kind: &str, needle: &str) -> &Self {
-        assert!(self.is_error(), "{} succeeded, expected {kind}: {}", self.tool, self.result);
+        assert!(
+            self.is_error(),
+            "{} succeeded, expected {kind}: {}",
+            self.tool,
+            self.result
+        );
         assert_eq!(self.kind(), kind, "{}", self.result);
-        assert!(self.text().contains(needle), "{:?} lacks {needle:?}", self.text());
-        assert!(self.result.get("structuredContent").is_none(), "{}", self.result);
+        assert!(
+            self.text().contains(needle),
+            "{:?} lacks {needle:?}",
+            self.text()
+        );
+        assert!(
+            self.result.get("structuredContent").is_none(),
+            "{}",
+            self.result
+        );
         self
     }
 }
@@ -373,7 +429,12 @@ impl Outcome {
 pub(crate) fn record(env: &Env, call_id: &str) -> Value {
     let records = env.audit();
     let found: Vec<&Value> = records.iter().filter(|r| r["call_id"] == call_id).collect();
-    assert_eq!(found.len(), 1, "{call_id} has {} audit records", found.len());
+    assert_eq!(
+        found.len(),
+        1,
+        "{call_id} has {} audit records",
+        found.len()
+    );
     found[0].clone()
 }
 
@@ -390,7 +451,10 @@ pub(crate) struct Reply {
 
 impl Reply {
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     pub(crate) fn text(&self) -> String {
@@ -400,10 +464,17 @@ impl Reply {
     /// The JSON-RPC messages of the body: plain JSON, or the `data:` of each SSE event.
     pub(crate) fn messages(&self) -> Vec<Value> {
         let text = self.text();
-        if self.header("content-type").is_some_and(|c| c.starts_with("text/event-stream")) {
+        if self
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream"))
+        {
             text.split("\n\n")
                 .filter_map(|event| {
-                    let data: Vec<&str> = event.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).collect();
+                    let data: Vec<&str> = event
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data:"))
+                        .map(str::trim)
+                        .collect();
                     let data = data.join("\n");
                     (!data.is_empty()).then(|| serde_json::from_str(&data).unwrap())
                 })
@@ -428,12 +499,25 @@ impl Conn {
         let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))?;
         stream.set_read_timeout(Some(ANSWER_WAIT))?;
         stream.set_nodelay(true)?;
-        Ok(Self { addr, writer: stream.try_clone()?, reader: BufReader::new(stream) })
+        Ok(Self {
+            addr,
+            writer: stream.try_clone()?,
+            reader: BufReader::new(stream),
+        })
     }
 
     /// Send one request and read its response.
-    pub(crate) fn send(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> std::io::Result<Reply> {
-        let mut head = format!("{method} {path} HTTP/1.1\r\nContent-Length: {}\r\n", body.len());
+    pub(crate) fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> std::io::Result<Reply> {
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nContent-Length: {}\r\n",
+            body.len()
+        );
         if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
             head.push_str(&format!("Host: {}\r\n", self.addr));
         }
@@ -450,7 +534,11 @@ impl Conn {
         let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
         let mut line = String::new();
         self.reader.read_line(&mut line)?;
-        let status = line.split(' ').nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| bad(&format!("status line {line:?}")))?;
+        let status = line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| bad(&format!("status line {line:?}")))?;
         let mut headers = Vec::new();
         loop {
             line.clear();
@@ -463,13 +551,19 @@ impl Conn {
                 headers.push((k.trim().to_string(), v.trim().to_string()));
             }
         }
-        let find = |name: &str| headers.iter().find(|(k, _): &&(String, String)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
+        let find = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _): &&(String, String)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.clone())
+        };
         let mut body = Vec::new();
         if find("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
             loop {
                 line.clear();
                 self.reader.read_line(&mut line)?;
-                let size = usize::from_str_radix(line.trim(), 16).map_err(|_| bad(&format!("chunk size {line:?}")))?;
+                let size = usize::from_str_radix(line.trim(), 16)
+                    .map_err(|_| bad(&format!("chunk size {line:?}")))?;
                 let mut chunk = vec![0; size + 2];
                 self.reader.read_exact(&mut chunk)?;
                 if size == 0 {
@@ -483,12 +577,22 @@ impl Conn {
         } else {
             self.reader.read_to_end(&mut body)?;
         }
-        Ok(Reply { status, headers, body })
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
     }
 }
 
 /// One request on a fresh connection.
-pub(crate) fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+pub(crate) fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
     let mut conn = Conn::open(addr).unwrap();
     let mut all = vec![("Connection", "close")];
     all.extend_from_slice(headers);
@@ -496,13 +600,17 @@ pub(crate) fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str,
 }
 
 /// The headers of an MCP POST.
-pub(crate) const MCP_HEADERS: [(&str, &str); 2] =
-    [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+pub(crate) const MCP_HEADERS: [(&str, &str); 2] = [
+    ("Content-Type", "application/json"),
+    ("Accept", "application/json, text/event-stream"),
+];
 
 /// An initialized MCP session over one keep-alive HTTP connection.
 pub(crate) struct HttpSession {
     pub(crate) conn: Conn,
     pub(crate) session: String,
+    /// Headers sent with every request (e.g. the bearer token).
+    extra: Vec<(String, String)>,
     next_id: u64,
 }
 
@@ -518,18 +626,37 @@ impl HttpSession {
         let reply = conn.send("POST", "/mcp", &headers, init.to_string().as_bytes())?;
         let session = reply
             .header("mcp-session-id")
-            .ok_or_else(|| std::io::Error::other(format!("no session: {} {}", reply.status, reply.text())))?
+            .ok_or_else(|| {
+                std::io::Error::other(format!("no session: {} {}", reply.status, reply.text()))
+            })?
             .to_string();
         headers.push(("mcp-session-id", &session));
         let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-        conn.send("POST", "/mcp", &headers, done.to_string().as_bytes())?;
-        Ok(Self { conn, session, next_id: 1 })
+        let reply = conn.send("POST", "/mcp", &headers, done.to_string().as_bytes())?;
+        if reply.status != 202 {
+            return Err(std::io::Error::other(format!(
+                "initialized: {} {}",
+                reply.status,
+                reply.text()
+            )));
+        }
+        let extra = extra
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Ok(Self {
+            conn,
+            session,
+            extra,
+            next_id: 1,
+        })
     }
 
     /// Post one message in this session.
     pub(crate) fn post(&mut self, body: &[u8]) -> std::io::Result<Reply> {
         let mut headers = MCP_HEADERS.to_vec();
         headers.push(("mcp-session-id", &self.session));
+        headers.extend(self.extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         self.conn.send("POST", "/mcp", &headers, body)
     }
 
@@ -542,6 +669,8 @@ impl HttpSession {
             .messages()
             .into_iter()
             .find(|m| m.get("id") == Some(&json!(self.next_id)))
-            .ok_or_else(|| std::io::Error::other(format!("no answer: {} {}", reply.status, reply.text())))
+            .ok_or_else(|| {
+                std::io::Error::other(format!("no answer: {} {}", reply.status, reply.text()))
+            })
     }
 }

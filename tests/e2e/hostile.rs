@@ -20,7 +20,9 @@ const BASE: &str = "[permissions]\nmode = \"bypass\"\n";
 fn env_with(limits: &str) -> Env {
     Env::new(
         &["hostile", "echo"],
-        &format!("{BASE}[plugins.hostile]\ndirs = [{{ host = \"work\", mode = \"rw\" }}]\nlimits = {{ {limits} }}\n"),
+        &format!(
+            "{BASE}[plugins.hostile]\ndirs = [{{ host = \"work\", mode = \"rw\" }}]\nlimits = {{ {limits} }}\n"
+        ),
     )
 }
 
@@ -65,17 +67,56 @@ fn one_daemon_outlives_every_limit_a_plugin_can_hit() {
     let env = env_with("timeout-ms = 500, memory-mb = 64");
     let mut d = Daemon::start(&env, &["--no-watch"]);
     let started = Instant::now();
-    let r = attack(&mut d, &env, "spin", json!({}), "timeout", "Tool 'spin' timed out after 500 ms and was stopped.");
+    let r = attack(
+        &mut d,
+        &env,
+        "spin",
+        json!({}),
+        "timeout",
+        "Tool 'spin' timed out after 500 ms and was stopped.",
+    );
     assert!(r["duration_us"].as_u64().unwrap() < 5_000_000, "{r}");
-    attack(&mut d, &env, "sleep", json!({ "ms": 3_600_000 }), "timeout", "timed out after 500 ms");
-    let r = attack(&mut d, &env, "grow", json!({ "mb": 200, "abort": true }), "memory_limit", "memory limit of 64 MiB");
+    attack(
+        &mut d,
+        &env,
+        "sleep",
+        json!({ "ms": 3_600_000 }),
+        "timeout",
+        "timed out after 500 ms",
+    );
+    let r = attack(
+        &mut d,
+        &env,
+        "grow",
+        json!({ "mb": 200, "abort": true }),
+        "memory_limit",
+        "memory limit of 64 MiB",
+    );
     assert!(r["peak_memory_bytes"].as_u64().unwrap() <= 64 << 20, "{r}");
     attack(&mut d, &env, "recurse", json!({}), "trap", "stack overflow");
-    attack(&mut d, &env, "recurse", json!({ "native": true }), "trap", "stack overflow (unbounded recursion?)");
+    attack(
+        &mut d,
+        &env,
+        "recurse",
+        json!({ "native": true }),
+        "trap",
+        "stack overflow (unbounded recursion?)",
+    );
     attack(&mut d, &env, "trap", json!({}), "trap", "boom");
     attack(&mut d, &env, "exit", json!({ "code": 3 }), "trap", "exit");
-    attack(&mut d, &env, "bad_structured", json!({}), "bad_output", "does not match its output schema");
-    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    attack(
+        &mut d,
+        &env,
+        "bad_structured",
+        json!({}),
+        "bad_output",
+        "does not match its output schema",
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(d.stop().success());
 }
 
@@ -87,18 +128,37 @@ fn a_million_progress_reports_reach_the_client_as_a_few_increasing_notifications
     o.assert_ok();
     assert_eq!(o.text(), "reported progress 1000000 times");
     audited(&env, &o);
-    assert!(!progress.is_empty() && progress.len() < 100_000, "{} notifications", progress.len());
-    let done: Vec<f64> = progress.iter().map(|p| p["params"]["progress"].as_f64().unwrap()).collect();
-    assert!(done.windows(2).all(|w| w[0] < w[1]), "progress must increase: {done:?}");
-    assert_eq!(done.last(), Some(&1_000_000.0), "the last report arrives before the result");
+    assert!(
+        !progress.is_empty() && progress.len() < 100_000,
+        "{} notifications",
+        progress.len()
+    );
+    let done: Vec<f64> = progress
+        .iter()
+        .map(|p| p["params"]["progress"].as_f64().unwrap())
+        .collect();
+    assert!(
+        done.windows(2).all(|w| w[0] < w[1]),
+        "progress must increase: {done:?}"
+    );
+    assert_eq!(
+        done.last(),
+        Some(&1_000_000.0),
+        "the last report arrives before the result"
+    );
     // A 50 MB message per report is cut to 4 KiB before it goes anywhere.
-    let (o, progress) = d.call_with_progress("progress_flood", json!({ "count": 3, "bytes": 50_000_000 }));
+    let (o, progress) =
+        d.call_with_progress("progress_flood", json!({ "count": 3, "bytes": 50_000_000 }));
     o.assert_ok();
     audited(&env, &o);
     assert!(!progress.is_empty());
     for p in &progress {
         let message = p["params"]["message"].as_str().unwrap();
-        assert!(message.len() <= 4096 + 3 && message.ends_with('…'), "{} bytes", message.len());
+        assert!(
+            message.len() <= 4096 + 3 && message.ends_with('…'),
+            "{} bytes",
+            message.len()
+        );
     }
     still_serving(&mut d, &env, "progress_flood");
     assert!(d.stop().success());
@@ -120,14 +180,26 @@ fn a_huge_argument_into_a_host_import_is_cut_and_a_log_flood_is_capped() {
     let deadline = Instant::now() + Duration::from_secs(10);
     let lines = loop {
         let log = d.stderr();
-        let lines: Vec<String> = log.lines().filter(|l| l.contains("hostile log line")).map(String::from).collect();
+        let lines: Vec<String> = log
+            .lines()
+            .filter(|l| l.contains("hostile log line"))
+            .map(String::from)
+            .collect();
         if lines.len() >= 1001 || Instant::now() > deadline {
             break lines;
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert_eq!(lines.len(), 1 + 1000, "one huge line, then at most 1000 lines per call");
-    assert!(lines.iter().all(|l| l.len() < 4096 + 200), "a log line was not cut: {} bytes", lines[0].len());
+    assert_eq!(
+        lines.len(),
+        1 + 1000,
+        "one huge line, then at most 1000 lines per call"
+    );
+    assert!(
+        lines.iter().all(|l| l.len() < 4096 + 200),
+        "a log line was not cut: {} bytes",
+        lines[0].len()
+    );
     assert!(d.stop().success());
 }
 
@@ -135,15 +207,29 @@ fn a_huge_argument_into_a_host_import_is_cut_and_a_log_flood_is_capped() {
 fn hundreds_of_megabytes_of_result_are_cut_to_the_output_cap() {
     let env = env_with("timeout-ms = 60000, memory-mb = 1024");
     let mut d = Daemon::start(&env, &["--no-watch"]);
-    let o = d.call("big_output", json!({ "bytes": 300_000_000, "fill": "é€🦀" }));
+    let o = d.call(
+        "big_output",
+        json!({ "bytes": 300_000_000, "fill": "é€🦀" }),
+    );
     o.assert_ok();
     let text = o.text();
     assert!(text.len() < (256 << 10) + 400, "{} bytes", text.len());
-    assert!(text.contains("[output truncated: showing the first 262"), "{}", &text[text.len() - 300..]);
-    assert!(text.contains(" of 300000000 bytes ("), "{}", &text[text.len() - 300..]);
+    assert!(
+        text.contains("[output truncated: showing the first 262"),
+        "{}",
+        &text[text.len() - 300..]
+    );
+    assert!(
+        text.contains(" of 300000000 bytes ("),
+        "{}",
+        &text[text.len() - 300..]
+    );
     let r = audited(&env, &o);
     assert_eq!(r["truncated"], true, "{r}");
-    assert!(r["peak_memory_bytes"].as_u64().unwrap() >= 300_000_000, "{r}");
+    assert!(
+        r["peak_memory_bytes"].as_u64().unwrap() >= 300_000_000,
+        "{r}"
+    );
     still_serving(&mut d, &env, "big_output");
     assert!(d.stop().success());
 }
@@ -152,18 +238,60 @@ fn hundreds_of_megabytes_of_result_are_cut_to_the_output_cap() {
 fn invalid_utf8_and_wild_pointers_from_a_component_are_traps() {
     let env = Env::new(&["echo"], BASE);
     let plugins = env.path().join("plugins");
-    let write = |name: &str, c: Component| std::fs::write(plugins.join(format!("{name}.wasm")), c.build()).unwrap();
+    let write = |name: &str, c: Component| {
+        std::fs::write(plugins.join(format!("{name}.wasm")), c.build()).unwrap()
+    };
     // Content that is not UTF-8; a pointer past the end of memory; the same two into `host.log`.
-    write("w_utf8", Component::new("bad_utf8").payload(b"\xff\xfe bad").body(ok_content(PAYLOAD, 6)));
-    write("w_oob", Component::new("wild_pointer").body(ok_content(0xffff_0000, 4096)));
-    write("w_len", Component::new("wild_length").body(ok_content(0, 0x7fff_ffff)));
-    write("w_log_oob", Component::new("log_wild_pointer").body(log_then_ok(0xffff_ff00, 4096)));
-    write("w_log_utf8", Component::new("log_bad_utf8").payload(b"\xc3\x28").body(log_then_ok(PAYLOAD, 2)));
+    write(
+        "w_utf8",
+        Component::new("bad_utf8")
+            .payload(b"\xff\xfe bad")
+            .body(ok_content(PAYLOAD, 6)),
+    );
+    write(
+        "w_oob",
+        Component::new("wild_pointer").body(ok_content(0xffff_0000, 4096)),
+    );
+    write(
+        "w_len",
+        Component::new("wild_length").body(ok_content(0, 0x7fff_ffff)),
+    );
+    write(
+        "w_log_oob",
+        Component::new("log_wild_pointer").body(log_then_ok(0xffff_ff00, 4096)),
+    );
+    write(
+        "w_log_utf8",
+        Component::new("log_bad_utf8")
+            .payload(b"\xc3\x28")
+            .body(log_then_ok(PAYLOAD, 2)),
+    );
     let mut d = Daemon::start(&env, &["--no-watch"]);
     attack(&mut d, &env, "bad_utf8", json!({}), "trap", "utf-8");
-    attack(&mut d, &env, "wild_pointer", json!({}), "trap", "out of bounds");
-    attack(&mut d, &env, "wild_length", json!({}), "trap", "out of bounds");
-    attack(&mut d, &env, "log_wild_pointer", json!({}), "trap", "out of bounds");
+    attack(
+        &mut d,
+        &env,
+        "wild_pointer",
+        json!({}),
+        "trap",
+        "out of bounds",
+    );
+    attack(
+        &mut d,
+        &env,
+        "wild_length",
+        json!({}),
+        "trap",
+        "out of bounds",
+    );
+    attack(
+        &mut d,
+        &env,
+        "log_wild_pointer",
+        json!({}),
+        "trap",
+        "out of bounds",
+    );
     attack(&mut d, &env, "log_bad_utf8", json!({}), "trap", "utf-8");
     assert!(d.stop().success());
 }
@@ -177,7 +305,11 @@ fn escapes_and_control_characters_reach_the_client_intact_as_json() {
     audited(&env, &o);
     let expected = "\u{1b}[31mred\u{1b}[0m \u{1b}]0;pwned\u{7} nul:\u{0} cr:\r ls:\u{2028} ps:\u{2029} \
                     bom:\u{feff} rtl:\u{202e}txt.exe\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
-    assert_eq!(o.text(), expected, "the text is passed on exactly, as escaped JSON");
+    assert_eq!(
+        o.text(),
+        expected,
+        "the text is passed on exactly, as escaped JSON"
+    );
     assert_eq!(o.structured()["text"], expected);
     still_serving(&mut d, &env, "weird_text");
     // The embedded JSON-RPC line stayed inside its string: no stray message, no answer to id 1.
@@ -195,7 +327,12 @@ fn guest_output_and_fake_json_rpc_never_reach_the_stdio_transport() {
         audited(&env, &o);
         let o = d.call("stdin", json!({}));
         o.assert_ok();
-        assert_eq!(o.structured()["bytes"], 0, "the guest's stdin is empty, never the MCP stream: {}", o.result);
+        assert_eq!(
+            o.structured()["bytes"],
+            0,
+            "the guest's stdin is empty, never the MCP stream: {}",
+            o.result
+        );
         still_serving(&mut d, &env, "print");
     }
     // The fake `{"jsonrpc":"2.0","id":1,"result":{}}` lines would answer our first request id.
@@ -214,9 +351,21 @@ fn the_daemons_env_args_and_earlier_calls_stay_invisible() {
     o.assert_ok();
     audited(&env, &o);
     let seen = o.structured();
-    assert_eq!(seen["vars"], json!({ "GREETING": "hi" }), "only the granted variable: {seen}");
+    assert_eq!(
+        seen["vars"],
+        json!({ "GREETING": "hi" }),
+        "only the granted variable: {seen}"
+    );
     let all = o.result.to_string();
-    for leak in ["canary-4711", "hunter2", "TOOLHOST_SECRET_CANARY", "PATH", "serve", "--stdio", "--no-watch"] {
+    for leak in [
+        "canary-4711",
+        "hunter2",
+        "TOOLHOST_SECRET_CANARY",
+        "PATH",
+        "serve",
+        "--stdio",
+        "--no-watch",
+    ] {
         assert!(!all.contains(leak), "{leak} leaked into the sandbox: {all}");
     }
     let first = d.call("remember", json!({ "value": "secret-of-call-1" }));
@@ -224,7 +373,12 @@ fn the_daemons_env_args_and_earlier_calls_stay_invisible() {
     for _ in 0..3 {
         let next = d.call("remember", json!({}));
         next.assert_ok();
-        assert_eq!(next.structured()["previous"], Value::Null, "state leaked between calls: {}", next.result);
+        assert_eq!(
+            next.structured()["previous"],
+            Value::Null,
+            "state leaked between calls: {}",
+            next.result
+        );
     }
     still_serving(&mut d, &env, "remember");
     assert!(d.stop().success());
@@ -237,7 +391,8 @@ fn trailing_slash_symlink_chains_stay_inside_the_grant() {
     std::fs::write(env.path().join("secret.txt"), "top secret").unwrap();
     std::fs::create_dir(work.join("sub")).unwrap();
     // Planted by someone with host access: a -> b/ -> c/ -> ../ (outside), d -> /etc/.
-    let link = |target: &str, name: &str| std::os::unix::fs::symlink(target, work.join(name)).unwrap();
+    let link =
+        |target: &str, name: &str| std::os::unix::fs::symlink(target, work.join(name)).unwrap();
     link("b/", "a");
     link("c/", "b");
     link("../", "c");
@@ -248,16 +403,37 @@ fn trailing_slash_symlink_chains_stay_inside_the_grant() {
     d.call("symlink", json!({ "target": "g2/", "link": "g1" }));
     d.call("symlink", json!({ "target": "..//", "link": "g2" }));
     for path in [
-        "a/secret.txt", "a//secret.txt", "a/./secret.txt", "a/", "b/secret.txt", "c/secret.txt",
-        "d/passwd", "d//passwd", "d/./passwd", "e/secret.txt", "g1/secret.txt", "g1/", "g2/secret.txt",
-        "sub/../a/secret.txt", "a/sub/../secret.txt",
+        "a/secret.txt",
+        "a//secret.txt",
+        "a/./secret.txt",
+        "a/",
+        "b/secret.txt",
+        "c/secret.txt",
+        "d/passwd",
+        "d//passwd",
+        "d/./passwd",
+        "e/secret.txt",
+        "g1/secret.txt",
+        "g1/",
+        "g2/secret.txt",
+        "sub/../a/secret.txt",
+        "a/sub/../secret.txt",
     ] {
         for tool in ["read", "list", "stat"] {
             let o = d.call(tool, json!({ "path": path }));
             let all = o.result.to_string();
-            assert!(!all.contains("top secret") && !all.contains("root:x"), "{tool} {path} escaped: {all}");
-            assert!(!all.contains("secret.txt") && !all.contains("passwd\\n"), "{tool} {path} listed outside: {all}");
-            assert!(!all.contains(env.path().to_str().unwrap()), "{tool} {path} revealed a host path: {all}");
+            assert!(
+                !all.contains("top secret") && !all.contains("root:x"),
+                "{tool} {path} escaped: {all}"
+            );
+            assert!(
+                !all.contains("secret.txt") && !all.contains("passwd\\n"),
+                "{tool} {path} listed outside: {all}"
+            );
+            assert!(
+                !all.contains(env.path().to_str().unwrap()),
+                "{tool} {path} revealed a host path: {all}"
+            );
             audited(&env, &o);
         }
     }
@@ -285,7 +461,10 @@ impl Tmpfs {
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
     }
 }
 
@@ -306,11 +485,21 @@ fn filling_the_disk_of_a_grant_is_a_clear_error_and_the_daemon_stays_healthy() {
     let r = audited(&env, &o);
     assert_eq!(r["decision"]["kind"], "allowed", "{r}");
     still_serving(&mut d, &env, "a full disk");
-    d.call("write", json!({ "path": "small.txt", "content": "x".repeat(8192) }))
-        .assert_error("tool_failed", "small.txt");
+    d.call(
+        "write",
+        json!({ "path": "small.txt", "content": "x".repeat(8192) }),
+    )
+    .assert_error("tool_failed", "small.txt");
     d.call("remove", json!({ "path": "big.bin" })).assert_ok();
-    d.call("write", json!({ "path": "small.txt", "content": "fits again" })).assert_ok();
-    assert_eq!(std::fs::read_to_string(env.work().join("small.txt")).unwrap(), "fits again");
+    d.call(
+        "write",
+        json!({ "path": "small.txt", "content": "fits again" }),
+    )
+    .assert_ok();
+    assert_eq!(
+        std::fs::read_to_string(env.work().join("small.txt")).unwrap(),
+        "fits again"
+    );
     assert!(d.stop().success());
 }
 
@@ -334,48 +523,108 @@ fn thousands_of_open_handles_are_released_with_the_call() {
 
 #[test]
 fn broken_plugins_dropped_into_a_live_daemon_are_rejected_while_it_serves() {
-    let env = Env::new(&["echo", "describe_spins"], &format!("{BASE}[limits]\ntimeout-ms = 300\n"));
+    let env = Env::new(
+        &["echo", "describe_spins"],
+        &format!("{BASE}[limits]\ntimeout-ms = 300\n"),
+    );
     let mut d = Daemon::start(&env, &["--http", "127.0.0.1:0"]);
     let addr = d.http.unwrap();
     let tools_before = d.request("tools/list", json!({}))["result"]["tools"].clone();
     let plugins = env.path().join("plugins");
-    for fixture in ["describe_traps", "bad_schema", "dup_names", "bad_name", "many_tools", "net_import"] {
-        std::fs::copy(crate::harness::plugin_file(fixture), plugins.join(format!("{fixture}.wasm"))).unwrap();
+    for fixture in [
+        "describe_traps",
+        "bad_schema",
+        "dup_names",
+        "bad_name",
+        "many_tools",
+        "net_import",
+    ] {
+        std::fs::copy(
+            crate::harness::plugin_file(fixture),
+            plugins.join(format!("{fixture}.wasm")),
+        )
+        .unwrap();
     }
     let echo = std::fs::read(plugins.join("echo.wasm")).unwrap();
     let pages_of = |mib: u32| mib * 16;
     let broken: Vec<(&str, Vec<u8>)> = vec![
         ("garbage", b"this is not wasm at all".to_vec()),
-        ("core", wat::parse_str("(module (func (export \"call\")))").unwrap()),
+        (
+            "core",
+            wat::parse_str("(module (func (export \"call\")))").unwrap(),
+        ),
         ("truncated", echo[..echo.len() / 2].to_vec()),
-        ("huge_memory", Component::new("huge_memory").pages(pages_of(1200)).build()),
-        ("many_memories", Component::new("many_memories").extra("(memory 1)\n".repeat(40)).build()),
-        ("many_tables", Component::new("many_tables").extra("(table 1 funcref)\n".repeat(200)).build()),
-        ("huge_table", Component::new("huge_table").extra("(table 20000000 funcref)").build()),
-        ("describe_bomb", Component::new("describe_bomb").describe_len(0x0fff_ffff).build()),
+        (
+            "huge_memory",
+            Component::new("huge_memory").pages(pages_of(1200)).build(),
+        ),
+        (
+            "many_memories",
+            Component::new("many_memories")
+                .extra("(memory 1)\n".repeat(40))
+                .build(),
+        ),
+        (
+            "many_tables",
+            Component::new("many_tables")
+                .extra("(table 1 funcref)\n".repeat(200))
+                .build(),
+        ),
+        (
+            "huge_table",
+            Component::new("huge_table")
+                .extra("(table 20000000 funcref)")
+                .build(),
+        ),
+        (
+            "describe_bomb",
+            Component::new("describe_bomb")
+                .describe_len(0x0fff_ffff)
+                .build(),
+        ),
     ];
     for (name, bytes) in &broken {
         std::fs::write(plugins.join(format!("{name}.wasm")), bytes).unwrap();
     }
-    let expected: Vec<&str> = ["describe_spins", "describe_traps", "bad_schema", "dup_names", "bad_name", "many_tools", "net_import"]
-        .into_iter()
-        .chain(broken.iter().map(|(n, _)| *n))
-        .collect();
+    let expected: Vec<&str> = [
+        "describe_spins",
+        "describe_traps",
+        "bad_schema",
+        "dup_names",
+        "bad_name",
+        "many_tools",
+        "net_import",
+    ]
+    .into_iter()
+    .chain(broken.iter().map(|(n, _)| *n))
+    .collect();
     let deadline = Instant::now() + Duration::from_secs(60);
     let rejected = loop {
-        let health: Value = serde_json::from_slice(&http(addr, "GET", "/health", &[], b"").body).unwrap();
-        let rejected: Vec<String> = serde_json::from_value(health["plugins"]["rejected"].clone()).unwrap();
+        let health: Value =
+            serde_json::from_slice(&http(addr, "GET", "/health", &[], b"").body).unwrap();
+        let rejected: Vec<String> =
+            serde_json::from_value(health["plugins"]["rejected"].clone()).unwrap();
         if expected.iter().all(|e| rejected.iter().any(|r| r == e)) || Instant::now() > deadline {
             break rejected;
         }
         still_serving(&mut d, &env, "a broken plugin");
         std::thread::sleep(Duration::from_millis(200));
     };
-    let mut missing: Vec<&&str> = expected.iter().filter(|e| !rejected.iter().any(|r| r == *e)).collect();
+    let mut missing: Vec<&&str> = expected
+        .iter()
+        .filter(|e| !rejected.iter().any(|r| r == *e))
+        .collect();
     missing.sort();
-    assert!(missing.is_empty(), "not rejected: {missing:?}; rejected: {rejected:?}\n{}", d.stderr());
+    assert!(
+        missing.is_empty(),
+        "not rejected: {missing:?}; rejected: {rejected:?}\n{}",
+        d.stderr()
+    );
     let tools_after = d.request("tools/list", json!({}))["result"]["tools"].clone();
-    assert_eq!(tools_before, tools_after, "no broken plugin may add or remove a tool");
+    assert_eq!(
+        tools_before, tools_after,
+        "no broken plugin may add or remove a tool"
+    );
     still_serving(&mut d, &env, "every broken plugin");
     let log = d.stderr();
     for (plugin, reason) in [

@@ -6,8 +6,10 @@ mod harness;
 
 mod batch;
 mod cli;
+mod clients;
 mod hostile;
 mod languages;
 mod network;
 mod pipeline;
 mod sandbox;
+mod soak;

@@ -180,7 +180,7 @@ pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), Str
         after_trap.push(median_of(&next, |t| t.total));
         let f = calls(&p, "fuel_spin", &empty, n / 4).await?;
         fuel.push(median_of(&f, StageTimes::overhead));
-        let s = calls(&p, "slow_sleep", &sleep, nt).await?;
+        let s = calls(&p, "sleep", &sleep, nt).await?;
         slept.push(median_of(&s, |t| t.total) - limit);
         let to = calls(&p, "slow_spin", &empty, nt).await?;
         timed_out.push(median_of(&to, |t| t.total) - limit);

@@ -3,13 +3,15 @@
 //!
 //! Parts: `pipeline` (one echo call in-process, stage by stage, against the same echo in plain Rust),
 //! `failures` (what a trap, fuel exhaustion or timeout costs to clean up, against a normal call),
-//! `grep` (the fs plugin's grep against the same grep in native Rust), `coldstart` (registry and daemon
-//! start to the first `tools/list`, 1 and 20 plugins, cached and uncached), `memory` (daemon RSS idle and
-//! per concurrent call, against a native rmcp server), `mcp` (MCP over stdio and HTTP against a native
-//! rmcp server with the same echo tool, driven by the same Rust client).
+//! `audit` (records/s from 1 and 8 writers, with and without sync), `grep` (the fs plugin's grep
+//! against the same grep in native Rust), `coldstart` (registry and daemon start to the first
+//! `tools/list`, 1 and 20 plugins, cached and uncached), `memory` (daemon RSS idle and per concurrent
+//! call, against a native rmcp server), `mcp` (MCP over stdio and HTTP against a native rmcp server with
+//! the same echo tool, driven by the same Rust client).
 //!
 //! The same binary is the native baseline server: `--serve-native-stdio`, `--serve-native-http ADDR`.
 
+mod audit;
 mod client;
 mod coldstart;
 mod e2e;
@@ -30,7 +32,7 @@ usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE]
        bench --profile-calls N        (N echo calls in-process and nothing else; for callgrind)
        bench --serve-native-stdio | --serve-native-http ADDR   (the native rmcp baseline server)
 
-PARTS is a comma-separated list of: pipeline, failures, grep, coldstart, memory, mcp (default: all).
+PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp (default: all).
 --quick runs fewer, shorter rounds (well under a minute; CI-sized). Run it through scripts/bench.sh,
 which builds the plugins and the release binaries first.";
 
@@ -55,7 +57,7 @@ impl Options {
     }
 }
 
-const PARTS: [&str; 6] = ["pipeline", "failures", "grep", "coldstart", "memory", "mcp"];
+const PARTS: [&str; 7] = ["pipeline", "failures", "audit", "grep", "coldstart", "memory", "mcp"];
 
 fn parse(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
@@ -129,6 +131,9 @@ fn main() -> ExitCode {
         }
         if options.wants("failures") {
             inproc::failures(&options, &mut report).await?;
+        }
+        if options.wants("audit") {
+            audit::run(&options, &mut report).await?;
         }
         if options.wants("grep") {
             grep::run(&options, &mut report).await?;

@@ -80,7 +80,7 @@ impl Workspace {
             let dest = ws.path().join("plugins").join(format!("{stem}.wasm"));
             std::fs::copy(src, &dest).map_err(|e| format!("{}: {e}", src.display()))?;
         }
-        ws.write("toolhost.toml", toml)?;
+        ws.write("toolhost.toml", &with_extra(toml))?;
         Ok(ws)
     }
 
@@ -96,7 +96,7 @@ impl Workspace {
             std::fs::write(&file, distinct_copy(bytes, &stem)).map_err(|e| e.to_string())?;
             toml.push_str(&format!("\n[plugins.{stem}]\nprefix = \"p{i:02}_\"\n"));
         }
-        ws.write("toolhost.toml", &toml)?;
+        ws.write("toolhost.toml", &with_extra(&toml))?;
         Ok(ws)
     }
 
@@ -118,6 +118,15 @@ impl Workspace {
 
     pub(crate) fn config(&self) -> Result<Config, String> {
         Config::load(Some(&self.config_path()), &Overrides::default()).map_err(|e| e.to_string())
+    }
+}
+
+/// `toml` plus `$TOOLHOST_BENCH_TOML`: extra config for every workspace, to compare settings
+/// (e.g. `[engine]\npooling = false`) in otherwise identical runs.
+fn with_extra(toml: &str) -> String {
+    match std::env::var("TOOLHOST_BENCH_TOML") {
+        Ok(extra) if !extra.is_empty() => format!("{extra}\n{toml}"),
+        _ => toml.to_string(),
     }
 }
 

@@ -74,6 +74,14 @@ pub struct AuditLog {
 struct Sink {
     path: PathBuf,
     state: Mutex<SinkState>,
+    /// Records appended so far; bumped under `state` once a line is fully written.
+    written: AtomicU64,
+    /// With `sync`: how many records are known to be on disk. One `fdatasync` covers every record
+    /// written before it starts, so calls that finish while a sync runs share the next one instead of
+    /// each waiting for its own; and the write lock is never held across a sync.
+    synced: Mutex<u64>,
+    /// The same file, for `fdatasync` outside the write lock.
+    sync_file: File,
 }
 
 #[derive(Debug)]
@@ -106,10 +114,14 @@ impl AuditLog {
             tracing::warn!(path = %path.display(), "audit log ends in a torn line; starting a new line");
             file.write_all(b"\n").map_err(open_error)?;
         }
+        let sync_file = file.try_clone().map_err(open_error)?;
         Ok(Self {
             sink: Some(Sink {
                 path,
                 state: Mutex::new(SinkState { file, torn: false }),
+                written: AtomicU64::new(0),
+                synced: Mutex::new(0),
+                sync_file,
             }),
             options,
             failures: AtomicU64::new(0),
@@ -144,8 +156,9 @@ impl AuditLog {
     }
 
     /// Appends `record` as one line. The JSON is built before taking the lock; the line goes
-    /// out in one `write_all` under a short mutex, so concurrent writers never interleave.
-    /// An `input` is dropped unless the options include inputs, whoever filled it in.
+    /// out in one `write_all` under a short mutex, so concurrent writers never interleave. With
+    /// `sync`, the `fdatasync` happens after that mutex is released, and is shared by every record
+    /// written before it started. An `input` is dropped unless the options include inputs, whoever filled it in.
     ///
     /// On failure this logs with `tracing::error!` and returns the error; the caller applies
     /// [`on_failure`](Self::on_failure).
@@ -233,29 +246,39 @@ impl AuditLog {
 
 impl Sink {
     fn append(&self, line: &[u8], sync: bool) -> Result<(), AuditError> {
-        // A panic while holding the lock cannot leave the file in a state worse than a failed
-        // write, which `torn` already handles; keep logging.
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let result = state.write_line(line, sync);
-        state.torn = result.is_err();
-        result.map_err(|source| AuditError::Write {
+        let error = |source| AuditError::Write {
             path: self.path.clone(),
             source,
-        })
+        };
+        let mine = {
+            // A panic while holding the lock cannot leave the file in a state worse than a failed
+            // write, which `torn` already handles; keep logging.
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let result = state.write_line(line);
+            state.torn = result.is_err();
+            result.map_err(error)?;
+            self.written.fetch_add(1, Ordering::AcqRel) + 1
+        };
+        if sync {
+            let mut synced = self.synced.lock().unwrap_or_else(PoisonError::into_inner);
+            if *synced < mine {
+                // Every record counted here was fully written before this sync starts.
+                let covered = self.written.load(Ordering::Acquire);
+                self.sync_file.sync_data().map_err(error)?;
+                *synced = covered;
+            }
+        }
+        Ok(())
     }
 }
 
 impl SinkState {
-    fn write_line(&mut self, line: &[u8], sync: bool) -> io::Result<()> {
+    fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
         if self.torn {
             // Readers skip the empty line this makes when the failed write wrote nothing.
             self.file.write_all(b"\n")?;
         }
-        self.file.write_all(line)?;
-        if sync {
-            self.file.sync_data()?;
-        }
-        Ok(())
+        self.file.write_all(line)
     }
 }
 
@@ -401,6 +424,42 @@ mod tests {
             assert!(ids.insert(record.call_id), "duplicate record");
         }
         assert_eq!(ids.len(), THREADS * PER_THREAD);
+    }
+
+    #[test]
+    fn synced_writers_share_syncs_and_lose_no_record() {
+        let dir = TestDir::new();
+        let path = dir.path().join("audit.jsonl");
+        let log = Arc::new(
+            AuditLog::open(
+                &path,
+                AuditOptions {
+                    sync: true,
+                    ..AuditOptions::default()
+                },
+            )
+            .unwrap(),
+        );
+        let handles: Vec<_> = (0..8)
+            .map(|t| {
+                let log = Arc::clone(&log);
+                std::thread::spawn(move || {
+                    for i in 0..25 {
+                        let record = AuditRecord {
+                            call_id: format!("{t}-{i}"),
+                            ..sample()
+                        };
+                        log.write(&record).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        let sink = log.sink.as_ref().unwrap();
+        assert_eq!(*sink.synced.lock().unwrap(), 200);
+        assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 200);
     }
 
     #[test]

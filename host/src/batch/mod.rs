@@ -1,9 +1,9 @@
 //! Batches of LLM tool calls: an assistant message from the Anthropic Messages, OpenAI Chat
 //! Completions or OpenAI Responses API in, the tool results in that API's shape out.
 //!
-//! [`parse`] reads the calls (pure; a broken call is an error result for that call alone),
+//! [`parse()`] reads the calls (pure; a broken call is an error result for that call alone),
 //! [`partition`] groups them (consecutive read-only calls run together, anything else alone),
-//! [`run`] sends each through the [`Pipeline`](crate::exec::Pipeline) with the batch as its
+//! [`run()`] sends each through the [`Pipeline`](crate::exec::Pipeline) with the batch as its
 //! audit parent, and [`BatchReport::answer`] writes the results back in the order of the calls.
 //! [`definitions`] declares the tools to each API. Front ends (`toolhost batch`, `POST
 //! /v1/tool-calls`) only move bytes; they must not reach past this module into the pipeline.

@@ -127,7 +127,7 @@ const OPENAI_SHAPE: &str = "an assistant message with `tool_calls`, a chat compl
 const RESPONSES_SHAPE: &str =
     "an array of output items, or a response object with an `output` array";
 
-/// Parses `text` as JSON, then as [`parse`] does.
+/// Parses `text` as JSON, then as [`parse()`] does.
 pub fn parse_text(text: &str, choice: FormatChoice) -> Result<Batch, ParseError> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| ParseError::NotJson(e.to_string()))?;

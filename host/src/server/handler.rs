@@ -7,8 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, Implementation,
+    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
+    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool as McpTool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
@@ -25,6 +28,55 @@ use crate::exec::{Approver, CallRequest, ErrorKind, Pipeline};
 const INSTRUCTIONS: &str = "toolhost runs each tool in its own WebAssembly sandbox with only the files and \
 environment its policy grants. Failed calls come back as error results that say what to change. Calls that \
 need approval ask the user through elicitation when the client supports it; otherwise they are denied.";
+
+/// The methods rmcp reads into typed requests. One of them arriving as a custom request had params
+/// of the wrong shape (`"name": 5`, `"arguments": []`): JSON-RPC answers that with -32602 Invalid
+/// params, where rmcp's default says -32601 Method not found.
+const TYPED_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "completion/complete",
+    "logging/setLevel",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "resources/directory/read",
+    "subscriptions/listen",
+    "tools/call",
+    "tools/list",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "skills/list",
+    "skills/get",
+];
+
+/// The error for a request no handler took: bad params of a known method, or an unknown method.
+fn unroutable(method: &str, params: Option<&Value>) -> ErrorData {
+    if !TYPED_METHODS.contains(&method) {
+        return ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("method not found: {method}"),
+            None,
+        );
+    }
+    let params = params.cloned().unwrap_or(Value::Null);
+    let why = match method {
+        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params).err(),
+        "tools/list" => serde_json::from_value::<Option<PaginatedRequestParams>>(params).err(),
+        _ => None,
+    };
+    let message = match why {
+        Some(e) => format!("invalid params for {method}: {e}"),
+        None => format!("invalid params for {method}"),
+    };
+    ErrorData::invalid_params(message, None)
+}
 
 /// The MCP server over one pipeline; cheap to clone (one clone per HTTP session).
 #[derive(Clone)]
@@ -69,19 +121,22 @@ impl McpServer {
             .and_then(|c| c.elicitation)
             .is_some_and(|e| e.form.is_some() || e.url.is_none());
         let mut question = None;
-        let approver: Option<Arc<dyn Approver>> = match (&request.request_state, modern, elicits) {
-            (Some(state), true, _) => Some(Arc::new(shared.states.answered(
-                &tool,
-                &arguments,
-                state,
-                request.input_responses.as_ref(),
-            )?)),
-            (_, true, true) => {
+        let answered = match (&request.request_state, modern) {
+            (Some(state), true) => {
+                shared
+                    .states
+                    .answered(&tool, &arguments, state, request.input_responses.as_ref())?
+            }
+            _ => None,
+        };
+        let approver: Option<Arc<dyn Approver>> = match (answered, modern, elicits) {
+            (Some(answer), _, _) => Some(Arc::new(answer)),
+            (None, true, true) => {
                 let (ask, rx) = AskClient::new();
                 question = Some(rx);
                 Some(Arc::new(ask))
             }
-            (_, false, true) => Some(Arc::new(ElicitingApprover::new(
+            (None, false, true) => Some(Arc::new(ElicitingApprover::new(
                 context.peer.clone(),
                 shared.approval_timeout,
             ))),
@@ -183,6 +238,32 @@ impl ServerHandler for McpServer {
         listing::page(&self.shared.pipeline.catalog(), cursor, PAGE_SIZE)
     }
 
+    // A tools server: rmcp would answer these with empty lists, as if prompts and resources were
+    // supported without being declared; say plainly that they are not.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListResourcesRequestMethod>())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListResourceTemplatesRequestMethod>())
+    }
+
     fn get_tool(&self, name: &str) -> Option<McpTool> {
         self.shared.pipeline.catalog().get(name).map(|t| listing::to_mcp(&t.spec))
     }
@@ -193,6 +274,14 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.call(request, context).await
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(unroutable(&request.method, request.params.as_ref()))
     }
 
     fn on_initialized(&self, context: NotificationContext<RoleServer>) -> impl Future<Output = ()> + Send + '_ {

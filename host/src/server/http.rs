@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
@@ -60,8 +61,11 @@ pub(crate) fn app(shared: Arc<Shared>, config: &ServerConfig, mcp_stop: Cancella
         .route("/metrics", get(metrics))
         .with_state(shared.clone())
         .route_layer(middleware::from_fn_with_state(config.request_timeout, time_limit));
-    Router::new()
+    let mcp = Router::new()
         .route_service("/mcp", mcp)
+        .route_layer(middleware::from_fn_with_state(config.max_body_bytes, json_rpc_errors));
+    Router::new()
+        .merge(mcp)
         .merge(plain)
         .merge(super::batch::routes(shared, config))
         .fallback(not_found)
@@ -89,6 +93,55 @@ async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) ->
             response
         }
     }
+}
+
+/// rmcp answers a JSON POST whose body is not a JSON-RPC message with 415 and plain text; MCP asks
+/// for 400 with a JSON-RPC error without id: -32700 when the body is not JSON, -32600 when it is
+/// JSON but not a message. The body is read here (within the same limit rmcp applies) so that it
+/// can be told which; every other answer of rmcp passes unchanged.
+async fn json_rpc_errors(State(limit): State<usize>, request: Request, next: Next) -> Response {
+    let essence = |v: &str| v.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let json_post = request.method() == Method::POST
+        && request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| essence(v) == "application/json");
+    if !json_post {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            return if too_large {
+                let text = format!("Payload Too Large: request body exceeds {limit} bytes");
+                (StatusCode::PAYLOAD_TOO_LARGE, text).into_response()
+            } else {
+                let text = format!("cannot read the request body: {e}");
+                (StatusCode::BAD_REQUEST, text).into_response()
+            };
+        }
+    };
+    let response = next.run(Request::from_parts(parts, Body::from(bytes.clone()))).await;
+    if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
+    }
+    let (code, message) = match serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        Err(e) => (-32700, format!("Parse error: {e}")),
+        Ok(_) => (
+            -32600,
+            "Invalid Request: the body is JSON but not a JSON-RPC message".to_string(),
+        ),
+    };
+    let error = json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": code, "message": message },
+    });
+    (StatusCode::BAD_REQUEST, Json(error)).into_response()
 }
 
 async fn time_limit(State(limit): State<Duration>, request: Request, next: Next) -> Response {

@@ -254,6 +254,9 @@ fn split_port(text: &str, scheme: Scheme) -> Result<(&str, u16), DestinationErro
             }
             None => (text, None),
         }
+    } else if text.matches(':').count() > 1 {
+        // A bare IPv6 address: `parse_host` asks for brackets.
+        (text, None)
     } else {
         match text.rsplit_once(':') {
             Some((h, p)) => (h, Some(p)),

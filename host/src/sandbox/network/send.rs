@@ -264,7 +264,9 @@ impl WasiHttpHooks for NetworkHooks {
     }
 }
 
-/// A request that passed the synchronous checks, with what the host adds to it.
+/// A request that passed the synchronous checks, with what the host adds to it. `Debug` is safe:
+/// secret header values are marked sensitive and print as `Sensitive`.
+#[derive(Debug)]
 struct Plan {
     target: Target,
     limits: NetworkLimits,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds json_query.wasm (JavaScript: jco 1.35.0 + componentize-js 0.22.0, pinned in package-lock.json)
 # into OUT_DIR (default: target/examples). About 25-40 s on 2 cores; the component is about 14 MB.
-# Toolchain: node >= 18 and `npm ci` here (scripts/toolchains.sh --langs js does it).
+# Toolchain: node >= 18 and the locked packages here (scripts/toolchains.sh --langs js installs them).
 #   build.sh [OUT_DIR]
 set -euo pipefail
 
@@ -14,7 +14,7 @@ cd "$here"
 
 jco=node_modules/.bin/jco
 if [ ! -x "$jco" ]; then
-    echo "json_query: $here/$jco is missing; run scripts/toolchains.sh --langs js (npm ci here)" >&2
+    echo "json_query: $here/$jco is missing; run scripts/toolchains.sh --langs js" >&2
     exit 2
 fi
 node --test >/dev/null || { node --test; exit 1; }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Run toolhost's benchmark (see BENCHMARKS.md): builds the plugins and the release binaries first.
+#
+#   scripts/bench.sh                      every part, 7 rounds (a few minutes on 2 cores)
+#   scripts/bench.sh --quick              every part, fewer and shorter rounds (well under a minute once built)
+#   scripts/bench.sh --only pipeline,mcp  some parts: pipeline failures audit grep coldstart memory mcp
+#   scripts/bench.sh --json out.json      also write every figure, per round, as JSON
+#   scripts/bench.sh --callgrind [N]      instructions per in-process echo call (valgrind; stable on a
+#                                         noisy machine, where wall-clock figures are not)
+#
+# TOOLHOST_BENCH_TOML adds config to every benchmark workspace, to compare settings in otherwise identical
+# runs, e.g. TOOLHOST_BENCH_TOML=$'[engine]\npooling = false' scripts/bench.sh --only pipeline
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+scripts/build-plugins.sh >/dev/null
+
+# `cargo bench` builds with the bench profile, which inherits release (same target/release artifacts).
+exe="$(cargo bench -p toolhost --bench bench --no-run --message-format=json \
+    | sed -n 's/.*"executable":"\([^"]*bench-[^"]*\)".*/\1/p' | tail -1)"
+if [[ -z "$exe" || ! -x "$exe" ]]; then
+    echo "bench.sh: could not find the benchmark executable" >&2
+    exit 1
+fi
+
+if [[ "${1:-}" == "--callgrind" ]]; then
+    command -v valgrind >/dev/null || { echo "bench.sh: --callgrind needs valgrind" >&2; exit 2; }
+    n="${2:-1000}"
+    out="$(mktemp -d)"
+    # Two runs, N calls and none: the difference is the cost of N calls, start-up and compile excluded.
+    for calls in 0 "$n"; do
+        valgrind --tool=callgrind --callgrind-out-file="$out/cg.$calls" "$exe" --profile-calls "$calls" \
+            >/dev/null 2>"$out/log.$calls"
+    done
+    total() { sed -n 's/^summary: //p' "$1"; }
+    per=$(( ( $(total "$out/cg.$n") - $(total "$out/cg.0") ) / n ))
+    echo "callgrind: $per instructions per echo call through the whole pipeline (user space; $n calls)"
+    echo "profiles: $out/cg.$n (callgrind_annotate --inclusive=yes $out/cg.$n)"
+    exit 0
+fi
+
+exec "$exe" "$@"
