@@ -5,6 +5,8 @@
 //! absolute, and a deny rule `**/.env` catches every path whose last segment is `.env`.
 #![no_main]
 
+use std::sync::OnceLock;
+
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
@@ -69,6 +71,28 @@ fn normalise(path: &str) -> (bool, bool, Option<String>) {
     (anchored, climbed, segments.last().map(|s| s.to_string()))
 }
 
+/// The tool and the two fixed policies the path promises are checked with, compiled once.
+fn fixed() -> &'static (ToolSpec, Permissions, Permissions) {
+    static FIXED: OnceLock<(ToolSpec, Permissions, Permissions)> = OnceLock::new();
+    FIXED.get_or_init(|| {
+        let allow = PermissionConfig {
+            mode: Some(Mode::Default),
+            allow: vec!["write_file(./**)".into()],
+            ..PermissionConfig::default()
+        };
+        let deny = PermissionConfig {
+            mode: Some(Mode::Bypass),
+            deny: vec!["write_file(**/.env)".into()],
+            ..PermissionConfig::default()
+        };
+        (
+            spec("write_file", Hints::default()),
+            Permissions::new(&allow, None).unwrap(),
+            Permissions::new(&deny, None).unwrap(),
+        )
+    })
+}
+
 fuzz_target!(|input: Input| {
     for text in input.deny.iter().chain(&input.ask).chain(&input.allow) {
         if let Ok(rule) = text.parse::<Rule>() {
@@ -115,13 +139,8 @@ fuzz_target!(|input: Input| {
         return;
     }
     let (anchored, climbed, last) = normalise(&input.subject);
-    let writer = spec("write_file", Hints::default());
-    let allow = PermissionConfig {
-        mode: Some(Mode::Default),
-        allow: vec!["write_file(./**)".into()],
-        ..PermissionConfig::default()
-    };
-    let decision = Permissions::new(&allow, None).unwrap().decide(&writer, &subject);
+    let (writer, allow, deny) = fixed();
+    let decision = allow.decide(writer, &subject);
     if anchored || climbed {
         assert!(
             !matches!(decision, Decision::Allow { .. }),
@@ -129,12 +148,7 @@ fuzz_target!(|input: Input| {
             input.subject
         );
     }
-    let deny = PermissionConfig {
-        mode: Some(Mode::Bypass),
-        deny: vec!["write_file(**/.env)".into()],
-        ..PermissionConfig::default()
-    };
-    let decision = Permissions::new(&deny, None).unwrap().decide(&writer, &subject);
+    let decision = deny.decide(writer, &subject);
     if last.as_deref() == Some(".env") {
         assert!(matches!(decision, Decision::Deny { .. }), "`**/.env` missed {:?}", input.subject);
     }

@@ -56,15 +56,15 @@ struct Global {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Create a plugin project: the contract, one tool with a schema, build.sh and test.sh.
+    ///
+    /// The project goes into ./NAME, or into the directory given with `--dir DIR`, which must be
+    /// absent or empty. For `new`, --dir names that directory; it grants nothing.
     New {
         /// The plugin's name, which is also its tool's name and its .wasm file's name.
         name: String,
         /// The language: rust, python, js or c.
         #[arg(long, value_name = "LANG")]
         lang: Lang,
-        /// Where to create it [default: ./NAME]; it must be absent or empty.
-        #[arg(long, value_name = "DIR")]
-        dir: Option<PathBuf>,
     },
     /// Run the MCP daemon: on stdio by default, over Streamable HTTP with --http, or both.
     Serve {
@@ -96,7 +96,7 @@ enum Command {
         format: toolhost::batch::FormatChoice,
         /// Read-only calls running at once.
         #[arg(long, value_name = "N", default_value_t = toolhost::batch::DEFAULT_CONCURRENCY,
-              value_parser = clap::value_parser!(usize).range(1..=1024))]
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
         concurrency: usize,
     },
     /// Call one tool and print its result; exits 1 when the result is an error.
@@ -162,8 +162,8 @@ impl Cli {
     /// Run the command; `Ok(code)` for normal exits (0 or 1).
     pub(crate) async fn run(self) -> Result<u8, Failure> {
         // `new` only writes files: a broken toolhost.toml in the current directory must not stop it.
-        if let Command::New { name, lang, dir } = &self.command {
-            return new_project(name, *lang, dir.clone());
+        if let Command::New { name, lang } = &self.command {
+            return new_project(name, *lang, &self.global.dirs);
         }
         let g = &self.global;
         let overrides = Overrides {
@@ -181,7 +181,7 @@ impl Cli {
         };
         let config = Config::load(g.config.as_deref(), &overrides).map_err(usage)?;
         match self.command {
-            Command::New { name, lang, dir } => new_project(&name, lang, dir),
+            Command::New { name, lang } => new_project(&name, lang, &overrides.dirs),
             Command::Serve {
                 stdio,
                 http,
@@ -304,8 +304,18 @@ async fn batch(
     Ok(u8::from(report.has_errors()))
 }
 
-fn new_project(name: &str, lang: Lang, dir: Option<PathBuf>) -> Result<u8, Failure> {
-    let dir = dir.unwrap_or_else(|| PathBuf::from(name));
+/// `new`: the global `--dir` (a grant, PLUGIN=PATH, for the other commands) names the project's directory.
+fn new_project(name: &str, lang: Lang, dirs: &[String]) -> Result<u8, Failure> {
+    let dir = match dirs {
+        [] => PathBuf::from(name),
+        [dir] if !dir.contains('=') => PathBuf::from(dir),
+        _ => {
+            return Err(usage(anyhow::anyhow!(
+                "`new` takes at most one --dir DIR, the directory to create the project in \
+                 (PLUGIN=PATH grants are for the other commands)"
+            )));
+        }
+    };
     let project = scaffold::create(name, lang, &dir).map_err(|e| match e {
         scaffold::ScaffoldError::Io { .. } => other(e),
         _ => usage(e),

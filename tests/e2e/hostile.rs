@@ -103,7 +103,7 @@ fn one_daemon_outlives_every_limit_a_plugin_can_hit() {
         "stack overflow (unbounded recursion?)",
     );
     attack(&mut d, &env, "trap", json!({}), "trap", "boom");
-    attack(&mut d, &env, "exit", json!({ "code": 3 }), "trap", "exit");
+    attack(&mut d, &env, "exit", json!({ "code": 3 }), "trap", "exit status 3");
     attack(
         &mut d,
         &env,

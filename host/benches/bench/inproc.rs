@@ -67,7 +67,7 @@ async fn calls(p: &Pipeline, tool: &str, input: &Value, n: usize) -> Result<Vec<
 }
 
 fn tool_may_fail(tool: &str) -> bool {
-    tool.contains("spin") || tool == "trap"
+    tool.contains("spin") || tool.ends_with("trap")
 }
 
 fn median_of(times: &[StageTimes], f: impl Fn(&StageTimes) -> Duration) -> f64 {
@@ -140,15 +140,24 @@ pub(crate) fn engine_note(p: &Arc<Pipeline>) -> String {
     sandbox.describe_engine()
 }
 
-/// Part "failures": trap, fuel exhaustion and timeout against normal calls of the same plugin.
-pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), String> {
-    const TIMEOUT_MS: u64 = 20;
+const TIMEOUT_MS: u64 = 20;
+
+/// echo, and the hostile fixture three times: as is, with 20 M fuel (`fuel_*`), with a 20 ms timeout (`slow_*`).
+fn hostile_workspace() -> Result<Workspace, String> {
     let hostile = plugin_file("hostile");
     let toml = format!(
         "[plugins.fuel]\nprefix = \"fuel_\"\nlimits = {{ fuel = 20000000 }}\n\
          [plugins.slow]\nprefix = \"slow_\"\nlimits = {{ timeout-ms = {TIMEOUT_MS} }}\n"
     );
-    let ws = Workspace::new(&[("hostile", hostile.clone()), ("fuel", hostile.clone()), ("slow", hostile)], &toml)?;
+    Workspace::new(
+        &[("echo", plugin_file("echo")), ("hostile", hostile.clone()), ("fuel", hostile.clone()), ("slow", hostile)],
+        &toml,
+    )
+}
+
+/// Part "failures": trap, fuel exhaustion and timeout against normal calls of the same plugin.
+pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), String> {
+    let ws = hostile_workspace()?;
     let p = build_pipeline(&ws).await?;
     let n = o.pick(200, 40);
     let nt = o.pick(30, 8); // timeouts take TIMEOUT_MS each
@@ -214,6 +223,31 @@ pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), Str
         worst.iter().all(|r| *r <= 1.10) && to_ratio <= 1.10,
     );
     Ok(())
+}
+
+/// `--stages TOOL INPUT N`: the stage medians of N calls of one tool (echo, or the hostile fixture's tools,
+/// also as `fuel_*` and `slow_*`), for looking into one figure.
+pub(crate) fn stages(tool: &str, input: &str, n: usize) -> ExitCode {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let result = rt.block_on(async {
+        let input: Value = serde_json::from_str(input).map_err(|e| format!("INPUT: {e}"))?;
+        let ws = hostile_workspace()?;
+        let p = build_pipeline(&ws).await?;
+        calls(&p, tool, &input, n.min(50)).await?;
+        let times = calls(&p, tool, &input, n).await?;
+        for (label, f) in STAGES {
+            println!("{:>10.2} us  {label}", median_of(&times, f));
+        }
+        println!("{:>10.2} us  total", median_of(&times, |t| t.total));
+        Ok::<_, String>(())
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `--profile-calls N`: N echo calls in-process after a short warm-up, nothing printed but one line; run

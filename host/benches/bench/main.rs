@@ -30,6 +30,7 @@ use report::Report;
 const USAGE: &str = "\
 usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE]
        bench --profile-calls N        (N echo calls in-process and nothing else; for callgrind)
+       bench --stages TOOL INPUT N    (stage medians of N calls of one tool: echo, or hostile's, fuel_*, slow_*)
        bench --serve-native-stdio | --serve-native-http ADDR   (the native rmcp baseline server)
 
 PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp (default: all).
@@ -99,6 +100,9 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("--serve-native-stdio") => return native::serve_stdio(),
         Some("--serve-native-http") => return native::serve_http(args.get(1).map_or("127.0.0.1:0", |s| s)),
+        Some("--stages") if args.len() == 4 => {
+            return inproc::stages(&args[1], &args[2], args[3].parse().unwrap_or(100));
+        }
         Some("--profile-calls") => {
             let n = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1000);
             return inproc::profile(n);
