@@ -48,16 +48,24 @@ adapter="$tools/share/wasi_snapshot_preview1.reactor.wasm"
 gopkg="$tools/share/go-pkg"
 mkdir -p "$tools/bin" "$tools/share"
 
-cat >"$tools/env.sh" <<EOF
-# Written by scripts/toolchains.sh: the plugin toolchains on PATH, and where the shared pieces are.
-export PATH="$tools/bin:\$PATH"
-export TOOLHOST_WASI_ADAPTER="$adapter"
-export TOOLHOST_GO_PKG="$gopkg"
-EOF
+# Build scripts source env.sh while other runs of this script (tests call --check in parallel) may be
+# here: replace it atomically, and only when it changes; links likewise.
+env_text="# Written by scripts/toolchains.sh: the plugin toolchains on PATH, and where the shared pieces are.
+export PATH=\"$tools/bin:\$PATH\"
+export TOOLHOST_WASI_ADAPTER=\"$adapter\"
+export TOOLHOST_GO_PKG=\"$gopkg\""
+if [ "$(cat "$tools/env.sh" 2>/dev/null)" != "$env_text" ]; then
+    printf '%s\n' "$env_text" >"$tools/env.sh.$$"
+    mv -f "$tools/env.sh.$$" "$tools/env.sh"
+fi
 
 say() { printf 'toolchains: %-7s %s\n' "$1" "$2"; }
 has() { command -v "$1" >/dev/null 2>&1; }
-link() { ln -sf "$1" "$tools/bin/$(basename "$1")"; }
+link() {
+    local to
+    to="$tools/bin/$(basename "$1")"
+    [ "$(readlink "$to" 2>/dev/null)" = "$1" ] || { ln -s "$1" "$to.$$" && mv -f "$to.$$" "$to"; }
+}
 
 # --- shared pieces ---------------------------------------------------------------------------------
 

@@ -147,7 +147,7 @@ fn oversized_and_deeply_nested_requests_are_refused_and_serving_goes_on() {
     let mut d = Daemon::start(&env, &["--no-watch"]);
     // Over the input limits of the tool (1 MiB, 64 levels): a result that names the limit, audited.
     let o = d.call("echo", json!({ "text": "x".repeat(3 << 20) }));
-    o.assert_error("invalid_input", "the limit is 1.0 MiB");
+    o.assert_error("invalid_input", "the limit is 1 MiB");
     assert_eq!(record(&env, o.call_id())["error_kind"], "invalid_input");
     let deep: Value = serde_json::from_str(&nested(100)).unwrap();
     let o = d.call("echo", json!({ "text": deep }));

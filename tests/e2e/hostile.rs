@@ -103,7 +103,14 @@ fn one_daemon_outlives_every_limit_a_plugin_can_hit() {
         "stack overflow (unbounded recursion?)",
     );
     attack(&mut d, &env, "trap", json!({}), "trap", "boom");
-    attack(&mut d, &env, "exit", json!({ "code": 3 }), "trap", "exit status 3");
+    attack(
+        &mut d,
+        &env,
+        "exit",
+        json!({ "code": 3 }),
+        "trap",
+        "exit status 3",
+    );
     attack(
         &mut d,
         &env,
@@ -426,10 +433,17 @@ fn trailing_slash_symlink_chains_stay_inside_the_grant() {
                 !all.contains("top secret") && !all.contains("root:x"),
                 "{tool} {path} escaped: {all}"
             );
-            assert!(
-                !all.contains("secret.txt") && !all.contains("passwd\\n"),
-                "{tool} {path} listed outside: {all}"
-            );
+            if tool == "list" && !o.is_error() {
+                // Listing may succeed only where the chain stays inside: names of work/ or sub/.
+                let inside = ["a", "b", "c", "d", "e", "g1", "g2", "sub"];
+                let entries = o.structured()["entries"].as_array().unwrap();
+                assert!(
+                    entries
+                        .iter()
+                        .all(|e| inside.contains(&e.as_str().unwrap())),
+                    "{tool} {path} listed outside: {all}"
+                );
+            }
             assert!(
                 !all.contains(env.path().to_str().unwrap()),
                 "{tool} {path} revealed a host path: {all}"
@@ -510,7 +524,15 @@ fn thousands_of_open_handles_are_released_with_the_call() {
     let mut d = Daemon::start(&env, &["--no-watch"]);
     let o = d.call("open_many", json!({ "path": "f.txt", "count": 5000 }));
     o.assert_ok();
-    assert_eq!(o.structured()["opened"], 5000, "{}", o.result);
+    let opened = o.structured()["opened"].as_u64().unwrap();
+    // Under a low `ulimit -n` the guest gets an error, not the daemon.
+    if opened < 5000 {
+        let error = o.structured()["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_lowercase();
+        assert!(error.contains("too many open files"), "{}", o.result);
+    }
     audited(&env, &o);
     for _ in 0..3 {
         let o = d.call("read", json!({ "path": "f.txt" }));
@@ -641,5 +663,32 @@ fn broken_plugins_dropped_into_a_live_daemon_are_rejected_while_it_serves() {
             .unwrap_or_else(|| panic!("no rejection logged for {plugin}:\n{log}"));
         assert!(line.contains(reason), "{plugin}: {line}");
     }
+    assert!(d.stop().success());
+}
+
+#[test]
+fn a_guest_holding_every_handle_it_can_open_does_not_starve_other_calls() {
+    let env = env_with("timeout-ms = 30000");
+    std::fs::write(env.work().join("f.txt"), "content").unwrap();
+    let mut d = Daemon::start(&env, &["--no-watch"]);
+    let hog = d.id();
+    d.send(&json!({
+        "jsonrpc": "2.0", "id": hog, "method": "tools/call",
+        "params": { "name": "open_many", "arguments": { "path": "f.txt", "count": 1_000_000, "hold_ms": 3000 } }
+    }));
+    std::thread::sleep(Duration::from_millis(1500));
+    // While the hog holds its handles, another call with a grant, and one without, still run.
+    let read = d.call("read", json!({ "path": "f.txt" }));
+    let echo = d.call("echo", json!({ "text": "while hogged" }));
+    let hogged = Outcome {
+        tool: "open_many".into(),
+        result: d.answer(hog)["result"].clone(),
+    };
+    hogged.assert_ok();
+    audited(&env, &hogged);
+    read.assert_ok();
+    assert_eq!(read.text(), "content");
+    echo.assert_ok();
+    still_serving(&mut d, &env, "a handle hog");
     assert!(d.stop().success());
 }

@@ -83,7 +83,7 @@ fn modified(path: &Path) -> SystemTime {
 
 /// The newest modification time below `dir`, dependencies and caches aside.
 fn newest(dir: &Path) -> SystemTime {
-    let mut newest = modified(dir);
+    let mut latest = modified(dir);
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let name = entry.file_name();
         if matches!(name.to_str(), Some("node_modules" | "__pycache__")) {
@@ -95,9 +95,9 @@ fn newest(dir: &Path) -> SystemTime {
         } else {
             modified(&path)
         };
-        newest = newest.max(t);
+        latest = latest.max(t);
     }
-    newest
+    latest
 }
 
 /// An example plugin: `plugins/examples/<lang>/<tool>/`, a component with one tool of the same name.

@@ -178,10 +178,10 @@ pub fn detect(message: &Value) -> Result<Format, ParseError> {
             if map.get("output").is_some_and(Value::is_array) {
                 saw(Format::OpenAiResponses);
             }
-            if let Some(Value::Array(blocks)) = map.get("content") {
-                if blocks.iter().any(|b| type_of(b) == Some("tool_use")) {
-                    saw(Format::Anthropic);
-                }
+            if let Some(Value::Array(blocks)) = map.get("content")
+                && blocks.iter().any(|b| type_of(b) == Some("tool_use"))
+            {
+                saw(Format::Anthropic);
             }
         }
         _ => {}
