@@ -596,10 +596,18 @@ fn resolve_pool(
     // Every plugin's memory limit must fit in a slot, or a guest would fail to grow before its limit.
     let (largest, owner) = plugins
         .iter()
-        .map(|(name, p)| (p.limits.memory_bytes, format!("plugins.{name}.limits.memory-mb")))
-        .fold((default.limits.memory_bytes, "limits.memory-mb".to_string()), |a, b| {
-            if b.0 > a.0 { b } else { a }
-        });
+        .map(|(name, p)| {
+            (
+                p.limits.memory_bytes,
+                format!("plugins.{name}.limits.memory-mb"),
+            )
+        })
+        .fold(
+            (default.limits.memory_bytes, "limits.memory-mb".to_string()),
+            |a, b| {
+                if b.0 > a.0 { b } else { a }
+            },
+        );
     let memory_bytes = match raw.memory_mb {
         Some(mb) if !(1..=4096).contains(&mb) => {
             return Err(invalid("engine.memory-mb", "must be between 1 and 4096"));
@@ -607,7 +615,10 @@ fn resolve_pool(
         Some(mb) if (mb as usize) << 20 < largest => {
             return Err(invalid(
                 "engine.memory-mb",
-                format!("{mb} is less than `{owner}` ({} MiB); raise it or lower that limit", largest >> 20),
+                format!(
+                    "{mb} is less than `{owner}` ({} MiB); raise it or lower that limit",
+                    largest >> 20
+                ),
             ));
         }
         Some(mb) => (mb as usize) << 20,
@@ -734,17 +745,25 @@ mod tests {
 
     #[test]
     fn pool_fits_calls_and_the_largest_memory_limit_by_default() {
-        let c = parse("[server]\nmax-concurrent-calls = 8\n[plugins.big.limits]\nmemory-mb = 512\n").unwrap();
+        let c =
+            parse("[server]\nmax-concurrent-calls = 8\n[plugins.big.limits]\nmemory-mb = 512\n")
+                .unwrap();
         let pool = c.pool.unwrap();
-        assert_eq!((pool.instances, pool.memory_bytes), (8 + LOAD_INSTANCES, 512 << 20));
+        assert_eq!(
+            (pool.instances, pool.memory_bytes),
+            (8 + LOAD_INSTANCES, 512 << 20)
+        );
         assert!(parse("[engine]\npooling = false\n").unwrap().pool.is_none());
     }
 
     #[test]
     fn refuses_a_pool_slot_smaller_than_a_memory_limit() {
-        let e = parse("[engine]\nmemory-mb = 64\n[plugins.big.limits]\nmemory-mb = 128\n")
+        let e = parse("[engine]\nmemory-mb = 64\n[limits]\nmemory-mb = 32\n[plugins.big.limits]\nmemory-mb = 128\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("engine.memory-mb") && e.contains("plugins.big.limits.memory-mb"), "{e}");
+        assert!(
+            e.contains("engine.memory-mb") && e.contains("plugins.big.limits.memory-mb"),
+            "{e}"
+        );
     }
 }

@@ -39,7 +39,10 @@ pub(crate) fn result(answer: Value) -> Result<Value, String> {
     if let Some(e) = answer.get("error") {
         return Err(format!("JSON-RPC error: {e}"));
     }
-    let r = answer.get("result").cloned().ok_or_else(|| format!("no result in {answer}"))?;
+    let r = answer
+        .get("result")
+        .cloned()
+        .ok_or_else(|| format!("no result in {answer}"))?;
     if r.get("isError") == Some(&Value::Bool(true)) {
         return Err(format!("tool error: {r}"));
     }
@@ -67,7 +70,9 @@ impl StdioClient {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|e| format!("{}: {e}", program.display()))?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("{}: {e}", program.display()))?;
         let pid = child.id().unwrap_or(0);
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
@@ -76,8 +81,12 @@ impl StdioClient {
         tokio::spawn(async move {
             let mut lines = BufReader::with_capacity(1 << 16, stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
-                let Some(id) = v.get("id").and_then(Value::as_u64) else { continue };
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                let Some(id) = v.get("id").and_then(Value::as_u64) else {
+                    continue;
+                };
                 if v.get("method").is_some() {
                     continue; // a request from the server (none expected)
                 }
@@ -87,7 +96,13 @@ impl StdioClient {
                 }
             }
         });
-        Ok(Self { child: Mutex::new(child), stdin: Mutex::new(stdin), pending, next: AtomicU64::new(1), pid })
+        Ok(Self {
+            child: Mutex::new(child),
+            stdin: Mutex::new(stdin),
+            pending,
+            next: AtomicU64::new(1),
+            pid,
+        })
     }
 
     async fn send_line(&self, text: &[u8]) -> Result<(), String> {
@@ -101,10 +116,12 @@ impl StdioClient {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending.lock().unwrap().insert(id, tx);
-        let mut line = serde_json::to_vec(&request(id, method, params)).map_err(|e| e.to_string())?;
+        let mut line =
+            serde_json::to_vec(&request(id, method, params)).map_err(|e| e.to_string())?;
         line.push(b'\n');
         self.send_line(&line).await?;
-        rx.await.map_err(|_| "the server closed its stdout".to_string())
+        rx.await
+            .map_err(|_| "the server closed its stdout".to_string())
     }
 
     /// `initialize`, then `notifications/initialized`.
@@ -115,7 +132,10 @@ impl StdioClient {
         let mut line = serde_json::to_vec(&initialize(id)).map_err(|e| e.to_string())?;
         line.push(b'\n');
         self.send_line(&line).await?;
-        result(rx.await.map_err(|_| "the server exited during initialize".to_string())?)?;
+        result(
+            rx.await
+                .map_err(|_| "the server exited during initialize".to_string())?,
+        )?;
         self.send_line(format!("{INITIALIZED}\n").as_bytes()).await
     }
 
@@ -123,7 +143,10 @@ impl StdioClient {
     pub(crate) async fn close(self) {
         drop(self.stdin);
         let mut child = self.child.lock().await;
-        if tokio::time::timeout(Duration::from_secs(5), child.wait()).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), child.wait())
+            .await
+            .is_err()
+        {
             let _ = child.kill().await;
         }
     }
@@ -141,9 +164,17 @@ pub(crate) struct HttpClient {
 impl HttpClient {
     /// Connect to `addr` (host:port) and `initialize` a session.
     pub(crate) async fn connect(addr: &str) -> Result<Self, String> {
-        let tcp = TcpStream::connect(addr).await.map_err(|e| format!("{addr}: {e}"))?;
+        let tcp = TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("{addr}: {e}"))?;
         tcp.set_nodelay(true).map_err(|e| e.to_string())?;
-        let mut c = Self { stream: BufReader::with_capacity(1 << 16, tcp), addr: addr.into(), session: None, next: 1, buf: Vec::new() };
+        let mut c = Self {
+            stream: BufReader::with_capacity(1 << 16, tcp),
+            addr: addr.into(),
+            session: None,
+            next: 1,
+            buf: Vec::new(),
+        };
         let (headers, answer) = c.post(&initialize(0)).await?;
         result(answer.ok_or("no answer to initialize")?)?;
         c.session = headers.get("mcp-session-id").cloned();
@@ -158,12 +189,18 @@ impl HttpClient {
         answer.ok_or_else(|| "no JSON-RPC answer in the response".into())
     }
 
-    async fn post(&mut self, body: &Value) -> Result<(HashMap<String, String>, Option<Value>), String> {
+    async fn post(
+        &mut self,
+        body: &Value,
+    ) -> Result<(HashMap<String, String>, Option<Value>), String> {
         let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
         self.post_raw(&bytes).await
     }
 
-    async fn post_raw(&mut self, body: &[u8]) -> Result<(HashMap<String, String>, Option<Value>), String> {
+    async fn post_raw(
+        &mut self,
+        body: &[u8],
+    ) -> Result<(HashMap<String, String>, Option<Value>), String> {
         let mut head = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {PROTOCOL}\r\nContent-Length: {}\r\n",
@@ -177,18 +214,35 @@ impl HttpClient {
         self.buf.clear();
         self.buf.extend_from_slice(head.as_bytes());
         self.buf.extend_from_slice(body);
-        self.stream.get_mut().write_all(&self.buf).await.map_err(|e| e.to_string())?;
+        self.stream
+            .get_mut()
+            .write_all(&self.buf)
+            .await
+            .map_err(|e| e.to_string())?;
         self.read_response().await
     }
 
     async fn read_response(&mut self) -> Result<(HashMap<String, String>, Option<Value>), String> {
         let mut status = String::new();
-        self.stream.read_line(&mut status).await.map_err(|e| e.to_string())?;
-        let code: u16 = status.split_whitespace().nth(1).and_then(|c| c.parse().ok()).ok_or_else(|| format!("bad status line {status:?}"))?;
+        self.stream
+            .read_line(&mut status)
+            .await
+            .map_err(|e| e.to_string())?;
+        let code: u16 = status
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(|| format!("bad status line {status:?}"))?;
         let mut headers = HashMap::new();
         loop {
             let mut line = String::new();
-            if self.stream.read_line(&mut line).await.map_err(|e| e.to_string())? == 0 {
+            if self
+                .stream
+                .read_line(&mut line)
+                .await
+                .map_err(|e| e.to_string())?
+                == 0
+            {
                 return Err("connection closed".into());
             }
             let line = line.trim_end();
@@ -199,14 +253,24 @@ impl HttpClient {
                 headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
             }
         }
-        let body = if headers.get("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
+        let body = if headers
+            .get("transfer-encoding")
+            .is_some_and(|t| t.eq_ignore_ascii_case("chunked"))
+        {
             let mut body = Vec::new();
             loop {
                 let mut size = String::new();
-                self.stream.read_line(&mut size).await.map_err(|e| e.to_string())?;
-                let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16).map_err(|_| format!("bad chunk size {size:?}"))?;
+                self.stream
+                    .read_line(&mut size)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
+                    .map_err(|_| format!("bad chunk size {size:?}"))?;
                 let mut chunk = vec![0; n + 2];
-                self.stream.read_exact(&mut chunk).await.map_err(|e| e.to_string())?;
+                self.stream
+                    .read_exact(&mut chunk)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 if n == 0 {
                     break;
                 }
@@ -214,21 +278,32 @@ impl HttpClient {
             }
             body
         } else {
-            let n: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+            let n: usize = headers
+                .get("content-length")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
             let mut body = vec![0; n];
-            self.stream.read_exact(&mut body).await.map_err(|e| e.to_string())?;
+            self.stream
+                .read_exact(&mut body)
+                .await
+                .map_err(|e| e.to_string())?;
             body
         };
         if !(200..300).contains(&code) {
             return Err(format!("HTTP {code}: {}", String::from_utf8_lossy(&body)));
         }
-        let answer = if headers.get("content-type").is_some_and(|t| t.starts_with("text/event-stream")) {
+        let answer = if headers
+            .get("content-type")
+            .is_some_and(|t| t.starts_with("text/event-stream"))
+        {
             // Server-sent events: the answer is the `data:` line holding a JSON-RPC response.
             String::from_utf8_lossy(&body)
                 .lines()
                 .filter_map(|l| l.strip_prefix("data:"))
                 .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-                .find(|v| v.get("id").is_some() && (v.get("result").is_some() || v.get("error").is_some()))
+                .find(|v| {
+                    v.get("id").is_some() && (v.get("result").is_some() || v.get("error").is_some())
+                })
         } else if body.is_empty() {
             None
         } else {
@@ -240,11 +315,17 @@ impl HttpClient {
 
 /// CPU time (user + system) of a process so far, from /proc, in seconds.
 pub(crate) fn cpu_seconds(pid: &str) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return f64::NAN };
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return f64::NAN;
+    };
     // Fields after the command name (which is in parentheses and may hold spaces).
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    let ticks = |i: usize| {
+        f.get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
     // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the ")".
     (ticks(11) + ticks(12)) / 100.0
 }

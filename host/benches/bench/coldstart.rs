@@ -21,9 +21,16 @@ async fn open_registry(ws: &Workspace, n: usize) -> Result<f64, String> {
     let t = Instant::now();
     let config = ws.config()?;
     let sb = sandbox(&config)?;
-    let registry = Registry::open(Arc::new(sb), Arc::new(config)).await.map_err(|e| e.to_string())?;
+    let registry = Registry::open(Arc::new(sb), Arc::new(config))
+        .await
+        .map_err(|e| e.to_string())?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
-    let loaded = registry.catalog().plugins.values().filter(|s| matches!(s, toolhost::registry::PluginStatus::Loaded { .. })).count();
+    let loaded = registry
+        .catalog()
+        .plugins
+        .values()
+        .filter(|s| matches!(s, toolhost::registry::PluginStatus::Loaded { .. }))
+        .count();
     if loaded != n {
         return Err(format!("{loaded} of {n} plugins loaded"));
     }
@@ -51,7 +58,8 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
     let mut cached20 = Vec::new();
     for n in [1usize, 20] {
         let ws = Workspace::with_copies(n, "")?;
-        let (mut lib_cold, mut lib_warm, mut d_cold, mut d_warm, mut native) = (vec![], vec![], vec![], vec![], vec![]);
+        let (mut lib_cold, mut lib_warm, mut d_cold, mut d_warm, mut native) =
+            (vec![], vec![], vec![], vec![], vec![]);
         let mut tools = 0;
         for _ in 0..o.rounds {
             clear_cache(&ws);
@@ -64,11 +72,40 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
             d_warm.push(ms);
             tools = t;
         }
-        s.row(Row::new(format!("daemon to first tools/list, {n} plugins, cache warm"), "ms", d_warm.clone()).vs("native rmcp server", native.clone()));
-        s.row(Row::new(format!("daemon to first tools/list, {n} plugins, cache empty"), "ms", d_cold.clone()).vs("cache warm", d_warm.clone()));
-        s.row(Row::new(format!("in-process engine + registry, {n} plugins, cache warm"), "ms", lib_warm.clone()).vs("cache empty", lib_cold.clone()));
-        s.row(Row::new(format!("in-process engine + registry, {n} plugins, cache empty"), "ms", lib_cold));
-        s.row(Row::new(format!("native rmcp server to first tools/list ({n}: n/a)"), "ms", native));
+        s.row(
+            Row::new(
+                format!("daemon to first tools/list, {n} plugins, cache warm"),
+                "ms",
+                d_warm.clone(),
+            )
+            .vs("native rmcp server", native.clone()),
+        );
+        s.row(
+            Row::new(
+                format!("daemon to first tools/list, {n} plugins, cache empty"),
+                "ms",
+                d_cold.clone(),
+            )
+            .vs("cache warm", d_warm.clone()),
+        );
+        s.row(
+            Row::new(
+                format!("in-process engine + registry, {n} plugins, cache warm"),
+                "ms",
+                lib_warm.clone(),
+            )
+            .vs("cache empty", lib_cold.clone()),
+        );
+        s.row(Row::new(
+            format!("in-process engine + registry, {n} plugins, cache empty"),
+            "ms",
+            lib_cold,
+        ));
+        s.row(Row::new(
+            format!("native rmcp server to first tools/list ({n}: n/a)"),
+            "ms",
+            native,
+        ));
         s.note(format!("{n} plugins: {tools} tools listed."));
         if n == 20 {
             cached20 = d_warm;
@@ -82,7 +119,10 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
     let m = Spread::of(&cached20);
     report.target(
         "cold start with 20 cached plugins < 150 ms to the first tools/list",
-        format!("{:.1} ms median (rounds {:.1}..{:.1})", m.median, m.min, m.max),
+        format!(
+            "{:.1} ms median (rounds {:.1}..{:.1})",
+            m.median, m.min, m.max
+        ),
         m.median < TARGET_MS,
     );
     Ok(())

@@ -45,7 +45,11 @@ pub(crate) fn spawn_stdio(kind: Kind, ws: &Workspace) -> Result<StdioClient, Str
     match kind {
         Kind::Toolhost => {
             let config = ws.config_path();
-            StdioClient::spawn(&toolhost_bin(), &["--config", config.to_str().unwrap(), "serve", "--stdio"], ws.path())
+            StdioClient::spawn(
+                &toolhost_bin(),
+                &["--config", config.to_str().unwrap(), "serve", "--stdio"],
+                ws.path(),
+            )
         }
         Kind::Native => StdioClient::spawn(&bench_bin(), &["--serve-native-stdio"], ws.path()),
     }
@@ -63,7 +67,9 @@ impl HttpServer {
         let mut cmd = match kind {
             Kind::Toolhost => {
                 let mut c = Command::new(toolhost_bin());
-                c.arg("--config").arg(ws.config_path()).args(["serve", "--http", "127.0.0.1:0"]);
+                c.arg("--config")
+                    .arg(ws.config_path())
+                    .args(["serve", "--http", "127.0.0.1:0"]);
                 c
             }
             Kind::Native => {
@@ -72,14 +78,20 @@ impl HttpServer {
                 c
             }
         };
-        cmd.current_dir(ws.path()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        cmd.current_dir(ws.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| e.to_string())?;
         let pid = child.id().unwrap_or(0);
         // toolhost names its address on stderr ("... at http://ADDR/mcp"), the native server on stdout. Both
         // streams are drained for the server's lifetime, so that it never blocks on a full pipe.
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let out: Box<dyn tokio::io::AsyncRead + Unpin + Send> = Box::new(child.stdout.take().ok_or("no stdout")?);
-        let err: Box<dyn tokio::io::AsyncRead + Unpin + Send> = Box::new(child.stderr.take().ok_or("no stderr")?);
+        let out: Box<dyn tokio::io::AsyncRead + Unpin + Send> =
+            Box::new(child.stdout.take().ok_or("no stdout")?);
+        let err: Box<dyn tokio::io::AsyncRead + Unpin + Send> =
+            Box::new(child.stderr.take().ok_or("no stderr")?);
         for stream in [out, err] {
             let tx = tx.clone();
             tokio::spawn(async move {
@@ -93,8 +105,15 @@ impl HttpServer {
         let find = async {
             while let Some(line) = rx.recv().await {
                 let addr = match kind {
-                    Kind::Toolhost => line.split("http://").nth(1).and_then(|r| r.strip_suffix("/mcp")).map(str::to_string),
-                    Kind::Native => line.parse::<std::net::SocketAddr>().ok().map(|a| a.to_string()),
+                    Kind::Toolhost => line
+                        .split("http://")
+                        .nth(1)
+                        .and_then(|r| r.strip_suffix("/mcp"))
+                        .map(str::to_string),
+                    Kind::Native => line
+                        .parse::<std::net::SocketAddr>()
+                        .ok()
+                        .map(|a| a.to_string()),
                 };
                 if let Some(a) = addr {
                     return Ok(a);
@@ -102,7 +121,9 @@ impl HttpServer {
             }
             Err(format!("{} exited before listening", kind.name()))
         };
-        let addr = tokio::time::timeout(Duration::from_secs(60), find).await.map_err(|_| "server start timed out".to_string())??;
+        let addr = tokio::time::timeout(Duration::from_secs(60), find)
+            .await
+            .map_err(|_| "server start timed out".to_string())??;
         Ok(Self { child, addr, pid })
     }
 
@@ -165,7 +186,14 @@ async fn drive(conns: Vec<Conn>, per: usize) -> Result<(Run, Vec<Conn>), String>
     }
     let took = started.elapsed().as_secs_f64();
     let s = sorted(lat);
-    Ok((Run { calls_per_s: s.len() as f64 / took, p50_us: percentile(&s, 50.0), p99_us: percentile(&s, 99.0) }, back))
+    Ok((
+        Run {
+            calls_per_s: s.len() as f64 / took,
+            p50_us: percentile(&s, 50.0),
+            p99_us: percentile(&s, 99.0),
+        },
+        back,
+    ))
 }
 
 /// The connections one server offers to `n` clients: one shared stdio session, or `n` HTTP sessions.
@@ -184,7 +212,10 @@ impl Pool {
 
     fn give(&mut self, conns: Vec<Conn>) {
         if let Pool::Http(v) = self {
-            let mut back: Vec<HttpClient> = conns.into_iter().filter_map(|c| if let Conn::Http(h) = c { Some(h) } else { None }).collect();
+            let mut back: Vec<HttpClient> = conns
+                .into_iter()
+                .filter_map(|c| if let Conn::Http(h) = c { Some(h) } else { None })
+                .collect();
             back.append(v);
             *v = back;
         }
@@ -238,8 +269,12 @@ async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), S
             let (cpu_me, cpu_srv) = (cpu_seconds(&me), cpu_seconds(&pid.to_string()));
             let (run, back) = drive(pool.take(1), n).await?;
             pool.give(back);
-            series.client_cpu_us.push((cpu_seconds(&me) - cpu_me) * 1e6 / n as f64);
-            series.server_cpu_us.push((cpu_seconds(&pid.to_string()) - cpu_srv) * 1e6 / n as f64);
+            series
+                .client_cpu_us
+                .push((cpu_seconds(&me) - cpu_me) * 1e6 / n as f64);
+            series
+                .server_cpu_us
+                .push((cpu_seconds(&pid.to_string()) - cpu_srv) * 1e6 / n as f64);
             series.seq.push(run.calls_per_s);
             series.p50.push(run.p50_us);
             series.p99.push(run.p99_us);
@@ -258,42 +293,123 @@ async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), S
     }
     let (native, toolhost) = (&servers[0].3, &servers[1].3);
     let part = if http { "2b" } else { "2a" };
-    let mut s = Section::new(format!("{part}. MCP over {name}: echo, sequential ({n} calls per round)"));
-    s.row(Row::new("toolhost calls/s", "calls/s", toolhost.seq.clone()).vs("native rmcp", native.seq.clone()));
-    s.row(Row::new("toolhost p50 latency", "us", toolhost.p50.clone()).vs("native rmcp", native.p50.clone()));
-    s.row(Row::new("toolhost p99 latency", "us", toolhost.p99.clone()).vs("native rmcp", native.p99.clone()));
-    s.row(Row::new("native rmcp calls/s", "calls/s", native.seq.clone()));
-    s.row(Row::new("client CPU per call (driving toolhost)", "us", toolhost.client_cpu_us.clone()).vs("toolhost server CPU per call", toolhost.server_cpu_us.clone()));
-    s.row(Row::new("client CPU per call (driving native)", "us", native.client_cpu_us.clone()).vs("native server CPU per call", native.server_cpu_us.clone()));
+    let mut s = Section::new(format!(
+        "{part}. MCP over {name}: echo, sequential ({n} calls per round)"
+    ));
+    s.row(
+        Row::new("toolhost calls/s", "calls/s", toolhost.seq.clone())
+            .vs("native rmcp", native.seq.clone()),
+    );
+    s.row(
+        Row::new("toolhost p50 latency", "us", toolhost.p50.clone())
+            .vs("native rmcp", native.p50.clone()),
+    );
+    s.row(
+        Row::new("toolhost p99 latency", "us", toolhost.p99.clone())
+            .vs("native rmcp", native.p99.clone()),
+    );
+    s.row(Row::new(
+        "native rmcp calls/s",
+        "calls/s",
+        native.seq.clone(),
+    ));
+    s.row(
+        Row::new(
+            "client CPU per call (driving toolhost)",
+            "us",
+            toolhost.client_cpu_us.clone(),
+        )
+        .vs(
+            "toolhost server CPU per call",
+            toolhost.server_cpu_us.clone(),
+        ),
+    );
+    s.row(
+        Row::new(
+            "client CPU per call (driving native)",
+            "us",
+            native.client_cpu_us.clone(),
+        )
+        .vs("native server CPU per call", native.server_cpu_us.clone()),
+    );
     s.note("CPU from /proc (10 ms ticks): the client must cost less than the server it measures.");
     report.add(s);
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut s = Section::new(format!(
         "{part}'. MCP over {name}: throughput with concurrent clients ({})",
-        if http { "one session and connection per client" } else { "one stdio session, N requests in flight" }
+        if http {
+            "one session and connection per client"
+        } else {
+            "one stdio session, N requests in flight"
+        }
     ));
-    let level = |series: &Series, i: usize| series.levels.iter().map(|l| l[i]).collect::<Vec<f64>>();
-    let p99 = |series: &Series, i: usize| series.level_p99.iter().map(|l| l[i]).collect::<Vec<f64>>();
+    let level =
+        |series: &Series, i: usize| series.levels.iter().map(|l| l[i]).collect::<Vec<f64>>();
+    let p99 =
+        |series: &Series, i: usize| series.level_p99.iter().map(|l| l[i]).collect::<Vec<f64>>();
     for (i, c) in LEVELS.iter().enumerate() {
-        s.row(Row::new(format!("toolhost, {c} clients"), "calls/s", level(toolhost, i)).vs("native rmcp", level(native, i)));
+        s.row(
+            Row::new(
+                format!("toolhost, {c} clients"),
+                "calls/s",
+                level(toolhost, i),
+            )
+            .vs("native rmcp", level(native, i)),
+        );
     }
     for (i, c) in LEVELS.iter().enumerate().skip(1) {
-        s.row(Row::new(format!("toolhost scaling, {c} vs 1 client"), "calls/s", level(toolhost, i)).vs("toolhost, 1 client", level(toolhost, 0)));
-        s.row(Row::new(format!("native scaling, {c} vs 1 client"), "calls/s", level(native, i)).vs("native, 1 client", level(native, 0)));
+        s.row(
+            Row::new(
+                format!("toolhost scaling, {c} vs 1 client"),
+                "calls/s",
+                level(toolhost, i),
+            )
+            .vs("toolhost, 1 client", level(toolhost, 0)),
+        );
+        s.row(
+            Row::new(
+                format!("native scaling, {c} vs 1 client"),
+                "calls/s",
+                level(native, i),
+            )
+            .vs("native, 1 client", level(native, 0)),
+        );
     }
     for (i, c) in LEVELS.iter().enumerate() {
-        s.row(Row::new(format!("toolhost p99 latency, {c} clients"), "us", p99(toolhost, i)).vs("native rmcp", p99(native, i)));
+        s.row(
+            Row::new(
+                format!("toolhost p99 latency, {c} clients"),
+                "us",
+                p99(toolhost, i),
+            )
+            .vs("native rmcp", p99(native, i)),
+        );
     }
-    s.note(format!("{cores} cores, shared by the client and the server."));
+    s.note(format!(
+        "{cores} cores, shared by the client and the server."
+    ));
     report.add(s);
 
     if !http {
-        let r = Spread::of(&toolhost.seq.iter().zip(&native.seq).map(|(t, n)| t / n).collect::<Vec<_>>());
+        let r = Spread::of(
+            &toolhost
+                .seq
+                .iter()
+                .zip(&native.seq)
+                .map(|(t, n)| t / n)
+                .collect::<Vec<_>>(),
+        );
         report.target(
             "MCP stdio echo >= 0.8x native rmcp calls/s, sequentially",
-            format!("{:.2}x (rounds {:.2}..{:.2}); {:.0} vs {:.0} calls/s median", r.median, r.min, r.max,
-                Spread::of(&toolhost.seq).median, Spread::of(&native.seq).median),
+            format!(
+                "{:.2}x (rounds {:.2}..{:.2}); {:.0} vs {:.0} calls/s median",
+                r.median,
+                r.min,
+                r.max,
+                Spread::of(&toolhost.seq).median,
+                Spread::of(&native.seq).median
+            ),
             r.median >= 0.8,
         );
     }

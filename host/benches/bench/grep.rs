@@ -15,9 +15,9 @@ use crate::report::{Report, Row, Section, Spread};
 use crate::setup::{Workspace, pipeline as build_pipeline, plugin_file};
 
 const WORDS: [&str; 24] = [
-    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
-    "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey",
-    "xray",
+    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
+    "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango",
+    "uniform", "victor", "whiskey", "xray",
 ];
 const PATTERN: &str = r"needle-[0-9]{3}\b";
 
@@ -75,8 +75,9 @@ mod native {
 
     fn walk(root: &Path, dir: &Path, re: &regex::Regex, max: usize, out: &mut Vec<String>) {
         let Ok(read) = fs::read_dir(dir) else { return };
-        let mut entries: Vec<(PathBuf, fs::FileType)> =
-            read.filter_map(|e| e.ok().and_then(|e| Some((e.path(), e.file_type().ok()?)))).collect();
+        let mut entries: Vec<(PathBuf, fs::FileType)> = read
+            .filter_map(|e| e.ok().and_then(|e| Some((e.path(), e.file_type().ok()?))))
+            .collect();
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         for (path, ty) in entries {
             if out.len() >= max {
@@ -89,7 +90,11 @@ mod native {
                 if bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
                     continue;
                 }
-                let shown = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().into_owned();
+                let shown = path
+                    .strip_prefix(root)
+                    .unwrap_or(&path)
+                    .to_string_lossy()
+                    .into_owned();
                 let text = String::from_utf8_lossy(&bytes);
                 for (n, line) in text.lines().enumerate() {
                     if re.is_match(line) {
@@ -98,7 +103,9 @@ mod native {
                         }
                         let line = line.trim_end_matches('\r');
                         let clipped = match line.char_indices().nth(MAX_LINE_CHARS) {
-                            Some((cut, _)) => format!("{}… [line cut at {MAX_LINE_CHARS} chars]", &line[..cut]),
+                            Some((cut, _)) => {
+                                format!("{}… [line cut at {MAX_LINE_CHARS} chars]", &line[..cut])
+                            }
                             None => line.to_owned(),
                         };
                         out.push(format!("{shown}:{}: {clipped}", n + 1));
@@ -119,7 +126,12 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
     let needles = corpus(&dir, mb << 20, 64).map_err(|e| e.to_string())?;
     let p = build_pipeline(&ws).await?;
     let input = json!({ "pattern": PATTERN, "path": ".", "max_matches": 10000 });
-    let call = || CallRequest { tool: "grep".into(), input: input.clone(), origin: "bench", ..CallRequest::default() };
+    let call = || CallRequest {
+        tool: "grep".into(),
+        input: input.clone(),
+        origin: "bench",
+        ..CallRequest::default()
+    };
 
     // Same answer both ways, or the comparison means nothing.
     let out = p.call(call()).await;
@@ -159,10 +171,23 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
     let mut s = Section::new(format!(
         "5. grep /{PATTERN}/ over {mb} MiB in 64 files ({needles} matches), fs plugin vs native Rust"
     ));
-    s.row(Row::new("sandboxed grep, whole pipeline", "ms", sandboxed.clone()).vs("native grep", native_ms.clone()));
-    s.row(Row::new("of which the guest's call", "ms", guest_ms.clone()).vs("native grep", native_ms.clone()));
-    s.row(Row::new("native grep (same walk, regex crate, output)", "ms", native_ms.clone()));
-    s.row(Row::new("sandboxed throughput", "MiB/s", throughput(&sandboxed)).vs("native", throughput(&native_ms)));
+    s.row(
+        Row::new("sandboxed grep, whole pipeline", "ms", sandboxed.clone())
+            .vs("native grep", native_ms.clone()),
+    );
+    s.row(
+        Row::new("of which the guest's call", "ms", guest_ms.clone())
+            .vs("native grep", native_ms.clone()),
+    );
+    s.row(Row::new(
+        "native grep (same walk, regex crate, output)",
+        "ms",
+        native_ms.clone(),
+    ));
+    s.row(
+        Row::new("sandboxed throughput", "MiB/s", throughput(&sandboxed))
+            .vs("native", throughput(&native_ms)),
+    );
     s.note(format!(
         "{reps} searches per round, files in the page cache. Both sides use the regex crate with the workspace's \
          features; the guest reads files through WASI (a host call per read) and is compiled by Cranelift."

@@ -19,7 +19,12 @@ use crate::setup::{Workspace, pipeline as build_pipeline, plugin_file};
 const OVERHEAD_TARGET_US: f64 = 50.0;
 
 fn req(tool: &str, input: Value) -> CallRequest {
-    CallRequest { tool: tool.into(), input, origin: "bench", ..CallRequest::default() }
+    CallRequest {
+        tool: tool.into(),
+        input,
+        origin: "bench",
+        ..CallRequest::default()
+    }
 }
 
 /// The echo plugin's work, in plain Rust: parse the input, repeat the text, build the structured result.
@@ -54,7 +59,12 @@ fn echo_workspace() -> Result<Workspace, String> {
     Workspace::new(&[("echo", plugin_file("echo"))], "")
 }
 
-async fn calls(p: &Pipeline, tool: &str, input: &Value, n: usize) -> Result<Vec<StageTimes>, String> {
+async fn calls(
+    p: &Pipeline,
+    tool: &str,
+    input: &Value,
+    n: usize,
+) -> Result<Vec<StageTimes>, String> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let (o, t) = p.call_timed(req(tool, input.clone())).await;
@@ -81,7 +91,10 @@ const STAGES: [Stage; 9] = [
     ("find", |t| t.find),
     ("validate", |t| t.validate),
     ("gate", |t| t.gate),
-    ("instantiate (slot, input text, store, WASI ctx, instance)", |t| t.instantiate),
+    (
+        "instantiate (slot, input text, store, WASI ctx, instance)",
+        |t| t.instantiate,
+    ),
     ("call (guest work, host calls, lift/lower)", |t| t.guest),
     ("teardown (drop store, stdio)", |t| t.teardown),
     ("shape", |t| t.shape),
@@ -101,7 +114,9 @@ pub(crate) async fn pipeline(o: &Options, report: &mut Report) -> Result<(), Str
         native.push(us(time_native(&input, n * 10)));
         rounds.push(calls(&p, "echo", &input, n).await?);
     }
-    let per_round = |f: fn(&StageTimes) -> Duration| -> Vec<f64> { rounds.iter().map(|r| median_of(r, f)).collect() };
+    let per_round = |f: fn(&StageTimes) -> Duration| -> Vec<f64> {
+        rounds.iter().map(|r| median_of(r, f)).collect()
+    };
 
     let mut s = Section::new(format!(
         "1. One echo call in-process through the whole pipeline ({n} calls x {} rounds; medians per round)",
@@ -113,8 +128,15 @@ pub(crate) async fn pipeline(o: &Options, report: &mut Report) -> Result<(), Str
     }
     s.row(Row::new("total", "us", total.clone()).vs("native echo", native.clone()));
     let overhead = per_round(|t| t.overhead());
-    s.row(Row::new("overhead: total - call", "us", overhead.clone()).vs("native echo", native.clone()));
-    s.row(Row::new("native echo (serde in, repeat, json out)", "us", native.clone()));
+    s.row(
+        Row::new("overhead: total - call", "us", overhead.clone())
+            .vs("native echo", native.clone()),
+    );
+    s.row(Row::new(
+        "native echo (serde in, repeat, json out)",
+        "us",
+        native.clone(),
+    ));
     let all = sorted(rounds.iter().flatten().map(|t| us(t.total)));
     s.note(format!(
         "All {} calls: p50 {:.1} us, p99 {:.1} us, max {:.1} us. The stages are measured on the real call path \
@@ -129,7 +151,11 @@ pub(crate) async fn pipeline(o: &Options, report: &mut Report) -> Result<(), Str
     let m = Spread::of(&overhead).median;
     report.target(
         "pipeline overhead for echo < 50 us median",
-        format!("{m:.1} us median (rounds {:.1}..{:.1})", Spread::of(&overhead).min, Spread::of(&overhead).max),
+        format!(
+            "{m:.1} us median (rounds {:.1}..{:.1})",
+            Spread::of(&overhead).min,
+            Spread::of(&overhead).max
+        ),
         m < OVERHEAD_TARGET_US,
     );
     Ok(())
@@ -150,7 +176,12 @@ fn hostile_workspace() -> Result<Workspace, String> {
          [plugins.slow]\nprefix = \"slow_\"\nlimits = {{ timeout-ms = {TIMEOUT_MS} }}\n"
     );
     Workspace::new(
-        &[("echo", plugin_file("echo")), ("hostile", hostile.clone()), ("fuel", hostile.clone()), ("slow", hostile)],
+        &[
+            ("echo", plugin_file("echo")),
+            ("hostile", hostile.clone()),
+            ("fuel", hostile.clone()),
+            ("slow", hostile),
+        ],
         &toml,
     )
 }
@@ -197,13 +228,34 @@ pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), Str
     let mut s = Section::new("1b. What a failed call costs beyond its guest work (hostile plugin)");
     s.row(Row::new("normal call: total - call", "us", normal.clone()));
     s.row(Row::new("trap: total - call", "us", trap.clone()).vs("normal call", normal.clone()));
-    s.row(Row::new("trap: total", "us", trap_total.clone()).vs("normal call total", normal_total.clone()));
-    s.row(Row::new("normal call right after a trap: total", "us", after_trap.clone()).vs("normal call total", normal_total.clone()));
-    s.row(Row::new("fuel exhausted (20 M): total - call", "us", fuel.clone()).vs("normal call", normal.clone()));
-    s.row(Row::new(format!("normal {TIMEOUT_MS} ms sleep: total - {TIMEOUT_MS} ms"), "us", slept.clone()));
     s.row(
-        Row::new(format!("timeout at {TIMEOUT_MS} ms (spin): total - {TIMEOUT_MS} ms"), "us", timed_out.clone())
-            .vs(format!("normal {TIMEOUT_MS} ms sleep"), slept.clone()),
+        Row::new("trap: total", "us", trap_total.clone())
+            .vs("normal call total", normal_total.clone()),
+    );
+    s.row(
+        Row::new(
+            "normal call right after a trap: total",
+            "us",
+            after_trap.clone(),
+        )
+        .vs("normal call total", normal_total.clone()),
+    );
+    s.row(
+        Row::new("fuel exhausted (20 M): total - call", "us", fuel.clone())
+            .vs("normal call", normal.clone()),
+    );
+    s.row(Row::new(
+        format!("normal {TIMEOUT_MS} ms sleep: total - {TIMEOUT_MS} ms"),
+        "us",
+        slept.clone(),
+    ));
+    s.row(
+        Row::new(
+            format!("timeout at {TIMEOUT_MS} ms (spin): total - {TIMEOUT_MS} ms"),
+            "us",
+            timed_out.clone(),
+        )
+        .vs(format!("normal {TIMEOUT_MS} ms sleep"), slept.clone()),
     );
     s.note(
         "\"total - call\" is everything but the guest's own run: slot, store, instance, teardown, shaping, audit. \
@@ -211,7 +263,10 @@ pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), Str
          compared by total - limit against a normal call that waits on the same timer (a 20 ms sleep).",
     );
     report.add(s);
-    let worst = [Spread::of(&trap).median / Spread::of(&normal).median, Spread::of(&fuel).median / Spread::of(&normal).median];
+    let worst = [
+        Spread::of(&trap).median / Spread::of(&normal).median,
+        Spread::of(&fuel).median / Spread::of(&normal).median,
+    ];
     let to_ratio = Spread::of(&timed_out).median / Spread::of(&slept).median;
     let next = Spread::of(&after_trap).median / Spread::of(&normal_total).median;
     report.target(
@@ -228,7 +283,10 @@ pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), Str
 /// `--stages TOOL INPUT N`: the stage medians of N calls of one tool (echo, or the hostile fixture's tools,
 /// also as `fuel_*` and `slow_*`), for looking into one figure.
 pub(crate) fn stages(tool: &str, input: &str, n: usize) -> ExitCode {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let result = rt.block_on(async {
         let input: Value = serde_json::from_str(input).map_err(|e| format!("INPUT: {e}"))?;
         let ws = hostile_workspace()?;
@@ -253,7 +311,10 @@ pub(crate) fn stages(tool: &str, input: &str, n: usize) -> ExitCode {
 /// `--profile-calls N`: N echo calls in-process after a short warm-up, nothing printed but one line; run
 /// twice under callgrind with different N, the difference of the instruction counts is the cost of N calls.
 pub(crate) fn profile(n: usize) -> ExitCode {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let result = rt.block_on(async {
         let ws = echo_workspace()?;
         let p = build_pipeline(&ws).await?;

@@ -58,7 +58,15 @@ impl Options {
     }
 }
 
-const PARTS: [&str; 7] = ["pipeline", "failures", "audit", "grep", "coldstart", "memory", "mcp"];
+const PARTS: [&str; 7] = [
+    "pipeline",
+    "failures",
+    "audit",
+    "grep",
+    "coldstart",
+    "memory",
+    "mcp",
+];
 
 fn parse(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
@@ -77,12 +85,17 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 let v = it.next().ok_or("--only needs a list")?;
                 o.parts = v.split(',').map(str::trim).map(String::from).collect();
                 if let Some(bad) = o.parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
-                    return Err(format!("unknown part {bad:?}; expected one of {}", PARTS.join(", ")));
+                    return Err(format!(
+                        "unknown part {bad:?}; expected one of {}",
+                        PARTS.join(", ")
+                    ));
                 }
             }
             "--rounds" => {
                 let v = it.next().ok_or("--rounds needs a number")?;
-                o.rounds = v.parse().map_err(|_| format!("--rounds: {v:?} is not a number"))?;
+                o.rounds = v
+                    .parse()
+                    .map_err(|_| format!("--rounds: {v:?} is not a number"))?;
             }
             "--json" => o.json = Some(it.next().ok_or("--json needs a file")?.into()),
             "-h" | "--help" => return Err(String::new()),
@@ -96,10 +109,15 @@ fn parse(args: &[String]) -> Result<Options, String> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     match args.first().map(String::as_str) {
         Some("--serve-native-stdio") => return native::serve_stdio(),
-        Some("--serve-native-http") => return native::serve_http(args.get(1).map_or("127.0.0.1:0", |s| s)),
+        Some("--serve-native-http") => {
+            return native::serve_http(args.get(1).map_or("127.0.0.1:0", |s| s));
+        }
         Some("--stages") if args.len() == 4 => {
             return inproc::stages(&args[1], &args[2], args[3].parse().unwrap_or(100));
         }

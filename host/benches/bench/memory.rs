@@ -21,7 +21,12 @@ async fn peak_during(client: &Arc<StdioClient>, c: usize, ms: u64) -> Result<f64
         .map(|_| {
             let client = client.clone();
             tokio::spawn(async move {
-                let answer = client.call("tools/call", json!({ "name": "sleep", "arguments": { "ms": ms } })).await?;
+                let answer = client
+                    .call(
+                        "tools/call",
+                        json!({ "name": "sleep", "arguments": { "ms": ms } }),
+                    )
+                    .await?;
                 result(answer).map(|_| ())
             })
         })
@@ -39,7 +44,13 @@ async fn peak_during(client: &Arc<StdioClient>, c: usize, ms: u64) -> Result<f64
 }
 
 pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> {
-    let ws = Workspace::new(&[("echo", plugin_file("echo")), ("hostile", plugin_file("hostile"))], "")?;
+    let ws = Workspace::new(
+        &[
+            ("echo", plugin_file("echo")),
+            ("hostile", plugin_file("hostile")),
+        ],
+        "",
+    )?;
     let ms = o.pick(800, 400);
     let mut figures = Vec::new();
     for kind in [Kind::Native, Kind::Toolhost] {
@@ -47,7 +58,14 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
         client.handshake().await?;
         result(client.call("tools/list", json!({})).await?)?;
         for _ in 0..50 {
-            result(client.call("tools/call", json!({ "name": "echo", "arguments": { "text": "warm up" } })).await?)?;
+            result(
+                client
+                    .call(
+                        "tools/call",
+                        json!({ "name": "echo", "arguments": { "text": "warm up" } }),
+                    )
+                    .await?,
+            )?;
         }
         let (mut idle, mut per_call) = (Vec::new(), vec![Vec::new(); LEVELS.len()]);
         for _ in 0..o.rounds {
@@ -65,10 +83,26 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
         }
     }
     let (native, toolhost) = (&figures[0], &figures[1]);
-    let mut s = Section::new("4. Resident memory (VmRSS) of the daemon over stdio: idle, and per concurrent call");
-    s.row(Row::new("idle, after 50 calls (echo + hostile plugins loaded)", "MiB", toolhost.0.clone()).vs("native rmcp server", native.0.clone()));
+    let mut s = Section::new(
+        "4. Resident memory (VmRSS) of the daemon over stdio: idle, and per concurrent call",
+    );
+    s.row(
+        Row::new(
+            "idle, after 50 calls (echo + hostile plugins loaded)",
+            "MiB",
+            toolhost.0.clone(),
+        )
+        .vs("native rmcp server", native.0.clone()),
+    );
     for (i, c) in LEVELS.iter().enumerate() {
-        s.row(Row::new(format!("per concurrent call, {c} at once (peak - idle) / {c}"), "KiB", toolhost.1[i].clone()).vs("native rmcp server", native.1[i].clone()));
+        s.row(
+            Row::new(
+                format!("per concurrent call, {c} at once (peak - idle) / {c}"),
+                "KiB",
+                toolhost.1[i].clone(),
+            )
+            .vs("native rmcp server", native.1[i].clone()),
+        );
     }
     s.note(format!(
         "Each call is a {ms} ms sleep, so that all are alive when RSS is sampled (every {} ms). A toolhost call holds a \

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -45,15 +45,25 @@ impl Native {
         let sleep = Tool::new(
             "sleep",
             "Sleep `ms` milliseconds.",
-            object(json!({ "type": "object", "properties": { "ms": { "type": "integer" } }, "required": ["ms"] })),
+            object(
+                json!({ "type": "object", "properties": { "ms": { "type": "integer" } }, "required": ["ms"] }),
+            ),
         );
-        Self { tools: Arc::new(vec![echo, sleep]) }
+        Self {
+            tools: Arc::new(vec![echo, sleep]),
+        }
     }
 }
 
 fn text_arg(args: &Map<String, Value>) -> Result<(String, u64), ErrorData> {
-    let text = args.get("text").and_then(Value::as_str).ok_or_else(|| ErrorData::invalid_params("'text' must be a string", None))?;
-    let repeat = args.get("repeat").map_or(Some(1), Value::as_u64).ok_or_else(|| ErrorData::invalid_params("'repeat' must be an integer", None))?;
+    let text = args
+        .get("text")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ErrorData::invalid_params("'text' must be a string", None))?;
+    let repeat = args
+        .get("repeat")
+        .map_or(Some(1), Value::as_u64)
+        .ok_or_else(|| ErrorData::invalid_params("'repeat' must be an integer", None))?;
     Ok((text.to_string(), repeat))
 }
 
@@ -83,7 +93,10 @@ impl ServerHandler for Native {
                 let text = text.repeat(repeat as usize);
                 let structured = json!({ "text": text });
                 // The same blocks toolhost answers with: the text, then the structured result as JSON text.
-                let blocks = vec![ContentBlock::text(text), ContentBlock::text(structured.to_string())];
+                let blocks = vec![
+                    ContentBlock::text(text),
+                    ContentBlock::text(structured.to_string()),
+                ];
                 let mut r = CallToolResult::success(blocks);
                 r.structured_content = Some(structured);
                 Ok(r.into())
@@ -91,16 +104,25 @@ impl ServerHandler for Native {
             "sleep" => {
                 let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
-                Ok(CallToolResult::success(vec![ContentBlock::text(format!("slept {ms} ms"))]).into())
+                Ok(
+                    CallToolResult::success(vec![ContentBlock::text(format!("slept {ms} ms"))])
+                        .into(),
+                )
             }
-            other => Err(ErrorData::invalid_params(format!("unknown tool {other}"), None)),
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool {other}"),
+                None,
+            )),
         }
     }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
     // As toolhost's main: a multi-threaded runtime with every driver.
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
 }
 
 /// `--serve-native-stdio`: serve MCP on stdin/stdout until stdin closes.
@@ -132,8 +154,13 @@ pub(crate) fn serve_http(addr: &str) -> ExitCode {
         let local = listener.local_addr().expect("local address");
         println!("{local}");
         let server = Native::new();
-        let config = StreamableHttpServerConfig::default().with_sse_keep_alive(Some(Duration::from_secs(15)));
-        let mcp = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+        let config = StreamableHttpServerConfig::default()
+            .with_sse_keep_alive(Some(Duration::from_secs(15)));
+        let mcp = StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
         let app = axum::Router::new().route_service("/mcp", mcp);
         match axum::serve(listener, app).await {
             Ok(()) => ExitCode::SUCCESS,

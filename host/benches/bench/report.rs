@@ -19,10 +19,18 @@ impl Spread {
     pub(crate) fn of(values: &[f64]) -> Self {
         let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
         if v.is_empty() {
-            return Self { min: f64::NAN, median: f64::NAN, max: f64::NAN };
+            return Self {
+                min: f64::NAN,
+                median: f64::NAN,
+                max: f64::NAN,
+            };
         }
         v.sort_by(f64::total_cmp);
-        Self { min: v[0], median: percentile(&v, 50.0), max: v[v.len() - 1] }
+        Self {
+            min: v[0],
+            median: percentile(&v, 50.0),
+            max: v[v.len() - 1],
+        }
     }
 }
 
@@ -59,7 +67,13 @@ pub(crate) struct Row {
 
 impl Row {
     pub(crate) fn new(label: impl Into<String>, unit: &'static str, values: Vec<f64>) -> Self {
-        Self { label: label.into(), unit, values, baseline: None, note: String::new() }
+        Self {
+            label: label.into(),
+            unit,
+            values,
+            baseline: None,
+            note: String::new(),
+        }
     }
 
     /// Compare with `baseline`, round by round: the ratio column is value / baseline.
@@ -88,7 +102,11 @@ pub(crate) struct Section {
 
 impl Section {
     pub(crate) fn new(title: impl Into<String>) -> Self {
-        Self { title: title.into(), rows: Vec::new(), notes: Vec::new() }
+        Self {
+            title: title.into(),
+            rows: Vec::new(),
+            notes: Vec::new(),
+        }
     }
 
     pub(crate) fn row(&mut self, row: Row) {
@@ -126,7 +144,11 @@ fn fmt(x: f64) -> String {
 fn first_line(path: &str, key: &str) -> String {
     std::fs::read_to_string(path)
         .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with(key)).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with(key))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_default()
 }
 
@@ -148,20 +170,35 @@ impl Report {
             "quick": options.quick,
             "rounds": options.rounds,
         });
-        println!("# toolhost benchmark{}\n", if options.quick { " (quick)" } else { "" });
+        println!(
+            "# toolhost benchmark{}\n",
+            if options.quick { " (quick)" } else { "" }
+        );
         println!(
             "machine: {} x {}, {}, Linux {}; load average at start {}; {} rounds per figure\n",
-            cores, machine["cpu"].as_str().unwrap_or("?"), machine["memory"].as_str().unwrap_or("?"),
-            machine["kernel"].as_str().unwrap_or("?"), machine["loadavg_start"].as_str().unwrap_or("?"), options.rounds,
+            cores,
+            machine["cpu"].as_str().unwrap_or("?"),
+            machine["memory"].as_str().unwrap_or("?"),
+            machine["kernel"].as_str().unwrap_or("?"),
+            machine["loadavg_start"].as_str().unwrap_or("?"),
+            options.rounds,
         );
-        println!("Each figure: min / median / max over rounds; \"x baseline\" is value / baseline, round by round.\n");
-        Self { machine, sections: Vec::new(), targets: Vec::new() }
+        println!(
+            "Each figure: min / median / max over rounds; \"x baseline\" is value / baseline, round by round.\n"
+        );
+        Self {
+            machine,
+            sections: Vec::new(),
+            targets: Vec::new(),
+        }
     }
 
     /// Print `section` and keep it for the JSON output.
     pub(crate) fn add(&mut self, section: Section) {
         println!("## {}\n", section.title);
-        println!("| figure | min | median | max | unit | baseline | x baseline (min / median / max) |");
+        println!(
+            "| figure | min | median | max | unit | baseline | x baseline (min / median / max) |"
+        );
         println!("| --- | ---: | ---: | ---: | --- | --- | --- |");
         for r in &section.rows {
             let s = Spread::of(&r.values);
@@ -176,8 +213,18 @@ impl Report {
                 }
                 _ => ("".into(), "".into()),
             };
-            let label = if r.note.is_empty() { r.label.clone() } else { format!("{} ({})", r.label, r.note) };
-            println!("| {label} | {} | **{}** | {} | {} | {base} | {ratio} |", fmt(s.min), fmt(s.median), fmt(s.max), r.unit);
+            let label = if r.note.is_empty() {
+                r.label.clone()
+            } else {
+                format!("{} ({})", r.label, r.note)
+            };
+            println!(
+                "| {label} | {} | **{}** | {} | {} | {base} | {ratio} |",
+                fmt(s.min),
+                fmt(s.median),
+                fmt(s.max),
+                r.unit
+            );
         }
         for n in &section.notes {
             println!("\n{n}");
@@ -188,7 +235,10 @@ impl Report {
 
     /// Record where a figure stands against a target of the issue.
     pub(crate) fn target(&mut self, name: &str, standing: String, met: bool) {
-        println!("target: {name}: {standing} -> {}\n", if met { "MET" } else { "NOT MET" });
+        println!(
+            "target: {name}: {standing} -> {}\n",
+            if met { "MET" } else { "NOT MET" }
+        );
         self.targets.push((name.into(), standing, met));
     }
 
@@ -198,11 +248,18 @@ impl Report {
         if !self.targets.is_empty() {
             println!("## Targets\n");
             for (name, standing, met) in &self.targets {
-                println!("- {}: {name}: {standing}", if *met { "MET" } else { "NOT MET" });
+                println!(
+                    "- {}: {name}: {standing}",
+                    if *met { "MET" } else { "NOT MET" }
+                );
             }
             println!();
         }
-        println!("load average at end {}; {:.1} s in all", loadavg(), took.as_secs_f64());
+        println!(
+            "load average at end {}; {:.1} s in all",
+            loadavg(),
+            took.as_secs_f64()
+        );
     }
 
     pub(crate) fn to_json(&self) -> String {
@@ -222,7 +279,8 @@ impl Report {
                         if let (Some((name, b)), Some(q)) = (&r.baseline, r.ratios()) {
                             let q = Spread::of(&q);
                             row["baseline"] = json!({ "name": name, "values": b });
-                            row["ratio"] = json!({ "min": q.min, "median": q.median, "max": q.max });
+                            row["ratio"] =
+                                json!({ "min": q.min, "median": q.median, "max": q.max });
                         }
                         row
                     })
@@ -230,9 +288,14 @@ impl Report {
                 json!({ "title": s.title, "rows": rows, "notes": s.notes })
             })
             .collect();
-        let targets: Vec<Value> =
-            self.targets.iter().map(|(n, s, m)| json!({ "target": n, "standing": s, "met": m })).collect();
-        serde_json::to_string_pretty(&json!({ "machine": self.machine, "sections": sections, "targets": targets }))
-            .unwrap_or_default()
+        let targets: Vec<Value> = self
+            .targets
+            .iter()
+            .map(|(n, s, m)| json!({ "target": n, "standing": s, "met": m }))
+            .collect();
+        serde_json::to_string_pretty(
+            &json!({ "machine": self.machine, "sections": sections, "targets": targets }),
+        )
+        .unwrap_or_default()
     }
 }

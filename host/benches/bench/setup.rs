@@ -24,7 +24,11 @@ pub(crate) fn toolhost_bin() -> PathBuf {
 pub(crate) fn plugin_file(name: &str) -> PathBuf {
     let root = repo_root();
     let example = root.join("plugins").join(format!("{name}.wasm"));
-    if example.is_file() { example } else { root.join("target/fixtures").join(format!("{name}.wasm")) }
+    if example.is_file() {
+        example
+    } else {
+        root.join("target/fixtures").join(format!("{name}.wasm"))
+    }
 }
 
 /// Fail early, with what to do, when the plugins are not built.
@@ -32,7 +36,10 @@ pub(crate) fn check_prerequisites() -> Result<(), String> {
     for name in ["echo", "math", "fs", "hostile"] {
         let p = plugin_file(name);
         if !p.is_file() {
-            return Err(format!("{} is missing: run scripts/build-plugins.sh (or scripts/bench.sh)", p.display()));
+            return Err(format!(
+                "{} is missing: run scripts/build-plugins.sh (or scripts/bench.sh)",
+                p.display()
+            ));
         }
     }
     Ok(())
@@ -73,7 +80,10 @@ pub(crate) struct Workspace {
 impl Workspace {
     /// A workspace with `plugins` (file stem, source file) and this config text.
     pub(crate) fn new(plugins: &[(&str, PathBuf)], toml: &str) -> Result<Self, String> {
-        let dir = tempfile::Builder::new().prefix("toolhost-bench-").tempdir().map_err(|e| e.to_string())?;
+        let dir = tempfile::Builder::new()
+            .prefix("toolhost-bench-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
         let ws = Self { dir };
         std::fs::create_dir_all(ws.path().join("plugins")).map_err(|e| e.to_string())?;
         for (stem, src) in plugins {
@@ -90,7 +100,11 @@ impl Workspace {
         let (echo, math) = (read(&plugin_file("echo"))?, read(&plugin_file("math"))?);
         let mut toml = String::from(extra_toml);
         for i in 0..n {
-            let (kind, bytes) = if i % 2 == 0 { ("echo", &echo) } else { ("math", &math) };
+            let (kind, bytes) = if i % 2 == 0 {
+                ("echo", &echo)
+            } else {
+                ("math", &math)
+            };
             let stem = format!("{kind}{i:02}");
             let file = ws.path().join("plugins").join(format!("{stem}.wasm"));
             std::fs::write(&file, distinct_copy(bytes, &stem)).map_err(|e| e.to_string())?;
@@ -148,13 +162,17 @@ pub(crate) async fn pipeline(ws: &Workspace) -> Result<Arc<Pipeline>, String> {
         None => AuditLog::disabled(),
     };
     let max = config.server.max_concurrent_calls;
-    let registry = Registry::open(Arc::new(sandbox), Arc::new(config)).await.map_err(|e| e.to_string())?;
+    let registry = Registry::open(Arc::new(sandbox), Arc::new(config))
+        .await
+        .map_err(|e| e.to_string())?;
     let rejected: Vec<String> = registry
         .catalog()
         .plugins
         .iter()
         .filter_map(|(n, s)| match s {
-            toolhost::registry::PluginStatus::Rejected { reason, .. } => Some(format!("{n}: {reason}")),
+            toolhost::registry::PluginStatus::Rejected { reason, .. } => {
+                Some(format!("{n}: {reason}"))
+            }
             _ => None,
         })
         .collect();

@@ -435,9 +435,13 @@ pub(super) mod tests {
 
     #[test]
     fn streamed_hash_is_the_hash_of_the_canonical_text() {
-        let v = json!({"z\"q": [1.5, -2, "\u{1F600}\t"], "a": {"": null, "\u{e9}": false}, "n": 1e300});
+        let v =
+            json!({"z\"q": [1.5, -2, "\u{1F600}\t"], "a": {"": null, "\u{e9}": false}, "n": 1e300});
         let text = canonical_json(&v);
-        let expected: String = Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let expected: String = Sha256::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         assert_eq!(input_sha256(&v), expected);
     }
 

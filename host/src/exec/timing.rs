@@ -121,8 +121,19 @@ mod tests {
         w.mark(Stage::Record);
         let t = w.finish();
         assert!(t.find >= Duration::from_millis(2), "{t:?}");
-        assert_eq!((t.instantiate, t.guest), (Duration::from_millis(1), Duration::from_millis(2)));
-        let sum = t.begin + t.find + t.validate + t.gate + t.instantiate + t.guest + t.teardown + t.shape + t.record;
+        assert_eq!(
+            (t.instantiate, t.guest),
+            (Duration::from_millis(1), Duration::from_millis(2))
+        );
+        let sum = t.begin
+            + t.find
+            + t.validate
+            + t.gate
+            + t.instantiate
+            + t.guest
+            + t.teardown
+            + t.shape
+            + t.record;
         assert!(sum <= t.total + Duration::from_millis(3), "{t:?}");
         assert_eq!(t.overhead(), t.total - t.guest);
     }

@@ -84,7 +84,6 @@ impl Sandbox {
             // Map each module's initial memory from an image, copy-on-write, instead of copying its data
             // segments in on every instantiation (wasmtime's default; stated because calls rely on it).
             .memory_init_cow(true);
-        if std::env::var_os("TOOLHOST_EXP_NOBT").is_some() { config.wasm_backtrace_max_frames(None); } // EXPERIMENT, REMOVE
         let mut pool = options.pool;
         let engine = match &options.pool {
             None => Engine::new(&config),

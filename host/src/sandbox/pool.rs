@@ -57,4 +57,3 @@ pub(crate) fn pooling_config(options: &PoolOptions) -> PoolingAllocationConfig {
     }
     pool
 }
-

@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, SealOptions,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec,
+    SealOptions,
 };
 use rmcp::service::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
@@ -61,11 +62,17 @@ fn question(r: &ApprovalRequest) -> String {
 fn elicitation(r: &ApprovalRequest) -> ElicitRequestParams {
     let schema = ElicitationSchema::builder()
         .optional_bool_with("approve", |b| {
-            b.title("Run this call").description("Leave checked and accept to run the call.").with_default(true)
+            b.title("Run this call")
+                .description("Leave checked and accept to run the call.")
+                .with_default(true)
         })
         .title("toolhost approval")
         .build()
-        .unwrap_or_else(|_| ElicitationSchema::builder().optional_bool("approve", true).build_unchecked());
+        .unwrap_or_else(|_| {
+            ElicitationSchema::builder()
+                .optional_bool("approve", true)
+                .build_unchecked()
+        });
     ElicitRequestParams::FormElicitationParams {
         meta: None,
         message: question(r),
@@ -86,7 +93,10 @@ fn approves(result: &ElicitResult) -> bool {
 
 fn digest(value: &Value) -> String {
     let bytes = serde_json::to_vec(value).unwrap_or_default();
-    Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Binds a sealed state to one tool and its exact arguments.
@@ -108,7 +118,10 @@ impl ElicitingApprover {
 }
 
 impl Approver for ElicitingApprover {
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
         Box::pin(async move {
             match self
                 .peer
@@ -145,8 +158,16 @@ impl AskClient {
 }
 
 impl Approver for AskClient {
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
-        if let Some(tx) = self.questions.lock().unwrap_or_else(PoisonError::into_inner).take() {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+        if let Some(tx) = self
+            .questions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
             let _ = tx.send(request.clone());
         }
         // The handler ends the request instead; this call never resumes.
@@ -161,7 +182,10 @@ pub(crate) struct Answered {
 }
 
 impl Approver for Answered {
-    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
         let same_input = digest(&request.input) == self.input_digest;
         if !same_input {
             tracing::warn!(tool = %request.tool, "approval was given for a different input; denying");
@@ -186,7 +210,9 @@ pub(crate) struct RequestStates {
 impl RequestStates {
     /// States sealed with a fresh random key: they do not survive a restart, by design.
     pub(crate) fn new() -> Self {
-        let key: Vec<u8> = (0..3).flat_map(|_| uuid::Uuid::new_v4().into_bytes()).collect();
+        let key: Vec<u8> = (0..3)
+            .flat_map(|_| uuid::Uuid::new_v4().into_bytes())
+            .collect();
         Self {
             codec: RequestStateCodec::new_unchecked(key),
             used: Mutex::new(HashMap::new()),
@@ -207,7 +233,10 @@ impl RequestStates {
         let ad = associated_data(tool, arguments);
         let sealed = self
             .codec
-            .seal_json_with(&state, &SealOptions::new().associated_data(&ad).ttl(STATE_TTL))
+            .seal_json_with(
+                &state,
+                &SealOptions::new().associated_data(&ad).ttl(STATE_TTL),
+            )
             .map_err(|e| {
                 tracing::error!("cannot seal an approval request state: {e}");
                 ErrorData::internal_error("toolhost could not prepare the approval question", None)
@@ -245,7 +274,10 @@ impl RequestStates {
             return Ok(None);
         };
         let answer: ElicitResult = serde_json::from_value(answer.clone()).map_err(|e| {
-            ErrorData::invalid_params(format!("inputResponses.{APPROVAL_KEY} is not an elicitation result: {e}"), None)
+            ErrorData::invalid_params(
+                format!("inputResponses.{APPROVAL_KEY} is not an elicitation result: {e}"),
+                None,
+            )
         })?;
         let now = Instant::now();
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
@@ -286,8 +318,16 @@ mod tests {
         let r = states.input_required("write_file", args, &ask()).unwrap();
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["resultType"], "input_required");
-        assert_eq!(v["inputRequests"][APPROVAL_KEY]["method"], "elicitation/create");
-        assert!(v["inputRequests"][APPROVAL_KEY]["params"]["message"].as_str().unwrap().contains("write_file"));
+        assert_eq!(
+            v["inputRequests"][APPROVAL_KEY]["method"],
+            "elicitation/create"
+        );
+        assert!(
+            v["inputRequests"][APPROVAL_KEY]["params"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("write_file")
+        );
         r.request_state.unwrap()
     }
 
@@ -301,10 +341,20 @@ mod tests {
         let args = json!({"path": "a.txt", "content": "x"});
         let sealed = round_one(&states, &args);
         let accept = responses(json!({"action": "accept", "content": {"approve": true}}));
-        let a = states.answered("write_file", &args, &sealed, Some(&accept)).unwrap().unwrap();
+        let a = states
+            .answered("write_file", &args, &sealed, Some(&accept))
+            .unwrap()
+            .unwrap();
         assert!(decide(&a).await);
-        let replay = states.answered("write_file", &args, &sealed, Some(&accept)).err().unwrap();
-        assert!(replay.message.contains("already used"), "{}", replay.message);
+        let replay = states
+            .answered("write_file", &args, &sealed, Some(&accept))
+            .err()
+            .unwrap();
+        assert!(
+            replay.message.contains("already used"),
+            "{}",
+            replay.message
+        );
     }
 
     #[tokio::test]
@@ -317,7 +367,10 @@ mod tests {
             json!({"action": "accept", "content": {"approve": false}}),
         ] {
             let sealed = round_one(&states, &args);
-            let a = states.answered("write_file", &args, &sealed, Some(&responses(answer))).unwrap().unwrap();
+            let a = states
+                .answered("write_file", &args, &sealed, Some(&responses(answer)))
+                .unwrap()
+                .unwrap();
             assert!(!decide(&a).await);
         }
     }
@@ -329,12 +382,28 @@ mod tests {
         let sealed = round_one(&states, &args);
         let accept = responses(json!({"action": "accept"}));
         let other_args = json!({"path": "/etc/passwd", "content": "x"});
-        assert!(states.answered("write_file", &other_args, &sealed, Some(&accept)).is_err());
-        assert!(states.answered("rm", &args, &sealed, Some(&accept)).is_err());
+        assert!(
+            states
+                .answered("write_file", &other_args, &sealed, Some(&accept))
+                .is_err()
+        );
+        assert!(
+            states
+                .answered("rm", &args, &sealed, Some(&accept))
+                .is_err()
+        );
         let forged = format!("{sealed}x");
-        assert!(states.answered("write_file", &args, &forged, Some(&accept)).is_err());
+        assert!(
+            states
+                .answered("write_file", &args, &forged, Some(&accept))
+                .is_err()
+        );
         let other_daemon = RequestStates::new();
-        assert!(other_daemon.answered("write_file", &args, &sealed, Some(&accept)).is_err());
+        assert!(
+            other_daemon
+                .answered("write_file", &args, &sealed, Some(&accept))
+                .is_err()
+        );
     }
 
     #[test]
@@ -343,14 +412,34 @@ mod tests {
         let args = json!({"path": "a.txt", "content": "x"});
         let sealed = round_one(&states, &args);
         let other = responses(json!({"action": "accept"}));
-        let other: InputResponses = [("something_else".to_string(), other[APPROVAL_KEY].clone())].into();
-        assert!(states.answered("write_file", &args, &sealed, Some(&other)).unwrap().is_none());
-        assert!(states.answered("write_file", &args, &sealed, None).unwrap().is_none());
+        let other: InputResponses =
+            [("something_else".to_string(), other[APPROVAL_KEY].clone())].into();
+        assert!(
+            states
+                .answered("write_file", &args, &sealed, Some(&other))
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            states
+                .answered("write_file", &args, &sealed, None)
+                .unwrap()
+                .is_none()
+        );
         let accept = responses(json!({"action": "accept"}));
-        assert!(states.answered("write_file", &args, &sealed, Some(&accept)).unwrap().is_some());
+        assert!(
+            states
+                .answered("write_file", &args, &sealed, Some(&accept))
+                .unwrap()
+                .is_some()
+        );
         let garbage = responses(json!({"action": 42}));
         let sealed = round_one(&states, &args);
-        assert!(states.answered("write_file", &args, &sealed, Some(&garbage)).is_err());
+        assert!(
+            states
+                .answered("write_file", &args, &sealed, Some(&garbage))
+                .is_err()
+        );
     }
 
     #[tokio::test]
@@ -367,6 +456,10 @@ mod tests {
         let mut r = ask();
         r.input = json!({"content": "é".repeat(5000)});
         let q = question(&r);
-        assert!(q.len() < MAX_SHOWN_INPUT + 400 && q.ends_with("[... input shortened]"), "{}", q.len());
+        assert!(
+            q.len() < MAX_SHOWN_INPUT + 400 && q.ends_with("[... input shortened]"),
+            "{}",
+            q.len()
+        );
     }
 }

@@ -32,20 +32,28 @@ impl Refusal {
     /// The HTTP status and the message for the client.
     pub(crate) fn status_and_message(&self) -> (StatusCode, String) {
         match self {
-            Self::BadHost => (StatusCode::BAD_REQUEST, "missing or malformed Host header".into()),
+            Self::BadHost => (
+                StatusCode::BAD_REQUEST,
+                "missing or malformed Host header".into(),
+            ),
             Self::HostNotAllowed(h) => (
                 StatusCode::FORBIDDEN,
                 format!("Host {h:?} is not allowed; add it to server.allowed-hosts to serve it"),
             ),
             Self::OriginNotAllowed(o) => (
                 StatusCode::FORBIDDEN,
-                format!("Origin {o:?} is not allowed; add it to server.allowed-origins to serve it"),
+                format!(
+                    "Origin {o:?} is not allowed; add it to server.allowed-origins to serve it"
+                ),
             ),
             Self::MissingToken => (
                 StatusCode::UNAUTHORIZED,
                 "this server requires a bearer token: send Authorization: Bearer <token>".into(),
             ),
-            Self::WrongToken => (StatusCode::UNAUTHORIZED, "the bearer token is not valid".into()),
+            Self::WrongToken => (
+                StatusCode::UNAUTHORIZED,
+                "the bearer token is not valid".into(),
+            ),
         }
     }
 }
@@ -59,7 +67,11 @@ struct HostPort {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Origin {
     Null,
-    Tuple { scheme: String, host: String, port: u16 },
+    Tuple {
+        scheme: String,
+        host: String,
+        port: u16,
+    },
 }
 
 /// The checks, compiled from the server settings.
@@ -78,7 +90,9 @@ impl Guard {
             .filter_map(|h| {
                 let parsed = parse_authority(h);
                 if parsed.is_none() {
-                    tracing::warn!("ignoring server.allowed-hosts entry {h:?}: not a host or host:port");
+                    tracing::warn!(
+                        "ignoring server.allowed-hosts entry {h:?}: not a host or host:port"
+                    );
                 }
                 parsed
             })
@@ -105,7 +119,10 @@ impl Guard {
     pub(crate) fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), Refusal> {
         let host_text = match headers.get(header::HOST) {
             Some(v) => v.to_str().map_err(|_| Refusal::BadHost)?.to_string(),
-            None => uri.authority().map(|a| a.to_string()).ok_or(Refusal::BadHost)?,
+            None => uri
+                .authority()
+                .map(|a| a.to_string())
+                .ok_or(Refusal::BadHost)?,
         };
         let host = parse_authority(&host_text).ok_or(Refusal::BadHost)?;
         if !self.host_allowed(&host) {
@@ -170,7 +187,9 @@ impl Guard {
         loopback
             .chain(self.origins.iter().map(|o| match o {
                 Origin::Null => "null".to_string(),
-                Origin::Tuple { scheme, host, port } => format!("{scheme}://{}:{port}", bracket(host)),
+                Origin::Tuple { scheme, host, port } => {
+                    format!("{scheme}://{}:{port}", bracket(host))
+                }
             }))
             .collect()
     }
@@ -185,7 +204,9 @@ fn bracket(host: &str) -> String {
 }
 
 fn normalize_host(host: &str) -> String {
-    host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase()
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
 }
 
 fn parse_authority(text: &str) -> Option<HostPort> {
@@ -264,7 +285,13 @@ mod tests {
     #[test]
     fn allows_loopback_hosts_on_any_port() {
         let g = Guard::new(&config(&[], &[], None));
-        for host in ["localhost:8750", "127.0.0.1:1", "[::1]:8750", "LOCALHOST", "127.0.0.1"] {
+        for host in [
+            "localhost:8750",
+            "127.0.0.1:1",
+            "[::1]:8750",
+            "LOCALHOST",
+            "127.0.0.1",
+        ] {
             assert_eq!(check(&g, &[("host", host)]), Ok(()), "{host}");
         }
     }
@@ -272,12 +299,18 @@ mod tests {
     #[test]
     fn refuses_rebound_hosts_unless_configured() {
         let g = Guard::new(&config(&["tools.example.com", "box:9000"], &[], None));
-        assert!(matches!(check(&g, &[("host", "evil.example:8750")]), Err(Refusal::HostNotAllowed(_))));
+        assert!(matches!(
+            check(&g, &[("host", "evil.example:8750")]),
+            Err(Refusal::HostNotAllowed(_))
+        ));
         assert_eq!(check(&g, &[("host", "tools.example.com:443")]), Ok(()));
         assert_eq!(check(&g, &[("host", "box:9000")]), Ok(()));
         assert!(check(&g, &[("host", "box:9001")]).is_err());
         assert_eq!(check(&g, &[]), Err(Refusal::BadHost));
-        assert_eq!(check(&g, &[("host", "user@localhost")]), Err(Refusal::BadHost));
+        assert_eq!(
+            check(&g, &[("host", "user@localhost")]),
+            Err(Refusal::BadHost)
+        );
     }
 
     #[test]
@@ -285,13 +318,33 @@ mod tests {
         let g = Guard::new(&config(&[], &["https://app.example.com", "null"], None));
         let host = ("host", "localhost:8750");
         assert_eq!(check(&g, &[host]), Ok(()));
-        assert_eq!(check(&g, &[host, ("origin", "http://localhost:6274")]), Ok(()));
+        assert_eq!(
+            check(&g, &[host, ("origin", "http://localhost:6274")]),
+            Ok(())
+        );
         assert_eq!(check(&g, &[host, ("origin", "http://[::1]:3000")]), Ok(()));
-        assert_eq!(check(&g, &[host, ("origin", "https://app.example.com")]), Ok(()));
-        assert_eq!(check(&g, &[host, ("origin", "https://app.example.com:443")]), Ok(()));
+        assert_eq!(
+            check(&g, &[host, ("origin", "https://app.example.com")]),
+            Ok(())
+        );
+        assert_eq!(
+            check(&g, &[host, ("origin", "https://app.example.com:443")]),
+            Ok(())
+        );
         assert_eq!(check(&g, &[host, ("origin", "null")]), Ok(()));
-        for bad in ["https://app.example.com:8443", "http://app.example.com", "https://evil.example", "garbage"] {
-            assert!(matches!(check(&g, &[host, ("origin", bad)]), Err(Refusal::OriginNotAllowed(_))), "{bad}");
+        for bad in [
+            "https://app.example.com:8443",
+            "http://app.example.com",
+            "https://evil.example",
+            "garbage",
+        ] {
+            assert!(
+                matches!(
+                    check(&g, &[host, ("origin", bad)]),
+                    Err(Refusal::OriginNotAllowed(_))
+                ),
+                "{bad}"
+            );
         }
         let strict = Guard::new(&config(&[], &[], None));
         assert!(check(&strict, &[host, ("origin", "null")]).is_err());
@@ -302,20 +355,39 @@ mod tests {
         let g = Guard::new(&config(&[], &[], Some("s3cret")));
         let host = ("host", "127.0.0.1:8750");
         assert_eq!(check(&g, &[host]), Err(Refusal::MissingToken));
-        assert_eq!(check(&g, &[host, ("authorization", "Basic s3cret")]), Err(Refusal::MissingToken));
-        assert_eq!(check(&g, &[host, ("authorization", "Bearer nope")]), Err(Refusal::WrongToken));
-        assert_eq!(check(&g, &[host, ("authorization", "Bearer s3cret")]), Ok(()));
-        assert_eq!(check(&g, &[host, ("authorization", "bearer s3cret")]), Ok(()));
+        assert_eq!(
+            check(&g, &[host, ("authorization", "Basic s3cret")]),
+            Err(Refusal::MissingToken)
+        );
+        assert_eq!(
+            check(&g, &[host, ("authorization", "Bearer nope")]),
+            Err(Refusal::WrongToken)
+        );
+        assert_eq!(
+            check(&g, &[host, ("authorization", "Bearer s3cret")]),
+            Ok(())
+        );
+        assert_eq!(
+            check(&g, &[host, ("authorization", "bearer s3cret")]),
+            Ok(())
+        );
         // Host and Origin are checked first, so a stolen token does not help a rebinding page.
         assert!(matches!(
-            check(&g, &[("host", "evil.example"), ("authorization", "Bearer s3cret")]),
+            check(
+                &g,
+                &[("host", "evil.example"), ("authorization", "Bearer s3cret")]
+            ),
             Err(Refusal::HostNotAllowed(_))
         ));
     }
 
     #[test]
     fn gives_rmcp_the_same_lists() {
-        let g = Guard::new(&config(&["box:9000", "[fe80::1]"], &["https://app.example.com"], None));
+        let g = Guard::new(&config(
+            &["box:9000", "[fe80::1]"],
+            &["https://app.example.com"],
+            None,
+        ));
         assert!(g.rmcp_hosts().contains(&"box:9000".to_string()));
         assert!(g.rmcp_hosts().contains(&"fe80::1".to_string()));
         let origins = g.rmcp_origins();

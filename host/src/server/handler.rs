@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, Implementation,
-    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
-    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
-    Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
+    Implementation, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
@@ -56,9 +56,19 @@ const TYPED_METHODS: &[&str] = &[
     "skills/get",
 ];
 
-/// The error for a request no handler took: bad params of a known method, or an unknown method.
-fn unroutable(method: &str, params: Option<&Value>) -> ErrorData {
-    if !TYPED_METHODS.contains(&method) {
+/// Methods the 2026-07-28 revision removed: for its clients they are unknown, whatever the params.
+const REMOVED_IN_2026: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// The error for a request no handler took: bad params of a known method, or an unknown method
+/// (which includes, for a 2026-07-28 request, the methods that revision removed).
+fn unroutable(method: &str, params: Option<&Value>, modern: bool) -> ErrorData {
+    if !TYPED_METHODS.contains(&method) || (modern && REMOVED_IN_2026.contains(&method)) {
         return ErrorData::new(
             ErrorCode::METHOD_NOT_FOUND,
             format!("method not found: {method}"),
@@ -93,7 +103,10 @@ impl McpServer {
     }
 
     pub(crate) fn with_shared(shared: Arc<Shared>, call_deadline: Option<Duration>) -> Self {
-        Self { shared, call_deadline }
+        Self {
+            shared,
+            call_deadline,
+        }
     }
 
     async fn call(
@@ -122,11 +135,12 @@ impl McpServer {
             .is_some_and(|e| e.form.is_some() || e.url.is_none());
         let mut question = None;
         let answered = match (&request.request_state, modern) {
-            (Some(state), true) => {
-                shared
-                    .states
-                    .answered(&tool, &arguments, state, request.input_responses.as_ref())?
-            }
+            (Some(state), true) => shared.states.answered(
+                &tool,
+                &arguments,
+                state,
+                request.input_responses.as_ref(),
+            )?,
             _ => None,
         };
         let approver: Option<Arc<dyn Approver>> = match (answered, modern, elicits) {
@@ -224,9 +238,14 @@ impl McpServer {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -261,11 +280,17 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListResourceTemplatesRequestMethod>())
+        Err(ErrorData::method_not_found::<
+            ListResourceTemplatesRequestMethod,
+        >())
     }
 
     fn get_tool(&self, name: &str) -> Option<McpTool> {
-        self.shared.pipeline.catalog().get(name).map(|t| listing::to_mcp(&t.spec))
+        self.shared
+            .pipeline
+            .catalog()
+            .get(name)
+            .map(|t| listing::to_mcp(&t.spec))
     }
 
     async fn call_tool(
@@ -279,12 +304,18 @@ impl ServerHandler for McpServer {
     async fn on_custom_request(
         &self,
         request: CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        Err(unroutable(&request.method, request.params.as_ref()))
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        Err(unroutable(&request.method, request.params.as_ref(), modern))
     }
 
-    fn on_initialized(&self, context: NotificationContext<RoleServer>) -> impl Future<Output = ()> + Send + '_ {
+    fn on_initialized(
+        &self,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + Send + '_ {
         // An `initialize`-era session: tell it whenever the tool set changes, until it goes away.
         let peer = context.peer;
         let mut changes = self.shared.pipeline.registry().subscribe();
@@ -308,7 +339,10 @@ impl ServerHandler for McpServer {
         std::future::ready(())
     }
 
-    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
         Some(requested.supported_by(&self.get_info().capabilities))
     }
 

@@ -42,7 +42,11 @@ pub fn router(pipeline: Arc<Pipeline>, config: &ServerConfig) -> Router {
 }
 
 /// The routes over `shared`; cancelling `mcp_stop` ends every MCP session and stream.
-pub(crate) fn app(shared: Arc<Shared>, config: &ServerConfig, mcp_stop: CancellationToken) -> Router {
+pub(crate) fn app(
+    shared: Arc<Shared>,
+    config: &ServerConfig,
+    mcp_stop: CancellationToken,
+) -> Router {
     let guard = Arc::new(Guard::new(config));
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
@@ -54,16 +58,23 @@ pub(crate) fn app(shared: Arc<Shared>, config: &ServerConfig, mcp_stop: Cancella
         .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
         .with_cancellation_token(mcp_stop);
     let server = McpServer::with_shared(shared.clone(), Some(config.request_timeout));
-    let mcp = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), mcp_config);
+    let mcp =
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), mcp_config);
 
     let plain = Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .with_state(shared.clone())
-        .route_layer(middleware::from_fn_with_state(config.request_timeout, time_limit));
+        .route_layer(middleware::from_fn_with_state(
+            config.request_timeout,
+            time_limit,
+        ));
     let mcp = Router::new()
         .route_service("/mcp", mcp)
-        .route_layer(middleware::from_fn_with_state(config.max_body_bytes, json_rpc_errors));
+        .route_layer(middleware::from_fn_with_state(
+            config.max_body_bytes,
+            json_rpc_errors,
+        ));
     Router::new()
         .merge(mcp)
         .merge(plain)
@@ -100,7 +111,13 @@ async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) ->
 /// JSON but not a message. The body is read here (within the same limit rmcp applies) so that it
 /// can be told which; every other answer of rmcp passes unchanged.
 async fn json_rpc_errors(State(limit): State<usize>, request: Request, next: Next) -> Response {
-    let essence = |v: &str| v.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let essence = |v: &str| {
+        v.split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase()
+    };
     let json_post = request.method() == Method::POST
         && request
             .headers()
@@ -125,7 +142,9 @@ async fn json_rpc_errors(State(limit): State<usize>, request: Request, next: Nex
             };
         }
     };
-    let response = next.run(Request::from_parts(parts, Body::from(bytes.clone()))).await;
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
+        .await;
     if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return response;
     }
@@ -152,7 +171,10 @@ async fn time_limit(State(limit): State<Duration>, request: Request, next: Next)
 }
 
 async fn not_found() -> Response {
-    error(StatusCode::NOT_FOUND, "not found: MCP is at /mcp; see also /v1/tool-calls, /v1/tools, /health and /metrics")
+    error(
+        StatusCode::NOT_FOUND,
+        "not found: MCP is at /mcp; see also /v1/tool-calls, /v1/tools, /health and /metrics",
+    )
 }
 
 fn plugin_counts(shared: &Shared) -> (usize, Vec<String>) {
@@ -177,7 +199,11 @@ async fn health(State(shared): State<Arc<Shared>>) -> Response {
         "running_calls": shared.pipeline.running(),
         "calls_in_flight": shared.in_flight.count(),
     });
-    let status = if stopping { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
+    let status = if stopping {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
     (status, Json(body)).into_response()
 }
 
@@ -206,7 +232,10 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
         (
             "toolhost_plugins",
             "Plugin files, by load status.",
-            vec![("status=\"loaded\"", loaded), ("status=\"rejected\"", rejected.len())],
+            vec![
+                ("status=\"loaded\"", loaded),
+                ("status=\"rejected\"", rejected.len()),
+            ],
         ),
     ];
     for (name, help, samples) in gauges {
@@ -220,7 +249,10 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
         }
     }
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         text,
     )
         .into_response()

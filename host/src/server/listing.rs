@@ -16,22 +16,36 @@ use crate::tool::{ToolSpec, is_valid_name};
 pub(crate) const PAGE_SIZE: usize = 100;
 
 /// One page of `catalog`, starting after `cursor`.
-pub(crate) fn page(catalog: &Catalog, cursor: Option<&str>, size: usize) -> Result<ListToolsResult, ErrorData> {
+pub(crate) fn page(
+    catalog: &Catalog,
+    cursor: Option<&str>,
+    size: usize,
+) -> Result<ListToolsResult, ErrorData> {
     let start = match cursor {
         None => Bound::Unbounded,
         Some(c) if is_valid_name(c) => Bound::Excluded(c.to_string()),
         Some(c) => {
             return Err(ErrorData::invalid_params(
-                format!("invalid cursor {c:?}: pass the nextCursor of the previous tools/list result, or none"),
+                format!(
+                    "invalid cursor {c:?}: pass the nextCursor of the previous tools/list result, or none"
+                ),
                 None,
             ));
         }
     };
     let mut range = catalog.tools.range((start, Bound::Unbounded));
-    let tools: Vec<McpTool> = range.by_ref().take(size).map(|(_, t)| to_mcp(&t.spec)).collect();
+    let tools: Vec<McpTool> = range
+        .by_ref()
+        .take(size)
+        .map(|(_, t)| to_mcp(&t.spec))
+        .collect();
     let more = range.next().is_some();
     let mut result = ListToolsResult::with_all_items(Vec::new());
-    result.next_cursor = if more { tools.last().map(|t| t.name.to_string()) } else { None };
+    result.next_cursor = if more {
+        tools.last().map(|t| t.name.to_string())
+    } else {
+        None
+    };
     result.tools = tools;
     // The tool set may change at any time (hot reload): nothing may be cached.
     result.ttl_ms = Some(0);

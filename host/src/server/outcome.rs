@@ -27,7 +27,10 @@ pub(crate) fn to_result(tool: &str, outcome: CallOutcome) -> Result<CallToolResu
         error_kind,
     } = outcome;
     if error_kind == Some(ErrorKind::UnknownTool) {
-        return Err(ErrorData::invalid_params(content, Some(json!({ "tool": tool }))));
+        return Err(ErrorData::invalid_params(
+            content,
+            Some(json!({ "tool": tool })),
+        ));
     }
     let mut meta = MetaObject::new();
     meta.insert(META_CALL_ID.into(), Value::String(call_id));

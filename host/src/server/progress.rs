@@ -55,7 +55,12 @@ impl ProgressRelay {
     /// Send the newest report, if any is waiting.
     pub(crate) async fn flush(&self) {
         let mut sent = self.sent.lock().await;
-        let Some(p) = self.latest.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+        let Some(p) = self
+            .latest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        else {
             return;
         };
         if sent.is_some_and(|last| p.done <= last) {

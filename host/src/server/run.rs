@@ -69,7 +69,10 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
     if !options.stdio && options.http.is_none() {
         return Err(ServeError::NoTransport);
     }
-    let shared = Arc::new(Shared::new(pipeline.clone(), options.server.request_timeout));
+    let shared = Arc::new(Shared::new(
+        pipeline.clone(),
+        options.server.request_timeout,
+    ));
     let stop = CancellationToken::new();
     let mcp_stop = CancellationToken::new();
     let watch_stop = CancellationToken::new();
@@ -105,7 +108,9 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
             let listener = TcpListener::bind(addr)
                 .await
                 .map_err(|source| ServeError::Bind { addr, source })?;
-            let local = listener.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
+            let local = listener
+                .local_addr()
+                .map_err(|source| ServeError::Bind { addr, source })?;
             // On stderr: the one line a person starting the daemon needs (and tests read the port from).
             eprintln!("toolhost: serving {tools} tools over MCP at http://{local}/mcp");
             let app = http::app(shared.clone(), &options.server, mcp_stop.clone());
@@ -125,7 +130,10 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
         let alone = options.http.is_none();
         tracing::info!("serving {tools} tools over MCP on stdio");
         tokio::spawn(async move {
-            match server.serve_with_ct(rmcp::transport::stdio_pipes(), ct).await {
+            match server
+                .serve_with_ct(rmcp::transport::stdio_pipes(), ct)
+                .await
+            {
                 Ok(running) => {
                     let _ = running.waiting().await;
                 }
@@ -172,8 +180,15 @@ async fn drain(shared: &Shared, grace: Duration) -> bool {
     if running == 0 {
         return false;
     }
-    tracing::info!(running, "waiting up to {} ms for calls in flight", grace.as_millis());
-    if tokio::time::timeout(grace, shared.in_flight.idle()).await.is_ok() {
+    tracing::info!(
+        running,
+        "waiting up to {} ms for calls in flight",
+        grace.as_millis()
+    );
+    if tokio::time::timeout(grace, shared.in_flight.idle())
+        .await
+        .is_ok()
+    {
         return true;
     }
     tracing::warn!(
@@ -181,7 +196,10 @@ async fn drain(shared: &Shared, grace: Duration) -> bool {
         "calls still running after the shutdown grace period; cancelling them"
     );
     shared.calls.cancel();
-    if tokio::time::timeout(CANCEL_WAIT, shared.in_flight.idle()).await.is_err() {
+    if tokio::time::timeout(CANCEL_WAIT, shared.in_flight.idle())
+        .await
+        .is_err()
+    {
         tracing::error!(
             running = shared.in_flight.count(),
             "calls did not stop after cancellation; their audit records may be missing"

