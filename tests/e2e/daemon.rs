@@ -300,11 +300,6 @@ impl Daemon {
         self.child.id()
     }
 
-    /// Whether the process is still running.
-    pub(crate) fn is_running(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
-    }
-
     /// Close stdin and wait (bounded) for the daemon to exit; asserts stdout carried only JSON-RPC.
     pub(crate) fn stop(mut self) -> ExitStatus {
         drop(self.stdin.take());

@@ -43,7 +43,7 @@ fn call_for(k: usize, hostile_percent: usize) -> (&'static str, Value, bool) {
             3 => ("recurse", json!({}), true),
             _ => ("sleep", json!({ "ms": 60_000 }), true),
         }
-    } else if k % 2 == 0 {
+    } else if k.is_multiple_of(2) {
         ("echo", json!({ "text": format!("call {k}") }), false)
     } else {
         ("calc", json!({ "op": "add", "a": k, "b": 1 }), false)

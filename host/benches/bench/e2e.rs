@@ -422,10 +422,10 @@ async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), S
         t_scale >= 0.9 * n_scale,
     );
     for (_, pool, _, _) in servers {
-        if let Pool::Stdio(c) = pool {
-            if let Ok(c) = Arc::try_unwrap(c) {
-                c.close().await;
-            }
+        if let Pool::Stdio(c) = pool
+            && let Ok(c) = Arc::try_unwrap(c)
+        {
+            c.close().await;
         }
     }
     for s in keep {

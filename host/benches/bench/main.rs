@@ -172,10 +172,10 @@ fn main() -> ExitCode {
         Ok::<(), String>(())
     });
     report.finish(started.elapsed());
-    if let Some(path) = &options.json {
-        if let Err(e) = std::fs::write(path, report.to_json()) {
-            eprintln!("bench: cannot write {}: {e}", path.display());
-        }
+    if let Some(path) = &options.json
+        && let Err(e) = std::fs::write(path, report.to_json())
+    {
+        eprintln!("bench: cannot write {}: {e}", path.display());
     }
     match result {
         Ok(()) => ExitCode::SUCCESS,

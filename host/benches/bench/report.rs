@@ -62,7 +62,6 @@ pub(crate) struct Row {
     unit: &'static str,
     values: Vec<f64>,
     baseline: Option<(String, Vec<f64>)>,
-    note: String,
 }
 
 impl Row {
@@ -72,18 +71,12 @@ impl Row {
             unit,
             values,
             baseline: None,
-            note: String::new(),
         }
     }
 
     /// Compare with `baseline`, round by round: the ratio column is value / baseline.
     pub(crate) fn vs(mut self, name: impl Into<String>, baseline: Vec<f64>) -> Self {
         self.baseline = Some((name.into(), baseline));
-        self
-    }
-
-    pub(crate) fn note(mut self, note: impl Into<String>) -> Self {
-        self.note = note.into();
         self
     }
 
@@ -213,11 +206,7 @@ impl Report {
                 }
                 _ => ("".into(), "".into()),
             };
-            let label = if r.note.is_empty() {
-                r.label.clone()
-            } else {
-                format!("{} ({})", r.label, r.note)
-            };
+            let label = &r.label;
             println!(
                 "| {label} | {} | **{}** | {} | {} | {base} | {ratio} |",
                 fmt(s.min),
@@ -273,7 +262,7 @@ impl Report {
                     .map(|r| {
                         let v = Spread::of(&r.values);
                         let mut row = json!({
-                            "figure": r.label, "unit": r.unit, "note": r.note, "values": r.values,
+                            "figure": r.label, "unit": r.unit, "values": r.values,
                             "min": v.min, "median": v.median, "max": v.max,
                         });
                         if let (Some((name, b)), Some(q)) = (&r.baseline, r.ratios()) {

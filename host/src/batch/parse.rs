@@ -383,7 +383,14 @@ mod tests {
         parse(&v, FormatChoice::Auto).unwrap()
     }
 
-    fn summary(b: &Batch) -> Vec<(Option<&str>, Option<&str>, Result<&Value, &CallError>)> {
+    /// (id, name, input) of every call.
+    type Summary<'a> = (
+        Option<&'a str>,
+        Option<&'a str>,
+        Result<&'a Value, &'a CallError>,
+    );
+
+    fn summary(b: &Batch) -> Vec<Summary<'_>> {
         b.calls
             .iter()
             .map(|c| (c.id.as_deref(), c.name.as_deref(), c.input.as_ref()))

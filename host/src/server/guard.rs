@@ -159,10 +159,11 @@ impl Guard {
     }
 
     fn origin_allowed(&self, o: &Origin) -> bool {
-        if let Origin::Tuple { scheme, host, .. } = o {
-            if (scheme == "http" || scheme == "https") && LOOPBACK_HOSTS.contains(&host.as_str()) {
-                return true;
-            }
+        if let Origin::Tuple { scheme, host, .. } = o
+            && (scheme == "http" || scheme == "https")
+            && LOOPBACK_HOSTS.contains(&host.as_str())
+        {
+            return true;
         }
         self.origins.contains(o)
     }

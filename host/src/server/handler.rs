@@ -359,12 +359,11 @@ impl ServerHandler for McpServer {
                     if changed.is_err() {
                         return Ok(());
                     }
-                    if wants_tools {
-                        if let Err(e) = context.sink().notify_tool_list_changed().await {
+                    if wants_tools
+                        && let Err(e) = context.sink().notify_tool_list_changed().await {
                             tracing::debug!("subscription gone, list_changed not delivered: {e}");
                             return Ok(());
                         }
-                    }
                 }
             }
         }

@@ -207,13 +207,16 @@ async fn health(State(shared): State<Arc<Shared>>) -> Response {
     (status, Json(body)).into_response()
 }
 
+/// A gauge for `/metrics`: name, help text, and (labels, value) samples.
+type Gauge = (&'static str, &'static str, Vec<(&'static str, usize)>);
+
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
     let mut text = shared.pipeline.stats().render_prometheus();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
     let (loaded, rejected) = plugin_counts(&shared);
-    let gauges: [(&str, &str, Vec<(&str, usize)>); 4] = [
+    let gauges: [Gauge; 4] = [
         (
             "toolhost_calls_running",
             "Tool calls executing in the sandbox now.",

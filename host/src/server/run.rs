@@ -164,10 +164,10 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
             Err(_) => tracing::warn!("HTTP connections still open after shutdown; closing them"),
         }
     }
-    if let Some(task) = stdio_task {
-        if tokio::time::timeout(CLOSE_WAIT, task).await.is_err() {
-            tracing::warn!("the stdio session did not close in time");
-        }
+    if let Some(task) = stdio_task
+        && tokio::time::timeout(CLOSE_WAIT, task).await.is_err()
+    {
+        tracing::warn!("the stdio session did not close in time");
     }
     result
 }

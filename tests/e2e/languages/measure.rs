@@ -69,14 +69,15 @@ fn subjects(work: &Path) -> Vec<Subject> {
     out
 }
 
-fn ms(d: Duration) -> String {
-    let ms = d.as_secs_f64() * 1000.0;
-    if ms >= 100.0 {
-        format!("{ms:.0}")
-    } else if ms >= 1.0 {
-        format!("{ms:.1}")
-    } else {
-        format!("{ms:.2}")
+/// A duration with a unit that keeps two or three significant digits: "64 s", "239 ms", "12 µs".
+fn human(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    match us {
+        _ if us >= 10e6 => format!("{:.0} s", us / 1e6),
+        _ if us >= 1e6 => format!("{:.1} s", us / 1e6),
+        _ if us >= 100e3 => format!("{:.0} ms", us / 1e3),
+        _ if us >= 1e3 => format!("{:.1} ms", us / 1e3),
+        _ => format!("{us:.0} µs"),
     }
 }
 
@@ -185,15 +186,15 @@ async fn measure_language_costs() {
         let (inst_demand, _, _) = run_calls(&on_demand, &plugin, &s, &grants).await;
 
         table.push_str(&format!(
-            "| {} | `{}` | {:.1} MB | {} ms | {} ms | {} ms | {} ms | {} ms | {} |\n",
+            "| {} | `{}` | {:.1} MB | {} | {} | {} | {} | {} | {} |\n",
             s.lang,
             s.tool,
             bytes.len() as f64 / 1e6,
-            ms(compile),
-            ms(cached),
-            ms(inst_pool),
-            ms(inst_demand),
-            ms(call),
+            human(compile),
+            human(cached),
+            human(inst_pool),
+            human(inst_demand),
+            human(call),
             fuel
         ));
     }

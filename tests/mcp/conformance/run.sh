@@ -45,6 +45,8 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$work/plugins" "$out/results"
 cp "$out/wasm32-wasip2/release/conformance.wasm" "$work/plugins/"
+# test_trigger_tool_change renames this spare copy in and out of the folder: hot reload does the rest.
+cp "$out/wasm32-wasip2/release/conformance.wasm" "$work/plugins/spare.wasm.off"
 cat > "$work/toolhost.toml" <<'EOF'
 plugins-dir = "plugins"
 
@@ -55,6 +57,12 @@ path = "audit.jsonl"
 mode = "bypass"
 # The suite's input-required scenarios meet toolhost's only input request: the approval of an `ask`.
 ask = ["test_input_required_result_*", "test_streaming_elicitation"]
+
+[plugins.conformance]
+dirs = [{ host = "plugins", mode = "rw" }]
+
+[plugins.spare]
+prefix = "spare_"
 EOF
 
 "$bin" --config "$work/toolhost.toml" serve --http 127.0.0.1:0 2> "$work/daemon.log" &

@@ -75,14 +75,14 @@ where
         if this.ended {
             return Poll::Ready(None);
         }
-        if let Some((sleep, timeout)) = &mut this.deadline {
-            if sleep.as_mut().poll(cx).is_ready() {
-                let e = NetError::Timeout {
-                    target: this.target.clone(),
-                    ms: timeout.as_millis() as u64,
-                };
-                return this.fail(e);
-            }
+        if let Some((sleep, timeout)) = &mut this.deadline
+            && sleep.as_mut().poll(cx).is_ready()
+        {
+            let e = NetError::Timeout {
+                target: this.target.clone(),
+                ms: timeout.as_millis() as u64,
+            };
+            return this.fail(e);
         }
         match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
             None => {

@@ -295,12 +295,12 @@ impl Plan {
             guest.connect_timeout,
         );
 
-        if let Some(n) = content_length(req.headers()) {
-            if n > limits.max_request_bytes {
-                return Err(NetError::RequestTooLarge {
-                    limit: limits.max_request_bytes,
-                });
-            }
+        if let Some(n) = content_length(req.headers())
+            && n > limits.max_request_bytes
+        {
+            return Err(NetError::RequestTooLarge {
+                limit: limits.max_request_bytes,
+            });
         }
         self.rewrite(&mut req);
         let req = req.map(|b| {
@@ -358,14 +358,14 @@ impl Plan {
             })??;
 
         let (parts, incoming) = res.into_parts();
-        if let Some(n) = content_length(&parts.headers) {
-            if n > limits.max_response_bytes {
-                return Err(NetError::ResponseTooLarge {
-                    target,
-                    declared: Some(n),
-                    limit: limits.max_response_bytes,
-                });
-            }
+        if let Some(n) = content_length(&parts.headers)
+            && n > limits.max_response_bytes
+        {
+            return Err(NetError::ResponseTooLarge {
+                target,
+                declared: Some(n),
+                limit: limits.max_response_bytes,
+            });
         }
         let body = Guarded::new(
             incoming,

@@ -1,7 +1,8 @@
 //! The tools the MCP conformance suite (`@modelcontextprotocol/conformance`) calls, as far as a
 //! toolhost plugin can provide them: text results, a failing tool, progress, logging, a JSON Schema
-//! 2020-12 input schema, and tools that the test configuration guards with an `ask` rule so that the
-//! suite meets toolhost's approval round trip (the only input request toolhost makes).
+//! 2020-12 input schema, a tool that changes the tool list through hot reload, and tools that the
+//! test configuration guards with an `ask` rule so that the suite meets toolhost's approval round
+//! trip (the only input request toolhost makes).
 
 wit_bindgen::generate!({
     path: "../../../../wit",
@@ -65,6 +66,12 @@ impl Guest for Conformance {
             spec("test_error_handling", "Always fail.", none.clone()),
             spec("test_tool_with_progress", "Report progress 0, 50 and 100 of 100.", none.clone()),
             spec("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", schema_2020_12),
+            spec(
+                "test_trigger_tool_change",
+                "Add or remove the spare plugin in the plugins folder (granted to this plugin in the test \
+                 configuration), so that hot reload changes the tool list.",
+                none.clone(),
+            ),
             spec("test_logging_tool", "Write log lines through the host (never to the client).", none.clone()),
             spec(
                 "test_streaming_elicitation",
@@ -100,6 +107,16 @@ impl Guest for Conformance {
                 text("Progress reported.")
             }
             "json_schema_2020_12_tool" => text("ok"),
+            "test_trigger_tool_change" => {
+                let (from, to) = if std::fs::metadata("spare.wasm").is_ok() {
+                    ("spare.wasm", "spare.wasm.off")
+                } else {
+                    ("spare.wasm.off", "spare.wasm")
+                };
+                std::fs::rename(from, to)
+                    .map_err(|e| ToolError::Failed(format!("cannot rename {from} to {to}: {e}")))?;
+                text(&format!("renamed {from} to {to}"))
+            }
             "test_logging_tool" => {
                 for level in [host::LogLevel::Info, host::LogLevel::Warn, host::LogLevel::Error] {
                     host::log(level, "a log line for the host's log, not for the client");
