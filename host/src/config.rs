@@ -147,6 +147,11 @@ pub struct RawServer {
     pub max_body_kb: Option<u64>,
     /// Longest time one HTTP request may take, in ms.
     pub request_timeout_ms: Option<u64>,
+    /// Longest time a client may take to send a request head (and an MCP request's body), and to
+    /// keep an idle connection open, in ms.
+    pub read_timeout_ms: Option<u64>,
+    /// HTTP connections open at once; more wait to be accepted.
+    pub max_connections: Option<usize>,
     /// Calls running at once; more are answered "busy".
     pub max_concurrent_calls: Option<usize>,
     /// How long shutdown waits for calls in flight, in ms.
@@ -242,6 +247,10 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Longest time an HTTP request may take.
     pub request_timeout: Duration,
+    /// Longest time to send a request head (and an MCP body), or to stay idle between requests.
+    pub read_timeout: Duration,
+    /// HTTP connections open at once.
+    pub max_connections: usize,
     /// Calls running at once.
     pub max_concurrent_calls: usize,
     /// Shutdown grace period.
@@ -663,6 +672,13 @@ fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerConfig, Config
             "must be greater than 0",
         ));
     }
+    let max_connections = raw.max_connections.unwrap_or(4096);
+    if max_connections == 0 {
+        return Err(invalid("server.max-connections", "must be greater than 0"));
+    }
+    if raw.read_timeout_ms == Some(0) {
+        return Err(invalid("server.read-timeout-ms", "must be greater than 0"));
+    }
     Ok(ServerConfig {
         http,
         allowed_origins: raw.allowed_origins.clone(),
@@ -670,6 +686,8 @@ fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerConfig, Config
         token,
         max_body_bytes: (raw.max_body_kb.unwrap_or(4096) as usize) << 10,
         request_timeout: Duration::from_millis(raw.request_timeout_ms.unwrap_or(300_000)),
+        read_timeout: Duration::from_millis(raw.read_timeout_ms.unwrap_or(30_000)),
+        max_connections,
         max_concurrent_calls,
         shutdown_grace: Duration::from_millis(raw.shutdown_grace_ms.unwrap_or(5_000)),
     })

@@ -16,6 +16,12 @@ fn main() -> ExitCode {
             EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
         )
         .init();
+    // Files plugins open and HTTP connections are all the daemon's own descriptors, and a soft limit
+    // of 1024 is common: take what the hard limit allows (each call is capped by the sandbox).
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(n) => tracing::debug!("open-files limit: {n}"),
+        Err(e) => tracing::warn!("cannot raise the open-files limit: {e}"),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -109,7 +109,8 @@ fn one_daemon_outlives_every_limit_a_plugin_can_hit() {
         "exit",
         json!({ "code": 3 }),
         "trap",
-        "exit status 3",
+        // WASI 0.2's exit carries success or failure only: any non-zero code arrives as 1.
+        "the plugin called exit with exit status 1",
     );
     attack(
         &mut d,
@@ -211,33 +212,45 @@ fn a_huge_argument_into_a_host_import_is_cut_and_a_log_flood_is_capped() {
 }
 
 #[test]
-fn hundreds_of_megabytes_of_result_are_cut_to_the_output_cap() {
+fn hundreds_of_megabytes_of_result_are_cut_to_the_output_cap_or_refused() {
     let env = env_with("timeout-ms = 60000, memory-mb = 1024");
     let mut d = Daemon::start(&env, &["--no-watch"]);
+    // Under the host's transfer bound (128 MiB): copied out, then cut to the output cap.
     let o = d.call(
         "big_output",
-        json!({ "bytes": 300_000_000, "fill": "é€🦀" }),
+        json!({ "bytes": 100_000_000, "fill": "é€🦀" }),
     );
     o.assert_ok();
     let text = o.text();
     assert!(text.len() < (256 << 10) + 400, "{} bytes", text.len());
+    let tail: String = text
+        .chars()
+        .rev()
+        .take(200)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     assert!(
         text.contains("[output truncated: showing the first 262"),
-        "{}",
-        &text[text.len() - 300..]
+        "{tail}"
     );
-    assert!(
-        text.contains(" of 300000000 bytes ("),
-        "{}",
-        &text[text.len() - 300..]
-    );
+    assert!(text.contains(" of 100000000 bytes ("), "{tail}");
     let r = audited(&env, &o);
     assert_eq!(r["truncated"], true, "{r}");
     assert!(
-        r["peak_memory_bytes"].as_u64().unwrap() >= 300_000_000,
+        r["peak_memory_bytes"].as_u64().unwrap() >= 100_000_000,
         "{r}"
     );
-    still_serving(&mut d, &env, "big_output");
+    // Over it: the host refuses to allocate that much on the guest's behalf, and says so.
+    attack(
+        &mut d,
+        &env,
+        "big_output",
+        json!({ "bytes": 300_000_000, "fill": "é€🦀" }),
+        "trap",
+        "more than 128 MiB in one value",
+    );
     assert!(d.stop().success());
 }
 
@@ -494,8 +507,9 @@ fn filling_the_disk_of_a_grant_is_a_clear_error_and_the_daemon_stays_healthy() {
     };
     let mut d = Daemon::start(&env, &["--no-watch"]);
     let o = d.call("fill", json!({ "path": "big.bin" }));
+    // The guest's own report: wasi-libc turns the host's "no space" on a stream write into EIO.
     o.assert_error("tool_failed", "Tool 'fill' failed: fill 'big.bin': wrote ");
-    assert!(o.text().to_lowercase().contains("no space"), "{}", o.text());
+    assert!(o.text().contains("I/O error"), "{}", o.text());
     let r = audited(&env, &o);
     assert_eq!(r["decision"]["kind"], "allowed", "{r}");
     still_serving(&mut d, &env, "a full disk");
@@ -522,17 +536,9 @@ fn thousands_of_open_handles_are_released_with_the_call() {
     let env = env_with("timeout-ms = 30000");
     std::fs::write(env.work().join("f.txt"), "content").unwrap();
     let mut d = Daemon::start(&env, &["--no-watch"]);
+    // Past the sandbox's 1024 handles per call: stopped with the reason, never the daemon's problem.
     let o = d.call("open_many", json!({ "path": "f.txt", "count": 5000 }));
-    o.assert_ok();
-    let opened = o.structured()["opened"].as_u64().unwrap();
-    // Under a low `ulimit -n` the guest gets an error, not the daemon.
-    if opened < 5000 {
-        let error = o.structured()["error"]
-            .as_str()
-            .unwrap_or_default()
-            .to_lowercase();
-        assert!(error.contains("too many open files"), "{}", o.result);
-    }
+    o.assert_error("trap", "held more than 1024 handles");
     audited(&env, &o);
     for _ in 0..3 {
         let o = d.call("read", json!({ "path": "f.txt" }));
@@ -651,7 +657,7 @@ fn broken_plugins_dropped_into_a_live_daemon_are_rejected_while_it_serves() {
     let log = d.stderr();
     for (plugin, reason) in [
         ("describe_spins", "describe timed out after 300 ms"),
-        ("huge_memory", "memory limit"),
+        ("huge_memory", "exceeds the limit"),
         ("many_memories", "memor"),
         ("many_tables", "table"),
         ("huge_table", "table"),
@@ -672,9 +678,10 @@ fn a_guest_holding_every_handle_it_can_open_does_not_starve_other_calls() {
     std::fs::write(env.work().join("f.txt"), "content").unwrap();
     let mut d = Daemon::start(&env, &["--no-watch"]);
     let hog = d.id();
+    // A call may hold 1024 handles (the preopen is one): the hog takes all it may and sits on them.
     d.send(&json!({
         "jsonrpc": "2.0", "id": hog, "method": "tools/call",
-        "params": { "name": "open_many", "arguments": { "path": "f.txt", "count": 1_000_000, "hold_ms": 3000 } }
+        "params": { "name": "open_many", "arguments": { "path": "f.txt", "count": 1000, "hold_ms": 3000 } }
     }));
     std::thread::sleep(Duration::from_millis(1500));
     // While the hog holds its handles, another call with a grant, and one without, still run.
@@ -685,6 +692,7 @@ fn a_guest_holding_every_handle_it_can_open_does_not_starve_other_calls() {
         result: d.answer(hog)["result"].clone(),
     };
     hogged.assert_ok();
+    assert_eq!(hogged.structured()["opened"], 1000, "{}", hogged.text());
     audited(&env, &hogged);
     read.assert_ok();
     assert_eq!(read.text(), "content");

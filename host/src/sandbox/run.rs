@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{ResourceTable, ResourceTableError};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::exports::toolhost::plugin::tool::ToolError;
@@ -204,7 +204,11 @@ impl Sandbox {
         let (http, net) = build_http(name, grants);
         let state = State {
             wasi,
-            table: ResourceTable::new(),
+            table: {
+                let mut table = ResourceTable::new();
+                table.set_max_capacity(MAX_HANDLES);
+                table
+            },
             limiter: MemoryLimiter::new(limits.memory_bytes),
             progress,
             plugin: name.to_string(),
@@ -215,6 +219,7 @@ impl Sandbox {
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
+        store.set_hostcall_fuel(MAX_TRANSFER);
         let fuel = limits.fuel;
         let setup = store.set_fuel(fuel);
         let deadline = started + limits.timeout;
@@ -268,6 +273,15 @@ impl Sandbox {
     }
 }
 
+/// The most the host copies out of a guest in one value (a result, or an argument to a host call):
+/// the host allocates what it copies, so a guest must not be able to make it allocate without bound.
+/// Results under it are cut to the output cap afterwards; above it the call fails.
+const MAX_TRANSFER: usize = 128 << 20;
+
+/// The most handles (open files, streams, pollables, HTTP requests) one call may hold at once. Open
+/// files are the daemon's own descriptors, shared by every call: one call must not exhaust them.
+const MAX_HANDLES: usize = 1024;
+
 /// Map a wasmtime error to the reason a model and an operator can act on.
 fn classify(e: &wasmtime::Error, limits: &Limits, fuel: u64) -> RunError {
     if let Some(hit) = e.downcast_ref::<MemoryLimitHit>() {
@@ -275,6 +289,26 @@ fn classify(e: &wasmtime::Error, limits: &Limits, fuel: u64) -> RunError {
             limit: hit.limit,
             wanted: hit.wanted,
         };
+    }
+    if let Some(wasmtime_wasi::I32Exit(code)) = e.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        return RunError::Trap(format!(
+            "the plugin called exit with exit status {code} instead of returning a result"
+        ));
+    }
+    if let Some(ResourceTableError::Full) = e.downcast_ref::<ResourceTableError>() {
+        return RunError::Trap(format!(
+            "the plugin held more than {MAX_HANDLES} handles (open files, streams, pollables) at once"
+        ));
+    }
+    // The root cause, not the whole chain: wasmtime wraps it in a multi-line wasm backtrace.
+    let cause = e.root_cause().to_string();
+    // wasmtime's error for this is private: its message is all there is to know it by.
+    if cause.contains("fuel allocated for hostcalls has been exhausted") {
+        return RunError::Trap(format!(
+            "the plugin tried to hand the host more than {} MiB in one value (a result or an argument \
+             to a host call); the host refuses transfers that large",
+            MAX_TRANSFER >> 20
+        ));
     }
     match e.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => RunError::OutOfFuel(fuel),
@@ -285,7 +319,7 @@ fn classify(e: &wasmtime::Error, limits: &Limits, fuel: u64) -> RunError {
             "out of bounds memory access (in Rust or C plugins, usually a stack overflow from deep recursion)".into(),
         ),
         Some(t) => RunError::Trap(t.to_string()),
-        None => RunError::Trap(first_line(&format!("{e:#}"))),
+        None => RunError::Trap(first_line(&cause)),
     }
 }
 

@@ -216,7 +216,13 @@ impl McpServer {
             }
         };
         if let Some(r) = &relay {
-            r.flush().await;
+            // The pump may be part-way through a send, holding the relay's send lock: keep driving
+            // it while the last report goes out, or each would wait for the other forever.
+            tokio::select! {
+                biased;
+                () = r.flush() => {}
+                () = &mut pump => {}
+            }
         }
         if timed_out && !abandoned && outcome.error_kind == Some(ErrorKind::Cancelled) {
             let limit = self.call_deadline.unwrap_or_default().as_secs_f64();

@@ -72,7 +72,10 @@ pub(crate) fn app(
     let mcp = Router::new()
         .route_service("/mcp", mcp)
         .route_layer(middleware::from_fn_with_state(
-            config.max_body_bytes,
+            BodyLimits {
+                bytes: config.max_body_bytes,
+                time: config.read_timeout,
+            },
             json_rpc_errors,
         ));
     Router::new()
@@ -106,11 +109,23 @@ async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) ->
     }
 }
 
+/// How much of an MCP request body is read, and for how long.
+#[derive(Clone, Copy)]
+struct BodyLimits {
+    bytes: usize,
+    time: Duration,
+}
+
 /// rmcp answers a JSON POST whose body is not a JSON-RPC message with 415 and plain text; MCP asks
 /// for 400 with a JSON-RPC error without id: -32700 when the body is not JSON, -32600 when it is
-/// JSON but not a message. The body is read here (within the same limit rmcp applies) so that it
-/// can be told which; every other answer of rmcp passes unchanged.
-async fn json_rpc_errors(State(limit): State<usize>, request: Request, next: Next) -> Response {
+/// JSON but not a message. The body is read here (within the same size limit rmcp applies, and a
+/// time limit, so that a client trickling its body cannot hold the request open) so that it can
+/// be told which; every other answer of rmcp passes unchanged.
+async fn json_rpc_errors(
+    State(BodyLimits { bytes: limit, time }): State<BodyLimits>,
+    request: Request,
+    next: Next,
+) -> Response {
     let essence = |v: &str| {
         v.split(';')
             .next()
@@ -128,9 +143,16 @@ async fn json_rpc_errors(State(limit): State<usize>, request: Request, next: Nex
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, limit).await {
-        Ok(bytes) => bytes,
-        Err(e) => {
+    let bytes = match tokio::time::timeout(time, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => bytes,
+        Err(_) => {
+            let text = format!(
+                "Request Timeout: the body did not arrive within {} ms",
+                time.as_millis()
+            );
+            return (StatusCode::REQUEST_TIMEOUT, text).into_response();
+        }
+        Ok(Err(e)) => {
             let too_large = std::error::Error::source(&e)
                 .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
             return if too_large {

@@ -16,6 +16,7 @@ pub mod batch;
 mod guard;
 mod handler;
 mod http;
+mod listener;
 mod listing;
 mod outcome;
 mod progress;

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::handler::McpServer;
 use super::http;
+use super::listener::{self, ConnLimits};
 use super::shared::Shared;
 use crate::config::ServerConfig;
 use crate::exec::Pipeline;
@@ -53,9 +54,6 @@ pub enum ServeError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// The HTTP server failed while running.
-    #[error("the HTTP server failed: {0}")]
-    Http(std::io::Error),
     /// Signal handlers cannot be installed.
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
@@ -114,12 +112,16 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
             // On stderr: the one line a person starting the daemon needs (and tests read the port from).
             eprintln!("toolhost: serving {tools} tools over MCP at http://{local}/mcp");
             let app = http::app(shared.clone(), &options.server, mcp_stop.clone());
-            let stop = stop.clone();
-            Some(tokio::spawn(async move {
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(stop.cancelled_owned())
-                    .await
-            }))
+            let limits = ConnLimits {
+                read_timeout: options.server.read_timeout,
+                max_connections: options.server.max_connections,
+            };
+            Some(tokio::spawn(listener::serve(
+                listener,
+                app,
+                limits,
+                stop.clone(),
+            )))
         }
     };
 
@@ -155,11 +157,9 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
     }
     mcp_stop.cancel();
 
-    let mut result = Ok(());
     if let Some(task) = http_task {
         match tokio::time::timeout(CLOSE_WAIT, task).await {
-            Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(e))) => result = Err(ServeError::Http(e)),
+            Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!("the HTTP server task failed: {e}"),
             Err(_) => tracing::warn!("HTTP connections still open after shutdown; closing them"),
         }
@@ -169,7 +169,7 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
     {
         tracing::warn!("the stdio session did not close in time");
     }
-    result
+    Ok(())
 }
 
 /// Refuse new calls, give the running ones `grace` to finish, then cancel what is left.
