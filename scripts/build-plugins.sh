@@ -60,8 +60,8 @@ echo "build-plugins: $(( SECONDS - start ))s; plugins/: ${summary[*]:0:${#exampl
 # Install the toolchains with scripts/toolchains.sh. A language asked for by --langs/TOOLHOST_LANGS must
 # build; by default a language whose toolchain is missing is reported SKIPPED and the rest go on.
 # Cost on 2 cores: python 20-25 s, js 25-40 s, c 2 s, go 10-25 s (first build). Loading costs too: the
-# host compiles a Python or JS component in 12-14 s on first load (then the compile cache loads it in
-# milliseconds), a Go one in about 3 s.
+# host compiles a Python or JS component in 15-20 s on first load (then the compile cache loads it in
+# about 150 ms), a Go one in about 6 s; plugins/README.md has the measured table.
 strict=1
 [ -z "$langs" ] && { langs=python,js,c,go; strict=0; }
 [ "$langs" = none ] && langs=""

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test on a fresh machine: installs what it needs, builds the plugins and the host once,
-# then runs the Rust tests (unit + end-to-end) and the tests with real MCP clients.
+# then runs the Rust tests (unit + end-to-end), the tests with real MCP clients and the MCP
+# conformance suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,3 +17,6 @@ cargo test --release --locked
 if [ -x tests/mcp/run.sh ]; then
   tests/mcp/run.sh
 fi
+# The MCP conformance suite over HTTP, against tests/mcp/conformance/expected-failures.yaml: about 30 s,
+# plus 1-2 min on first use (Node 22 and the suite from npm, the conformance plugin).
+tests/mcp/conformance/run.sh

@@ -72,8 +72,13 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # One compile cache for the whole session: each plugin is compiled once.
-    return tmp_path_factory.mktemp("cache")
+    # One compile cache for the whole session, filled here (`toolhost list` loads every plugin) before
+    # any client connects: compiling the plugins cold takes 5-11 s on two busy cores, and the client's
+    # server/discover probe gives up after 10 s and falls back to the 2025-11-25 handshake.
+    cache = tmp_path_factory.mktemp("cache")
+    warm = Workspace(tmp_path_factory.mktemp("warm"), cache)
+    subprocess.run([str(BINARY), "--config", str(warm.config), "list"], check=True, capture_output=True)
+    return cache
 
 
 class Workspace:

@@ -62,17 +62,33 @@ impl Guest for Conformance {
             "additionalProperties": false
         });
         vec![
-            spec("test_simple_text", "Return a simple text response.", none.clone()),
+            spec(
+                "test_simple_text",
+                "Return a simple text response.",
+                none.clone(),
+            ),
             spec("test_error_handling", "Always fail.", none.clone()),
-            spec("test_tool_with_progress", "Report progress 0, 50 and 100 of 100.", none.clone()),
-            spec("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", schema_2020_12),
+            spec(
+                "test_tool_with_progress",
+                "Report progress 0, 50 and 100 of 100.",
+                none.clone(),
+            ),
+            spec(
+                "json_schema_2020_12_tool",
+                "Tool with JSON Schema 2020-12 features",
+                schema_2020_12,
+            ),
             spec(
                 "test_trigger_tool_change",
                 "Add or remove the spare plugin in the plugins folder (granted to this plugin in the test \
                  configuration), so that hot reload changes the tool list.",
                 none.clone(),
             ),
-            spec("test_logging_tool", "Write log lines through the host (never to the client).", none.clone()),
+            spec(
+                "test_logging_tool",
+                "Write log lines through the host (never to the client).",
+                none.clone(),
+            ),
             spec(
                 "test_streaming_elicitation",
                 "Needs approval (an `ask` rule in the test configuration).",
@@ -118,7 +134,11 @@ impl Guest for Conformance {
                 text(&format!("renamed {from} to {to}"))
             }
             "test_logging_tool" => {
-                for level in [host::LogLevel::Info, host::LogLevel::Warn, host::LogLevel::Error] {
+                for level in [
+                    host::LogLevel::Info,
+                    host::LogLevel::Warn,
+                    host::LogLevel::Error,
+                ] {
                     host::log(level, "a log line for the host's log, not for the client");
                 }
                 text("Logged.")
