@@ -31,4 +31,5 @@ for need in "$bin" "$root/plugins/echo.wasm" "$root/target/fixtures/hostile.wasm
 done
 
 cd "$root/tests/mcp"
-exec "$venv/bin/python" -m pytest -p no:cacheprovider "$@"
+# A hang must fail the run, not eat CI's time: the whole suite takes a few minutes.
+exec timeout --kill-after=10 "${TOOLHOST_MCP_TIMEOUT:-1200}" "$venv/bin/python" -m pytest -p no:cacheprovider "$@"
