@@ -24,22 +24,6 @@ use crate::harness::{Env, root};
 /// The hostile fixture, allowed everything, with a read-write `work/` as its `.`.
 const HOSTILE: &str = "[permissions]\nmode = \"bypass\"\n[plugins.hostile]\ndirs = [{ host = \"work\", mode = \"rw\" }]\n";
 
-fn config(env: &Env) -> Config {
-    let text = std::fs::read_to_string(env.path().join("toolhost.toml")).unwrap();
-    let raw: RawConfig = toml::from_str(&text).unwrap();
-    Config::from_raw(raw, env.path(), &Overrides::default()).unwrap()
-}
-
-async fn pipeline(env: &Env) -> Arc<Pipeline> {
-    let config = config(env);
-    let sandbox = Sandbox::new(&config.engine_options()).unwrap();
-    let audit = AuditLog::open(config.audit_path.as_ref().unwrap(), config.audit.clone()).unwrap();
-    let registry = Registry::open(Arc::new(sandbox), Arc::new(config))
-        .await
-        .unwrap();
-    Arc::new(Pipeline::new(Arc::new(registry), audit, 64))
-}
-
 /// An Anthropic assistant message with one `tool_use` per (id, tool, input).
 fn anthropic(calls: &[(&str, &str, Value)]) -> Value {
     let blocks: Vec<Value> = calls
@@ -149,7 +133,7 @@ fn read_golden(name: &str) -> Value {
 #[tokio::test]
 async fn answers_each_format_as_its_golden_file() {
     let env = Env::new(&["echo", "math"], "");
-    let p = pipeline(&env).await;
+    let p = Arc::new(env.pipeline(64).await);
     for format in Format::ALL {
         let input = read_golden(&format!("{format}.input.json"));
         let report = run(&p, &input).await;
@@ -166,7 +150,7 @@ async fn answers_each_format_as_its_golden_file() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_first_call_still_comes_first() {
     let env = Env::new(&["echo", "hostile"], HOSTILE);
-    let p = pipeline(&env).await;
+    let p = Arc::new(env.pipeline(64).await);
     let message = anthropic(&[
         ("slow", "sleep", json!({ "ms": 600 })),
         ("fast1", "echo", json!({ "text": "a" })),
@@ -197,7 +181,7 @@ async fn a_slow_first_call_still_comes_first() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_only_calls_overlap_and_writes_overlap_nothing() {
     let env = Env::new(&["hostile"], HOSTILE);
-    let p = pipeline(&env).await;
+    let p = Arc::new(env.pipeline(64).await);
     let sleep = || json!({ "ms": 300 });
     let message = anthropic(&[
         ("r0", "sleep", sleep()),
@@ -244,7 +228,7 @@ async fn read_only_calls_overlap_and_writes_overlap_nothing() {
 #[tokio::test]
 async fn the_concurrency_limit_caps_each_group() {
     let env = Env::new(&["hostile"], HOSTILE);
-    let p = pipeline(&env).await;
+    let p = Arc::new(env.pipeline(64).await);
     let calls: Vec<(String, Value)> = (0..4)
         .map(|i| (format!("s{i}"), json!({ "ms": 250 })))
         .collect();
@@ -279,7 +263,7 @@ async fn the_concurrency_limit_caps_each_group() {
 #[tokio::test]
 async fn invalid_json_arguments_fail_that_call_alone() {
     let env = Env::new(&["echo", "math"], "");
-    let p = pipeline(&env).await;
+    let p = Arc::new(env.pipeline(64).await);
     let message = json!({ "role": "assistant", "tool_calls": [
         { "id": "a", "type": "function", "function": { "name": "echo", "arguments": "{\"text\":\"before\"}" } },
         { "id": "b", "type": "function", "function": { "name": "calc", "arguments": "{\"op\":\"add\",\"a\":1" } },
@@ -313,7 +297,7 @@ async fn invalid_json_arguments_fail_that_call_alone() {
 #[tokio::test]
 async fn an_unknown_tool_in_the_middle_fails_alone() {
     let env = Env::new(&["echo", "math"], "");
-    let p = pipeline(&env).await;
+    let p = Arc::new(env.pipeline(64).await);
     let message = anthropic(&[
         ("1", "echo", json!({ "text": "x" })),
         ("2", "eccho", json!({ "text": "y" })),
@@ -337,7 +321,7 @@ async fn an_unknown_tool_in_the_middle_fails_alone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_batch_stops_what_runs_and_answers_the_rest_as_cancelled() {
     let env = Env::new(&["echo", "hostile"], HOSTILE);
-    let p = pipeline(&env).await;
+    let p = Arc::new(env.pipeline(64).await);
     let message = anthropic(&[
         ("done", "echo", json!({ "text": "first" })),
         ("spin", "spin", json!({})),
@@ -593,8 +577,8 @@ async fn request(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_answers_a_batch_in_the_api_shape() {
     let env = Env::new(&["echo", "math"], "");
-    let p = pipeline(&env).await;
-    let addr = serve(p, &config(&env).server).await;
+    let p = Arc::new(env.pipeline(64).await);
+    let addr = serve(p, &env.config().server).await;
     let input = std::fs::read_to_string(golden("anthropic.input.json")).unwrap();
     let reply = request(
         addr,
@@ -645,8 +629,8 @@ async fn http_answers_a_batch_in_the_api_shape() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_streams_results_as_they_complete_then_the_ordered_answer() {
     let env = Env::new(&["echo", "hostile"], HOSTILE);
-    let p = pipeline(&env).await;
-    let addr = serve(p, &config(&env).server).await;
+    let p = Arc::new(env.pipeline(64).await);
+    let addr = serve(p, &env.config().server).await;
     let message = json!([
         { "type": "function_call", "call_id": "slow", "name": "sleep", "arguments": "{\"ms\":600}" },
         { "type": "function_call", "call_id": "fast", "name": "echo", "arguments": "{\"text\":\"quick\"}" },
@@ -712,8 +696,8 @@ async fn http_streams_results_as_they_complete_then_the_ordered_answer() {
 #[tokio::test]
 async fn http_applies_the_token_body_limit_and_request_timeout() {
     let env = Env::new(&["echo", "hostile"], HOSTILE);
-    let p = pipeline(&env).await;
-    let mut server = config(&env).server;
+    let p = Arc::new(env.pipeline(64).await);
+    let mut server = env.config().server;
     server.token = Some("sesame".into());
     server.max_body_bytes = 1024;
     server.request_timeout = Duration::from_millis(500);

@@ -2,6 +2,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Arc;
+
+use toolhost::audit::AuditLog;
+use toolhost::config::{Config, Overrides, RawConfig};
+use toolhost::exec::Pipeline;
+use toolhost::registry::Registry;
+use toolhost::sandbox::Sandbox;
 
 /// The repository root.
 pub(crate) fn root() -> PathBuf {
@@ -49,6 +56,26 @@ impl Env {
 
     pub(crate) fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The workspace's `toolhost.toml`, loaded as the daemon loads it.
+    pub(crate) fn config(&self) -> Config {
+        let text = std::fs::read_to_string(self.path().join("toolhost.toml")).unwrap();
+        let raw: RawConfig = toml::from_str(&text).unwrap();
+        Config::from_raw(raw, self.path(), &Overrides::default()).unwrap()
+    }
+
+    /// The library pipeline over this workspace, `max_calls` at once: for tests that drive it
+    /// in-process (stage by stage, progress, approvals) rather than through the binary.
+    pub(crate) async fn pipeline(&self, max_calls: usize) -> Pipeline {
+        let config = self.config();
+        let sandbox = Sandbox::new(&config.engine_options()).unwrap();
+        let audit =
+            AuditLog::open(config.audit_path.as_ref().unwrap(), config.audit.clone()).unwrap();
+        let registry = Registry::open(Arc::new(sandbox), Arc::new(config))
+            .await
+            .unwrap();
+        Pipeline::new(Arc::new(registry), audit, max_calls)
     }
 
     pub(crate) fn work(&self) -> PathBuf {

@@ -181,22 +181,9 @@ impl Example {
     }
 }
 
-/// The library pipeline over the workspace's config, to watch progress reports.
-async fn pipeline(env: &Env) -> Pipeline {
-    let text = std::fs::read_to_string(env.path().join("toolhost.toml")).unwrap();
-    let raw: RawConfig = toml::from_str(&text).unwrap();
-    let config = Config::from_raw(raw, env.path(), &Overrides::default()).unwrap();
-    let sandbox = Sandbox::new(&config.engine_options()).unwrap();
-    let audit = AuditLog::open(config.audit_path.as_ref().unwrap(), config.audit.clone()).unwrap();
-    let registry = Registry::open(Arc::new(sandbox), Arc::new(config))
-        .await
-        .unwrap();
-    Pipeline::new(Arc::new(registry), audit, 4)
-}
-
 /// Call `tool` in-process and return its progress reports.
 async fn progress_of(env: &Env, tool: &str, input: Value) -> Vec<Progress> {
-    let p = pipeline(env).await;
+    let p = env.pipeline(4).await;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
     let outcome = p

@@ -16,18 +16,6 @@ use toolhost::sandbox::Sandbox;
 
 use crate::harness::Env;
 
-async fn pipeline(env: &Env) -> Pipeline {
-    let text = std::fs::read_to_string(env.path().join("toolhost.toml")).unwrap();
-    let raw: RawConfig = toml::from_str(&text).unwrap();
-    let config = Config::from_raw(raw, env.path(), &Overrides::default()).unwrap();
-    let sandbox = Sandbox::new(&config.engine_options()).unwrap();
-    let audit = AuditLog::open(config.audit_path.as_ref().unwrap(), config.audit.clone()).unwrap();
-    let registry = Registry::open(Arc::new(sandbox), Arc::new(config))
-        .await
-        .unwrap();
-    Pipeline::new(Arc::new(registry), audit, 64)
-}
-
 fn req(tool: &str, input: Value) -> CallRequest {
     CallRequest {
         tool: tool.into(),
@@ -75,7 +63,7 @@ const FS: &str = "[plugins.fs]\ndirs = [{ host = \"work\", mode = \"rw\" }]\n";
 #[tokio::test]
 async fn unknown_tool_lists_the_closest_names_first() {
     let env = Env::new(&["fs", "echo"], "");
-    let p = pipeline(&env).await;
+    let p = env.pipeline(64).await;
     let o = call(&p, "reed_file", json!({})).await;
     assert_kind(
         &o,
@@ -88,7 +76,7 @@ async fn unknown_tool_lists_the_closest_names_first() {
 #[tokio::test]
 async fn reports_every_violation_at_once() {
     let env = Env::new(&["math"], "");
-    let p = pipeline(&env).await;
+    let p = env.pipeline(64).await;
     let o = call(&p, "calc", json!({ "op": "root", "a": "x", "extra": 1 })).await;
     assert_kind(&o, "invalid_input", "Invalid input for tool 'calc':");
     let lines: Vec<&str> = o.content.lines().skip(1).collect();
@@ -104,7 +92,7 @@ async fn reports_every_violation_at_once() {
 #[tokio::test]
 async fn coerces_what_models_commonly_send_and_records_it() {
     let env = Env::new(&["math"], "");
-    let p = pipeline(&env).await;
+    let p = env.pipeline(64).await;
     let o = call(&p, "calc", json!({ "op": "add", "a": "2", "b": "3.5" })).await;
     assert!(!o.is_error, "{}", o.content);
     assert_eq!(o.structured, Some(json!({ "result": 5.5 })));
@@ -117,7 +105,7 @@ async fn coerces_what_models_commonly_send_and_records_it() {
 #[tokio::test]
 async fn plugin_errors_come_back_as_results() {
     let env = Env::new(&["hostile", "math"], "[permissions]\nmode = \"bypass\"\n");
-    let p = pipeline(&env).await;
+    let p = env.pipeline(64).await;
     assert_kind(
         &call(
             &p,
@@ -161,7 +149,7 @@ async fn plan_mode_allows_only_read_only_tools() {
         &["fs"],
         &format!("[permissions]\nmode = \"plan\"\nallow = [\"write_file\"]\n{FS}"),
     );
-    let p = pipeline(&env).await;
+    let p = env.pipeline(64).await;
     assert!(!call(&p, "list_dir", json!({ "path": "." })).await.is_error);
     assert_kind(
         &call(&p, "write_file", json!({ "path": "a.txt", "content": "x" })).await,
@@ -174,7 +162,7 @@ async fn plan_mode_allows_only_read_only_tools() {
 #[tokio::test]
 async fn default_mode_asks_for_writes_and_names_the_rule_that_would_allow() {
     let env = Env::new(&["fs"], FS);
-    let p = pipeline(&env).await;
+    let p = env.pipeline(64).await;
     let o = call(
         &p,
         "write_file",
@@ -214,7 +202,7 @@ async fn accept_edits_allows_edits_but_asks_for_destructive_tools() {
         &format!("[permissions]\nmode = \"accept-edits\"\n{FS}"),
     );
     std::fs::write(env.work().join("f.txt"), "hello world").unwrap();
-    let p = pipeline(&env).await;
+    let p = env.pipeline(64).await;
     let o = call(
         &p,
         "edit_file",
@@ -238,7 +226,7 @@ async fn deny_beats_allow_and_bypass() {
         ),
     );
     std::fs::create_dir(env.work().join("secrets")).unwrap();
-    let p = pipeline(&env).await;
+    let p = env.pipeline(64).await;
     assert!(
         !call(
             &p,
@@ -266,7 +254,7 @@ async fn per_plugin_rules_add_to_global_ones() {
         &["fs"],
         "[permissions]\nmode = \"bypass\"\n[plugins.fs]\ndirs = [{ host = \"work\", mode = \"rw\" }]\npermissions = { mode = \"plan\" }\n",
     );
-    let p = pipeline(&env).await;
+    let p = env.pipeline(64).await;
     assert_kind(
         &call(&p, "write_file", json!({ "path": "a", "content": "x" })).await,
         "denied",
@@ -277,7 +265,7 @@ async fn per_plugin_rules_add_to_global_ones() {
 #[tokio::test]
 async fn truncates_a_10_mb_output_with_a_marker() {
     let env = Env::new(&["hostile"], "[permissions]\nmode = \"bypass\"\n");
-    let p = pipeline(&env).await;
+    let p = env.pipeline(64).await;
     let o = call(&p, "big_output", json!({ "bytes": 10 << 20 })).await;
     assert!(!o.is_error, "{}", o.content);
     assert!(o.content.len() < (256 << 10) + 400);
@@ -293,7 +281,7 @@ async fn truncates_a_10_mb_output_with_a_marker() {
 #[tokio::test]
 async fn concurrent_calls_leave_exactly_one_intact_audit_line_each() {
     let env = Env::new(&["echo", "math"], "");
-    let p = Arc::new(pipeline(&env).await);
+    let p = Arc::new(env.pipeline(64).await);
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..48 {
         let p = p.clone();
@@ -328,7 +316,7 @@ async fn every_call_gets_a_fresh_instance_and_survives_a_timeout() {
         &["hostile"],
         "[permissions]\nmode = \"bypass\"\n[limits]\ntimeout-ms = 200\n",
     );
-    let p = pipeline(&env).await;
+    let p = env.pipeline(64).await;
     let first = call(&p, "remember", json!({ "value": "secret" })).await;
     assert!(!first.is_error);
     let second = call(&p, "remember", json!({})).await;
@@ -347,7 +335,7 @@ async fn every_call_gets_a_fresh_instance_and_survives_a_timeout() {
 #[tokio::test]
 async fn cancellation_stops_a_running_plugin_promptly() {
     let env = Env::new(&["hostile"], "[permissions]\nmode = \"bypass\"\n");
-    let p = pipeline(&env).await;
+    let p = env.pipeline(64).await;
     let cancel = CancellationToken::new();
     let c = cancel.clone();
     tokio::spawn(async move {
@@ -373,7 +361,7 @@ async fn cancellation_stops_a_running_plugin_promptly() {
 #[tokio::test]
 async fn forwards_progress_reports() {
     let env = Env::new(&["hostile"], "[permissions]\nmode = \"bypass\"\n");
-    let p = pipeline(&env).await;
+    let p = env.pipeline(64).await;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
     let o = p
