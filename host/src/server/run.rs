@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use rmcp::ServiceExt;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
@@ -116,6 +117,13 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
             let app = http::app(shared.clone(), &options.server, mcp_stop.clone());
             let stop = stop.clone();
             Some(tokio::spawn(async move {
+                // Without TCP_NODELAY, a response's body segment waits for the ACK of its headers, which
+                // the client delays: 40 ms per call on Linux (measured: 25 calls/s over keep-alive).
+                let listener = listener.tap_io(|tcp| {
+                    if let Err(e) = tcp.set_nodelay(true) {
+                        tracing::debug!("cannot set TCP_NODELAY: {e}");
+                    }
+                });
                 axum::serve(listener, app)
                     .with_graceful_shutdown(stop.cancelled_owned())
                     .await
