@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run toolhost's benchmark (see BENCHMARKS.md): builds the plugins and the release binaries first.
 #
-#   scripts/bench.sh                      every part, 7 rounds (a few minutes on 2 cores)
-#   scripts/bench.sh --quick              every part, fewer and shorter rounds (well under a minute once built)
+#   scripts/bench.sh                      every part, 7 rounds (about 6 minutes on 2 cores)
+#   scripts/bench.sh --quick              every part, fewer and shorter rounds (a few minutes once built)
 #   scripts/bench.sh --only pipeline,mcp  some parts: pipeline failures audit grep coldstart memory mcp
 #   scripts/bench.sh --json out.json      also write every figure, per round, as JSON
 #   scripts/bench.sh --callgrind [N]      instructions per in-process echo call (valgrind; stable on a

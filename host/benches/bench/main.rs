@@ -34,7 +34,7 @@ usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE]
        bench --serve-native-stdio | --serve-native-http ADDR   (the native rmcp baseline server)
 
 PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp (default: all).
---quick runs fewer, shorter rounds (well under a minute; CI-sized). Run it through scripts/bench.sh,
+--quick runs fewer, shorter rounds (a few minutes on 2 cores). Run it through scripts/bench.sh,
 which builds the plugins and the release binaries first.";
 
 /// What to run and how long.

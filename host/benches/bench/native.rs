@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -162,6 +163,10 @@ pub(crate) fn serve_http(addr: &str) -> ExitCode {
             config,
         );
         let app = axum::Router::new().route_service("/mcp", mcp);
+        // As toolhost does: without TCP_NODELAY every response waits 40 ms on a delayed ACK.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         match axum::serve(listener, app).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
