@@ -12,12 +12,9 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
-use toolhost::audit::AuditLog;
 use toolhost::batch::{self, BatchOptions, BatchReport, Format, FormatChoice};
-use toolhost::config::{Config, Overrides, RawConfig, ServerConfig};
+use toolhost::config::ServerConfig;
 use toolhost::exec::Pipeline;
-use toolhost::registry::Registry;
-use toolhost::sandbox::Sandbox;
 
 use crate::harness::{Env, root};
 

@@ -16,11 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
-use toolhost::audit::AuditLog;
-use toolhost::config::{Config, Overrides, RawConfig};
-use toolhost::exec::{CallRequest, Pipeline, Progress};
-use toolhost::registry::Registry;
-use toolhost::sandbox::Sandbox;
+use toolhost::exec::{CallRequest, Progress};
 
 use crate::harness::{Env, root};
 

@@ -8,11 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolhost::audit::AuditLog;
-use toolhost::config::{Config, Overrides, RawConfig};
 use toolhost::exec::{ApprovalRequest, Approver, CallOutcome, CallRequest, Pipeline};
-use toolhost::registry::Registry;
-use toolhost::sandbox::Sandbox;
 
 use crate::harness::Env;
 
