@@ -287,32 +287,15 @@ fn invalid_utf8_and_wild_pointers_from_a_component_are_traps() {
             .body(log_then_ok(PAYLOAD, 2)),
     );
     let mut d = Daemon::start(&env, &["--no-watch"]);
-    attack(&mut d, &env, "bad_utf8", json!({}), "trap", "utf-8");
-    attack(
-        &mut d,
-        &env,
-        "wild_pointer",
-        json!({}),
-        "trap",
-        "out of bounds",
-    );
-    attack(
-        &mut d,
-        &env,
-        "wild_length",
-        json!({}),
-        "trap",
-        "out of bounds",
-    );
-    attack(
-        &mut d,
-        &env,
-        "log_wild_pointer",
-        json!({}),
-        "trap",
-        "out of bounds",
-    );
-    attack(&mut d, &env, "log_bad_utf8", json!({}), "trap", "utf-8");
+    for (tool, needle) in [
+        ("bad_utf8", "utf-8"),
+        ("wild_pointer", "out of bounds"),
+        ("wild_length", "out of bounds"),
+        ("log_wild_pointer", "out of bounds"),
+        ("log_bad_utf8", "utf-8"),
+    ] {
+        attack(&mut d, &env, tool, json!({}), "trap", needle);
+    }
     assert!(d.stop().success());
 }
 
