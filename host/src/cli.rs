@@ -563,11 +563,7 @@ impl Approver for TtyApprover {
             let Ok(mut tty) = self.tty.lock() else {
                 return false;
             };
-            let _ = write!(
-                tty,
-                "{}\nRun {} with {}? [y/N] ",
-                request.reason, request.tool, request.input
-            );
+            let _ = write!(tty, "{}\n[y/N] ", request.question());
             let mut answer = [0u8; 1];
             matches!(tty.read(&mut answer), Ok(1) if answer[0] == b'y' || answer[0] == b'Y')
         })

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::audit::AuditOptions;
-use crate::gate::{InputLimits, Mode, PermissionConfig};
+use crate::gate::{Denial, InputLimits, Mode, PermissionConfig, guest_root};
 use crate::sandbox::{DirGrant, EngineOptions, Grants, Limits, PoolOptions};
 
 pub use self::network::{RawNetwork, RawSecret};
@@ -211,6 +211,10 @@ pub struct RawDir {
     pub guest: Option<String>,
     /// "ro" (default) or "rw".
     pub mode: Option<String>,
+    /// Paths inside the directory (globs, relative to it) that the plugin may never touch: the
+    /// sandbox's filesystem refuses them, and everything under them, on every access.
+    #[serde(default)]
+    pub exclude: Vec<String>,
 }
 
 /// What a plugin may do and how far it may go, fully resolved.
@@ -468,6 +472,7 @@ fn parse_dir_flag(spec: &str) -> Result<(String, RawDir), ConfigError> {
             host,
             guest: None,
             mode,
+            exclude: Vec::new(),
         },
     ))
 }
@@ -550,10 +555,15 @@ fn resolve_grants(p: &RawPlugin, base: &Path, key: &str) -> Result<Grants, Confi
                 format!("{guest:?} is already mounted; give each directory its own guest path"),
             ));
         }
+        for (j, entry) in d.exclude.iter().enumerate() {
+            Denial::exclude(&guest_root(&guest), entry)
+                .map_err(|e| invalid(format!("{k}.exclude[{j}]"), e.to_string()))?;
+        }
         grants.dirs.push(DirGrant {
             host,
             guest,
             read_only,
+            exclude: d.exclude.clone(),
         });
     }
     let valid_name = |k: &str| !k.is_empty() && !k.contains('=') && !k.contains('\0');

@@ -10,6 +10,7 @@ mod clients;
 mod hostile;
 mod languages;
 mod network;
+mod paths;
 mod pipeline;
 mod sandbox;
 mod soak;

@@ -9,7 +9,7 @@ use super::shape;
 use super::timing::{Stage, StageTimes, Stopwatch};
 use super::types::{ApprovalRequest, CallOutcome, CallRequest, ErrorKind};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
-use crate::gate::Decision;
+use crate::gate::{Decision, defaults};
 use crate::registry::{Catalog, Registry, Tool};
 use crate::sandbox::{GuestError, RunError};
 use crate::stats::Stats;
@@ -156,7 +156,13 @@ impl Pipeline {
             .iter()
             .map(ToString::to_string)
             .collect();
-        let input = validated.input;
+        // The gate judges, and the tool gets, what the tool would use: schema defaults filled in.
+        let mut input = validated.input;
+        for pointer in defaults::fill(&tool.spec.input_schema, &mut input) {
+            record
+                .coercions
+                .push(format!("{pointer}: the schema's default filled in"));
+        }
         clock.mark(Stage::Validate);
 
         // Gate.
@@ -185,6 +191,9 @@ impl Pipeline {
                 let request = ApprovalRequest {
                     tool: tool.spec.name.clone(),
                     plugin: plugin.name.clone(),
+                    subject: tool.spec.permission_subject.as_ref().and_then(|p| {
+                        input.pointer(p).map(|v| (p.clone(), v.clone()))
+                    }),
                     input: input.clone(),
                     reason: reason.clone(),
                 };
@@ -244,6 +253,7 @@ impl Pipeline {
                 &plugin.component,
                 &plugin.name,
                 &plugin.policy.grants,
+                &tool.files,
                 &plugin.policy.limits,
                 &tool.guest_name,
                 &input_text,

@@ -50,8 +50,62 @@ pub struct ApprovalRequest {
     pub plugin: String,
     /// The validated input.
     pub input: Value,
+    /// The permission subject: its JSON pointer and value, shown first and in full.
+    pub subject: Option<(String, Value)>,
     /// Why the gate asks, and which rule would allow the call without asking.
     pub reason: String,
+}
+
+/// The longest rest of the input shown in an approval question (the subject is always shown whole).
+const MAX_SHOWN_INPUT: usize = 2000;
+
+impl ApprovalRequest {
+    /// The question put to a person: the tool and the permission subject first, in full, so that a
+    /// long input cannot push the path out of view; then the rest of the input, shortened if needed.
+    /// Control and bidi characters are escaped, so the text cannot redraw the asker's screen.
+    pub fn question(&self) -> String {
+        let mut question = format!(
+            "Allow toolhost to run the tool '{}' (plugin '{}')?\n{}\n",
+            self.tool, self.plugin, self.reason
+        );
+        let mut rest = self.input.clone();
+        let label = match &self.subject {
+            Some((pointer, value)) => {
+                question.push_str(&format!("\n{pointer}: {value}\n"));
+                if let (Some(key), Some(object)) = (top_level_key(pointer), rest.as_object_mut()) {
+                    object.remove(&key);
+                }
+                "Other input"
+            }
+            None => "Input",
+        };
+        let mut shown = serde_json::to_string_pretty(&rest).unwrap_or_else(|_| rest.to_string());
+        if shown.len() > MAX_SHOWN_INPUT {
+            let mut cut = MAX_SHOWN_INPUT;
+            while !shown.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            shown.truncate(cut);
+            shown.push_str("\n[... input shortened]");
+        }
+        question.push_str(&format!("\n{label}:\n{shown}"));
+        question
+            .chars()
+            .map(|c| match c {
+                '\n' => "\n".to_owned(),
+                c if c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c) => {
+                    c.escape_unicode().to_string()
+                }
+                c => c.to_string(),
+            })
+            .collect()
+    }
+}
+
+/// `/path` is the key `path`; deeper pointers have none.
+fn top_level_key(pointer: &str) -> Option<String> {
+    let key = pointer.strip_prefix('/')?;
+    (!key.contains('/')).then(|| key.replace("~1", "/").replace("~0", "~"))
 }
 
 /// Answers `ask` decisions: the CLI asks on a terminal, MCP uses elicitation.

@@ -1,14 +1,21 @@
 //! The gate every call passes before it runs: its input is checked against the tool's JSON Schema
 //! (and safely coerced), then the permission rules decide whether it runs, needs approval, or not.
-//! Pure code: no wasmtime, no I/O, no clock; the pipeline in `exec` calls it and acts on the answer.
+//! Pure code: no wasmtime, no clock, no writes; the one read is [`Mounts`] resolving a path's links
+//! inside the plugin's granted directories. The pipeline in `exec` calls it and acts on the answer.
 
 mod coerce;
+pub mod defaults;
+mod guard;
 mod limits;
+mod mounts;
 mod permission;
 mod rule;
+mod subject;
 mod validate;
 
 pub use self::coerce::Coercion;
+pub use self::guard::{Denial, PathGuard, Refusal};
+pub use self::mounts::{Mounts, Resolved, Unresolved, guest_root};
 pub use self::limits::InputLimits;
 pub use self::permission::{
     Decision, MatchedRule, Mode, PermissionConfig, Permissions, UnknownMode,

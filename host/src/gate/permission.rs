@@ -21,6 +21,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::guard::{Denial, PathGuard};
+use super::mounts::Mounts;
 use super::rule::{self, Reach, Rule, RuleError, RuleKind, Scope, Subject};
 use crate::tool::ToolSpec;
 
@@ -195,11 +197,33 @@ fn toml_string(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }
 
-/// The compiled policy for one plugin's tools: global and plugin rules, and the effective mode.
+/// The compiled policy for one plugin's tools: global and plugin rules, the effective mode, and
+/// the plugin's directories, through which path subjects are resolved before they are judged.
 #[derive(Debug, Clone)]
 pub struct Permissions {
     mode: Mode,
     rules: Vec<ScopedRule>,
+    mounts: Mounts,
+    excludes: Vec<Denial>,
+}
+
+/// A rule that matched, and whether it has a pattern (so that an unjudged subject made it match).
+struct Found {
+    matched: MatchedRule,
+    patterned: bool,
+}
+
+impl fmt::Display for Found {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.matched.fmt(f)
+    }
+}
+
+impl std::ops::Deref for Found {
+    type Target = MatchedRule;
+    fn deref(&self) -> &MatchedRule {
+        &self.matched
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -215,6 +239,8 @@ impl Default for Permissions {
         Self {
             mode: Mode::Default,
             rules: Vec::new(),
+            mounts: Mounts::default(),
+            excludes: Vec::new(),
         }
     }
 }
@@ -250,7 +276,37 @@ impl Permissions {
                 }
             }
         }
-        Ok(Self { mode, rules })
+        Ok(Self {
+            mode,
+            rules,
+            mounts: Mounts::default(),
+            excludes: Vec::new(),
+        })
+    }
+
+    /// The same policy for a plugin with these directories (and `exclude` entries in them): path
+    /// subjects are judged where they really lead, and [`Self::path_guard`] covers them.
+    pub fn with_files(self, mounts: Mounts, excludes: Vec<Denial>) -> Self {
+        Self {
+            mounts,
+            excludes,
+            ..self
+        }
+    }
+
+    /// What the sandbox's filesystem must refuse during a call of `tool`: the excluded paths and
+    /// every deny rule with a path pattern that names the tool.
+    pub fn path_guard(&self, tool: &str) -> PathGuard {
+        let mut denials = self.excludes.clone();
+        for r in &self.rules {
+            if r.kind == RuleKind::Deny
+                && r.rule.matches_tool(tool)
+                && let Some(glob) = r.rule.guest_glob()
+            {
+                denials.push(Denial::rule(glob.clone(), r.rule.as_str()));
+            }
+        }
+        PathGuard::new(self.mounts.clone(), denials)
     }
 
     /// The same policy under another mode (e.g. from a command-line flag).
@@ -266,13 +322,23 @@ impl Permissions {
     /// Decide a call of `tool` with the (validated) `input`; see the module docs for the steps.
     pub fn decide(&self, tool: &ToolSpec, input: &Value) -> Decision {
         let name = tool.name.as_str();
-        let subject = Subject::of(input, tool.permission_subject.as_deref());
+        let subject = Subject::of(input, tool.permission_subject.as_deref())
+            .with_mounts(Some(&self.mounts));
         let read_only = tool.hints.read_only && !tool.hints.destructive;
 
+        if let Some(refusal) = self.unplaceable(name, &subject) {
+            return refusal;
+        }
+        // A rule that matched because the subject could not be judged says so.
+        let unjudged = match subject.texts() {
+            Err(why) => format!(" ({why}, so the rule applies)"),
+            Ok(_) => String::new(),
+        };
         if let Some(rule) = self.first_match(RuleKind::Deny, name, &subject) {
+            let unjudged = if rule.patterned { unjudged.as_str() } else { "" };
             return Decision::Deny {
-                reason: format!("denied by rule `{rule}` in the {} policy", rule.scope),
-                rule: Some(rule),
+                reason: format!("denied by rule `{rule}` in the {} policy{unjudged}", rule.scope),
+                rule: Some(rule.matched),
             };
         }
         if self.mode == Mode::Plan && !read_only {
@@ -288,13 +354,14 @@ impl Permissions {
             rule,
         };
         if let Some(rule) = self.first_match(RuleKind::Ask, name, &subject) {
-            let reason = format!("rule `{rule}` in the {} policy", rule.scope);
-            return ask(reason, Some(rule));
+            let unjudged = if rule.patterned { unjudged.as_str() } else { "" };
+            let reason = format!("rule `{rule}` in the {} policy{unjudged}", rule.scope);
+            return ask(reason, Some(rule.matched));
         }
         if let Some(rule) = self.first_match(RuleKind::Allow, name, &subject) {
             return Decision::Allow {
                 reason: format!("allowed by rule `{rule}` in the {} policy", rule.scope),
-                rule: Some(rule),
+                rule: Some(rule.matched),
             };
         }
         let allow = |reason: String| Decision::Allow { reason, rule: None };
@@ -317,12 +384,34 @@ impl Permissions {
         }
     }
 
-    fn first_match(
-        &self,
-        kind: RuleKind,
-        tool: &str,
-        subject: &Subject<'_>,
-    ) -> Option<MatchedRule> {
+    /// A refusal when a path rule names the tool and the subject leads nowhere the plugin's
+    /// directories reach (out through `..` or a link, into no grant): such a path cannot be
+    /// judged, and the guest could not open it anyway.
+    fn unplaceable(&self, tool: &str, subject: &Subject<'_>) -> Option<Decision> {
+        let Ok(texts) = subject.texts() else {
+            return None;
+        };
+        if self.mounts.is_empty()
+            || !self
+                .rules
+                .iter()
+                .any(|r| r.rule.is_path_rule() && r.rule.matches_tool(tool))
+        {
+            return None;
+        }
+        texts.iter().find_map(|t| match t.resolved() {
+            Some(Err(why)) => Some(Decision::Deny {
+                reason: format!(
+                    "the path `{}` cannot be checked against the path rules: {why}",
+                    t.raw()
+                ),
+                rule: None,
+            }),
+            _ => None,
+        })
+    }
+
+    fn first_match(&self, kind: RuleKind, tool: &str, subject: &Subject<'_>) -> Option<Found> {
         let reach = match kind {
             RuleKind::Allow => Reach::Narrow,
             RuleKind::Ask | RuleKind::Deny => Reach::Wide,
@@ -330,10 +419,13 @@ impl Permissions {
         self.rules
             .iter()
             .find(|r| r.kind == kind && r.rule.matches(tool, subject, reach))
-            .map(|r| MatchedRule {
-                kind,
-                scope: r.scope,
-                rule: r.rule.as_str().to_owned(),
+            .map(|r| Found {
+                patterned: r.rule.has_pattern(),
+                matched: MatchedRule {
+                    kind,
+                    scope: r.scope,
+                    rule: r.rule.as_str().to_owned(),
+                },
             })
     }
 }
@@ -552,26 +644,106 @@ mod tests {
     }
 
     #[test]
-    fn pattern_rules_ignore_calls_without_a_subject() {
+    fn pattern_rules_fail_closed_without_a_subject() {
         let p = Permissions::new(
             &config(None, &["write_file(**)"], &[], &["write_file(*)"]),
             None,
         )
         .unwrap();
         let t = plain_write();
-        assert!(matches!(p.decide(&t, &json!({})), Decision::Ask { .. }));
-        assert!(matches!(
-            p.decide(&t, &json!({ "path": null })),
-            Decision::Ask { .. }
-        ));
+        for input in [json!({}), json!({ "path": null }), json!({ "path": {"a": 1} }), json!({ "path": [] })] {
+            let decision = p.decide(&t, &input);
+            assert!(matches!(decision, Decision::Deny { .. }), "{input}");
+        }
         let no_subject = ToolSpec {
             permission_subject: None,
             ..plain_write()
         };
-        assert!(matches!(
-            p.decide(&no_subject, &input("a")),
-            Decision::Ask { .. }
-        ));
+        let decision = p.decide(&no_subject, &input("a"));
+        assert_eq!(
+            decision.reason(),
+            "denied by rule `deny: write_file(*)` in the global policy \
+             (the tool declares no permission subject, so the rule applies)"
+        );
+        let asks = Permissions::new(&config(None, &["write_file(**)"], &["write_file(./src/**)"], &[]), None)
+            .unwrap();
+        assert!(matches!(asks.decide(&t, &json!({})), Decision::Ask { .. }));
+    }
+
+    fn tree() -> (tempfile::TempDir, Mounts) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("secrets")).unwrap();
+        std::fs::create_dir_all(root.join("src/deep")).unwrap();
+        std::os::unix::fs::symlink("secrets", root.join("alias")).unwrap();
+        std::os::unix::fs::symlink("src/deep", root.join("link")).unwrap();
+        std::os::unix::fs::symlink("../..", root.join("src/up")).unwrap();
+        let mounts = Mounts::new([(".", root)]);
+        (dir, mounts)
+    }
+
+    #[test]
+    fn deny_rules_hold_against_every_spelling_of_the_path() {
+        let (_dir, mounts) = tree();
+        let p = Permissions::new(
+            &config(Some(Mode::Bypass), &[], &[], &["write_file(./secrets/**)"]),
+            None,
+        )
+        .unwrap()
+        .with_files(mounts, Vec::new());
+        for spelling in [
+            "secrets/key",
+            "/secrets/key",
+            "./secrets//key",
+            "src/../secrets/key",
+            "alias/key",
+            "link/../../secrets/key",
+        ] {
+            assert_eq!(verdict(&p, &plain_write(), spelling), "deny", "{spelling}");
+        }
+        for spelling in ["src/x", "/src/x", "~/secrets/key", "secretsx"] {
+            assert_eq!(verdict(&p, &plain_write(), spelling), "allow", "{spelling}");
+        }
+        let decision = p.decide(&plain_write(), &input("src/up/etc/passwd"));
+        assert_eq!(
+            decision.reason(),
+            "the path `src/up/etc/passwd` cannot be checked against the path rules: \
+             a symbolic link in it leads out of the granted directory"
+        );
+        assert_eq!(verdict(&p, &plain_write(), "../x"), "deny");
+    }
+
+    #[test]
+    fn allow_rules_follow_links_to_where_they_lead() {
+        let (_dir, mounts) = tree();
+        let p = Permissions::new(&config(None, &["write_file(./src/**)"], &[], &[]), None)
+            .unwrap()
+            .with_files(mounts, Vec::new());
+        assert_eq!(verdict(&p, &plain_write(), "src/deep/x"), "allow");
+        assert_eq!(verdict(&p, &plain_write(), "link/x"), "ask");
+        std::fs::create_dir_all(_dir.path().join("src/deep")).unwrap();
+        std::os::unix::fs::symlink("../secrets", _dir.path().join("src/to_secrets")).unwrap();
+        assert_eq!(verdict(&p, &plain_write(), "src/to_secrets/key"), "ask");
+    }
+
+    #[test]
+    fn path_guard_carries_the_tools_deny_rules() {
+        let (dir, mounts) = tree();
+        let p = Permissions::new(
+            &config(None, &[], &[], &["write_file(./secrets/**)", "read_file(**/.env)", "shell(git push*)"]),
+            None,
+        )
+        .unwrap()
+        .with_files(mounts, Denial::exclude("", "src/deep").unwrap());
+        let root = dir.path().canonicalize().unwrap();
+        let guard = p.path_guard("write_file");
+        assert!(guard.check_at(&root, "alias/key").is_err());
+        assert!(guard.check_at(&root, "src/deep/x").is_err());
+        assert!(guard.check_at(&root, "src/x").is_ok());
+        let reader = p.path_guard("read_file");
+        assert!(reader.check_at(&root, "alias/key").is_ok());
+        assert!(reader.check_at(&root, "src/.env").is_err());
+        assert!(!p.path_guard("shell").is_open(), "excludes apply to every tool");
     }
 
     #[test]

@@ -7,10 +7,13 @@
 //! pattern matches every call of the tool.
 //!
 //! `PATTERN` is a glob matched against the call's *subject*: the input value at the tool's
-//! `permission_subject` JSON pointer. A string subject is used as given; a number or boolean by its
-//! JSON text (`42`, `true`). A rule with a pattern never matches a tool without a permission subject,
-//! nor an input whose subject is missing, `null`, an array or an object. `\` escapes a glob
-//! metacharacter; `tool()` matches only the empty string.
+//! `permission_subject` JSON pointer (after the schema's defaults are filled in). A string subject
+//! is used as given; a number or boolean by its JSON text (`42`, `true`); an array's elements are
+//! judged one by one (a deny or ask rule matches when one does, an allow rule only when all do).
+//! A subject that cannot be judged (the tool declares none, the input has nothing or `null` there,
+//! an object, an empty array) **fails closed**: deny and ask rules with a pattern match it, allow
+//! rules with a pattern do not. `\` escapes a glob metacharacter; `tool()` matches only the empty
+//! string.
 //!
 //! A pattern is a *path pattern* unless it is empty, contains `://`, or contains whitespace without
 //! starting with `/`, `./`, `../` or `~/`. So `./src/**`, `src/*.rs`, `*.md`, `.env`, `make*` and
@@ -32,14 +35,22 @@
 //!   matches only paths that stay inside the working directory. **Deny** and **ask** rules, which
 //!   restrict, match more widely: their glob is applied to the whole normalised path, so
 //!   `deny = ["read_file(**/.env)"]` also catches `/home/u/.env` and `../.env`.
+//! - Inside the sandbox `/` *is* the granted directory and `~` is a folder named `~`, so a path
+//!   is also judged **as the guest sees it** and **where it really leads**: mapped through the
+//!   plugin's directory grants and walked on the real filesystem with links followed
+//!   ([`super::Mounts`]). Deny and ask rules match when the path as written, as the guest sees it,
+//!   or where it leads matches (`./secrets/**` catches `/secrets/k`, `alias/k` for a link `alias ->
+//!   secrets`, and `link/../secrets/k`); an allow rule must match both the path as written and where
+//!   it leads. When a path rule names the tool and the path leads out of every grant (`..` above
+//!   it, a link out of it), the gate refuses the call with a message saying so.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
 use globset::{Candidate, GlobBuilder, GlobMatcher};
 use serde::Serialize;
-use serde_json::Value;
+
+pub(super) use super::subject::{Subject, SubjectText};
 
 /// One permission rule: `TOOL` or `TOOL(PATTERN)`; see the module docs for how it matches.
 #[derive(Debug, Clone)]
@@ -67,6 +78,9 @@ enum Pattern {
         rest: GlobMatcher,
         /// Glob over the whole normalised path (deny and ask rules).
         full: GlobMatcher,
+        /// Glob over the path as the guest's root sees it (`./x`, `/x` and `x` alike); `None` for
+        /// patterns that climb out of the root, which no guest path can reach.
+        guest: Option<GlobMatcher>,
     },
 }
 
@@ -209,87 +223,105 @@ impl Rule {
     }
 
     /// Whether the rule matches a call of `tool` whose subject is `subject`.
+    ///
+    /// A subject that cannot be judged (missing, `null`, an object, an empty array, or a tool that
+    /// declares none) fails closed: restrictive rules match it, allow rules do not. Of an array,
+    /// every element is judged: a restrictive rule matches when one element does, an allow rule
+    /// only when all do.
     pub(super) fn matches(&self, tool: &str, subject: &Subject<'_>, reach: Reach) -> bool {
-        let tool_matches = match &self.tool {
-            ToolMatcher::Name(name) => name == tool,
-            ToolMatcher::Glob(glob) => is_match(glob, tool),
-        };
-        if !tool_matches {
+        if !self.matches_tool(tool) {
             return false;
         }
         let Some(pattern) = &self.pattern else {
             return true;
         };
-        let Some(raw) = subject.raw.as_deref() else {
-            return false;
-        };
-        match pattern {
-            Pattern::Plain(glob) => is_match(glob, raw),
-            Pattern::Path {
+        match (subject.texts(), reach) {
+            (Err(_), reach) => reach == Reach::Wide,
+            (Ok(texts), Reach::Wide) => texts.iter().any(|t| pattern.matches_wide(t)),
+            (Ok(texts), Reach::Narrow) => texts.iter().all(|t| pattern.matches_narrow(t)),
+        }
+    }
+
+    /// Whether the rule names `tool`, whatever its pattern.
+    pub(super) fn matches_tool(&self, tool: &str) -> bool {
+        match &self.tool {
+            ToolMatcher::Name(name) => name == tool,
+            ToolMatcher::Glob(glob) => is_match(glob, tool),
+        }
+    }
+
+    /// Whether the rule has a pattern, so that it looks at the subject.
+    pub(super) fn has_pattern(&self) -> bool {
+        self.pattern.is_some()
+    }
+
+    /// Whether the rule has a path pattern: its subject is a file the guest opens.
+    pub(super) fn is_path_rule(&self) -> bool {
+        matches!(self.pattern, Some(Pattern::Path { .. }))
+    }
+
+    /// The glob over guest paths of a path rule, for the sandbox's filesystem to enforce.
+    pub(super) fn guest_glob(&self) -> Option<&GlobMatcher> {
+        match &self.pattern {
+            Some(Pattern::Path { guest, .. }) => guest.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+impl Pattern {
+    /// Deny and ask rules: the subject as written, as the guest's root sees it, or where it
+    /// really leads, whichever matches.
+    fn matches_wide(&self, text: &SubjectText<'_>) -> bool {
+        match self {
+            Self::Plain(glob) => is_match(glob, text.raw()),
+            Self::Path { full, guest, .. } => {
+                is_match(full, &text.path().to_string())
+                    || guest.as_ref().is_some_and(|g| {
+                        text.lexical_guest().is_some_and(|p| is_match(g, &p))
+                            || matches!(text.resolved(), Some(Ok(r)) if is_match(g, &r.guest))
+                    })
+            }
+        }
+    }
+
+    /// Allow rules: the subject as written must match narrowly, and where it really leads too.
+    fn matches_narrow(&self, text: &SubjectText<'_>) -> bool {
+        match self {
+            Self::Plain(glob) => is_match(glob, text.raw()),
+            Self::Path {
                 anchor,
                 up,
                 rest,
-                full,
+                guest,
+                ..
             } => {
-                let path = subject.path();
-                match reach {
-                    Reach::Narrow => {
-                        path.anchor == *anchor && path.up == *up && is_match(rest, &path.rest)
+                let path = text.path();
+                let written = path.anchor == *anchor && path.up == *up && is_match(rest, &path.rest);
+                written
+                    && match text.resolved() {
+                        None => true,
+                        Some(Ok(r)) => guest.as_ref().is_some_and(|g| is_match(g, &r.guest)),
+                        Some(Err(_)) => false,
                     }
-                    Reach::Wide => is_match(full, &path.to_string()),
-                }
             }
         }
     }
 }
 
-/// The subject of one call, normalised as a path at most once however many rules look at it.
-#[derive(Debug)]
-pub(super) struct Subject<'a> {
-    raw: Option<Cow<'a, str>>,
-    path: std::cell::OnceCell<NormalPath>,
-}
-
-impl<'a> Subject<'a> {
-    /// The value at `pointer` in `input`: strings as given, numbers and booleans as JSON text.
-    pub(super) fn of(input: &'a Value, pointer: Option<&str>) -> Self {
-        let raw = pointer
-            .and_then(|p| input.pointer(p))
-            .and_then(|v| match v {
-                Value::String(s) => Some(Cow::Borrowed(s.as_str())),
-                Value::Number(n) => Some(Cow::Owned(n.to_string())),
-                Value::Bool(b) => Some(Cow::Owned(b.to_string())),
-                Value::Null | Value::Array(_) | Value::Object(_) => None,
-            });
-        Self {
-            raw,
-            path: std::cell::OnceCell::new(),
-        }
-    }
-
-    /// The subject text, when there is one.
-    pub(super) fn text(&self) -> Option<&str> {
-        self.raw.as_deref()
-    }
-
-    fn path(&self) -> &NormalPath {
-        self.path
-            .get_or_init(|| NormalPath::of_value(self.raw.as_deref().unwrap_or_default()))
-    }
-}
-
-/// The narrowest rule that allows exactly this call: `tool` without a subject, else
+/// The narrowest rule that allows exactly this call: `tool` without a single subject, else
 /// `tool(subject)` with glob metacharacters escaped and paths normalised (written `./like/this` when
 /// the `./` is needed or was given).
 pub(super) fn suggest(tool: &str, subject: &Subject<'_>) -> String {
-    let Some(raw) = subject.text() else {
+    let Some(text) = subject.single() else {
         return tool.to_owned();
     };
+    let raw = text.raw();
     let literal = escape_glob(raw);
     if !is_path_pattern(&literal) {
         return format!("{tool}({literal})");
     }
-    let path = subject.path();
+    let path = text.path();
     let text = if path.anchor != Anchor::Relative || path.up > 0 {
         path.to_string()
     } else if path.rest.is_empty() {
@@ -330,16 +362,23 @@ fn parse_pattern(pattern: &str) -> Result<Pattern, RuleProblem> {
         return Ok(Pattern::Plain(compile_glob(pattern, false)?));
     }
     let path = NormalPath::of_pattern(pattern)?;
+    let guest = match (path.anchor, path.up) {
+        (_, 1..) => None,
+        (Anchor::Home, 0) if path.rest.is_empty() => Some("~".to_owned()),
+        (Anchor::Home, 0) => Some(format!("~/{}", path.rest)),
+        (Anchor::Root | Anchor::Relative, 0) => Some(path.rest.clone()),
+    };
     Ok(Pattern::Path {
         anchor: path.anchor,
         up: path.up,
         rest: compile_glob(&path.rest, true)?,
         full: compile_glob(&path.to_string(), true)?,
+        guest: guest.map(|g| compile_glob(&g, true)).transpose()?,
     })
 }
 
 /// Whether `pattern` is matched as a path; see the module docs.
-fn is_path_pattern(pattern: &str) -> bool {
+pub(super) fn is_path_pattern(pattern: &str) -> bool {
     let anchored = matches!(pattern, "." | ".." | "~")
         || ["/", "./", "../", "~/"]
             .iter()
@@ -349,7 +388,7 @@ fn is_path_pattern(pattern: &str) -> bool {
         && (anchored || !pattern.chars().any(char::is_whitespace))
 }
 
-fn compile_glob(glob: &str, path: bool) -> Result<GlobMatcher, RuleProblem> {
+pub(super) fn compile_glob(glob: &str, path: bool) -> Result<GlobMatcher, RuleProblem> {
     GlobBuilder::new(glob)
         .literal_separator(path)
         .backslash_escape(true)
@@ -361,7 +400,7 @@ fn compile_glob(glob: &str, path: bool) -> Result<GlobMatcher, RuleProblem> {
         })
 }
 
-fn is_match(glob: &GlobMatcher, text: &str) -> bool {
+pub(super) fn is_match(glob: &GlobMatcher, text: &str) -> bool {
     glob.is_match_candidate(&Candidate::from_bytes(text.as_bytes()))
 }
 
@@ -378,7 +417,7 @@ fn escape_glob(text: &str) -> String {
 
 /// Where a path starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Anchor {
+pub(super) enum Anchor {
     /// The working directory.
     Relative,
     /// `/`.
@@ -389,15 +428,15 @@ enum Anchor {
 
 /// A lexically normalised path: an anchor, how many `..` climb out of it, then plain segments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct NormalPath {
-    anchor: Anchor,
-    up: usize,
+pub(super) struct NormalPath {
+    pub(super) anchor: Anchor,
+    pub(super) up: usize,
     /// The remaining segments joined by `/`; never contains `.`, `..` or empty segments.
-    rest: String,
+    pub(super) rest: String,
 }
 
 impl NormalPath {
-    fn of_value(path: &str) -> Self {
+    pub(super) fn of_value(path: &str) -> Self {
         let (anchor, tail) = split_anchor(path);
         let mut up = 0;
         let mut segments: Vec<&str> = Vec::new();
@@ -646,15 +685,14 @@ mod tests {
     }
 
     #[test]
-    fn pattern_rules_need_a_string_like_subject() {
+    fn unjudgeable_subjects_fail_closed() {
         let r = rule("write_file(**)");
-        let input = json!({ "path": "a.txt", "n": 7, "flag": true, "obj": {}, "nil": null });
-        for pointer in [None, Some("/missing"), Some("/obj"), Some("/nil")] {
+        let input = json!({ "path": "a.txt", "n": 7, "flag": true, "obj": {}, "nil": null,
+            "empty": [], "nested": ["a", ["b"]] });
+        for pointer in [None, Some("/missing"), Some("/obj"), Some("/nil"), Some("/empty"), Some("/nested")] {
             let subject = Subject::of(&input, pointer);
-            assert!(
-                !r.matches("write_file", &subject, Reach::Wide),
-                "{pointer:?}"
-            );
+            assert!(r.matches("write_file", &subject, Reach::Wide), "{pointer:?}");
+            assert!(!r.matches("write_file", &subject, Reach::Narrow), "{pointer:?}");
         }
         assert!(r.matches(
             "write_file",
@@ -670,6 +708,27 @@ mod tests {
             &Subject::of(&input, None),
             Reach::Narrow
         ));
+    }
+
+    #[test]
+    fn every_element_of_an_array_subject_is_judged() {
+        let input = json!({ "paths": ["src/a.rs", "secrets/key"] });
+        let subject = Subject::of(&input, Some("/paths"));
+        assert!(rule("read_file(./secrets/**)").matches("read_file", &subject, Reach::Wide));
+        assert!(!rule("read_file(./src/**)").matches("read_file", &subject, Reach::Narrow));
+        let input = json!({ "paths": ["src/a.rs", "src/b.rs"] });
+        let subject = Subject::of(&input, Some("/paths"));
+        assert!(rule("read_file(./src/**)").matches("read_file", &subject, Reach::Narrow));
+        assert!(!rule("read_file(./secrets/**)").matches("read_file", &subject, Reach::Wide));
+    }
+
+    #[test]
+    fn absolute_and_home_spellings_reach_relative_deny_rules() {
+        // In the guest, `/x` and `x` are the same file: `/` is the granted directory.
+        assert!(denies("write_file(./secrets/**)", "/secrets/key"));
+        assert!(denies("write_file(/secrets/**)", "secrets/key"));
+        assert!(denies("write_file(~/.ssh/**)", "~/.ssh/id"));
+        assert!(!denies("write_file(./secrets/**)", "/other/key"));
     }
 
     #[test]

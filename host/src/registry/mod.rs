@@ -21,8 +21,10 @@ use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinSet;
 
 use crate::config::{Config, PluginPolicy};
-use crate::gate::{InputValidator, OutputValidator, Permissions};
-use crate::sandbox::{Limits, Plugin, Sandbox, sha256_hex};
+use crate::gate::{
+    Denial, InputValidator, Mounts, OutputValidator, PathGuard, Permissions, guest_root,
+};
+use crate::sandbox::{Grants, Limits, Plugin, Sandbox, sha256_hex};
 use crate::tool::ToolSpec;
 
 pub use self::watch::watch;
@@ -58,6 +60,8 @@ pub struct Tool {
     pub plugin: Arc<LoadedPlugin>,
     pub(crate) input: InputValidator,
     pub(crate) output: Option<OutputValidator>,
+    /// The paths this tool's calls may never touch, enforced by the sandbox's filesystem.
+    pub(crate) files: Arc<PathGuard>,
 }
 
 /// How loading one plugin file went.
@@ -331,6 +335,24 @@ fn scan(dir: &Path) -> Result<BTreeMap<String, PathBuf>, RegistryError> {
     Ok(out)
 }
 
+/// The plugin's directory grants as its guest sees them.
+fn mounts(grants: &Grants) -> Mounts {
+    Mounts::new(grants.dirs.iter().map(|d| (d.guest.as_str(), d.host.as_path())))
+}
+
+/// The grants' `exclude` entries (checked when the config was loaded).
+fn excludes(grants: &Grants) -> Result<Vec<Denial>, String> {
+    let mut out = Vec::new();
+    for d in &grants.dirs {
+        for entry in &d.exclude {
+            let denials = Denial::exclude(&guest_root(&d.guest), entry)
+                .map_err(|e| format!("exclude {entry:?}: {e}"))?;
+            out.extend(denials);
+        }
+    }
+    Ok(out)
+}
+
 fn read_plugin(path: &Path) -> Result<Vec<u8>, String> {
     let len = std::fs::metadata(path)
         .map_err(|e| format!("cannot read: {e}"))?
@@ -354,7 +376,8 @@ async fn load(
     policy: PluginPolicy,
 ) -> Result<(Arc<LoadedPlugin>, Vec<Arc<Tool>>, bool), String> {
     let permissions = Permissions::new(&config.permissions, policy.permissions.as_ref())
-        .map_err(|e| format!("permission rules: {e}"))?;
+        .map_err(|e| format!("permission rules: {e}"))?
+        .with_files(mounts(&policy.grants), excludes(&policy.grants)?);
     let compiler = sandbox.clone();
     // wasi:http is linked only for plugins granted network: without a grant, importing it fails here.
     let grants = policy.grants.clone();
@@ -385,6 +408,7 @@ async fn load(
             let mut spec = c.spec;
             spec.name = format!("{}{}", plugin.policy.prefix, guest_name);
             Arc::new(Tool {
+                files: Arc::new(plugin.permissions.path_guard(&spec.name)),
                 spec,
                 guest_name,
                 plugin: plugin.clone(),

@@ -10,6 +10,8 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
 use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
+
+use super::files::GuardedFs;
 use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random};
 use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
 
@@ -258,7 +260,7 @@ fn link(engine: &Engine) -> wasmtime::Result<Linker<State>> {
     cli::terminal_stdin::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
     cli::terminal_stdout::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
     cli::terminal_stderr::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
-    filesystem::types::add_to_linker::<State, WasiFilesystem>(&mut l, State::filesystem)?;
+    filesystem::types::add_to_linker::<State, GuardedFs>(&mut l, State::guarded_fs)?;
     filesystem::preopens::add_to_linker::<State, WasiFilesystem>(&mut l, State::filesystem)?;
     PluginWorld::add_to_linker::<State, HasSelf<State>>(&mut l, |s| s)?;
     Ok(l)

@@ -6,6 +6,7 @@
 mod bindings;
 mod cache;
 mod engine;
+mod files;
 pub mod network;
 mod output;
 mod policy;

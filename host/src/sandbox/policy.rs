@@ -27,6 +27,8 @@ pub struct DirGrant {
     pub guest: String,
     /// Read-only grants refuse every write, create, rename, link and truncate.
     pub read_only: bool,
+    /// Globs relative to the directory that the guest may never touch (see `config::RawDir::exclude`).
+    pub exclude: Vec<String>,
 }
 
 /// How far one call may go.

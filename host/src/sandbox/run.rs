@@ -1,6 +1,7 @@
 //! One call in a fresh store: instantiate from the cached `InstancePre`, apply fuel, memory and epoch
 //! limits, race the call against its deadline and the caller's cancellation, then throw the store away.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -9,11 +10,13 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::exports::toolhost::plugin::tool::ToolError;
 use super::engine::{Plugin, Sandbox};
+use super::files::Files;
 use super::output::CappedOutput;
 use super::policy::{Grants, Limits};
 use super::state::{MemoryLimitHit, MemoryLimiter, State};
 use super::wasi::{build_ctx, build_http};
 use crate::exec::ProgressSink;
+use crate::gate::PathGuard;
 use crate::tool::Hints;
 
 /// A tool spec as the guest declared it, before the registry checks it.
@@ -115,6 +118,7 @@ impl Sandbox {
             plugin,
             name,
             &Grants::default(),
+            &Arc::default(),
             limits,
             None,
             &never,
@@ -136,6 +140,7 @@ impl Sandbox {
         plugin: &Plugin,
         name: &str,
         grants: &Grants,
+        files: &Arc<PathGuard>,
         limits: &Limits,
         tool: &str,
         input: &str,
@@ -147,6 +152,7 @@ impl Sandbox {
                 plugin,
                 name,
                 grants,
+                files,
                 limits,
                 progress,
                 cancel,
@@ -178,6 +184,7 @@ impl Sandbox {
         plugin: &Plugin,
         name: &str,
         grants: &Grants,
+        files: &Arc<PathGuard>,
         limits: &Limits,
         progress: Option<ProgressSink>,
         cancel: &CancellationToken,
@@ -216,6 +223,7 @@ impl Sandbox {
             progress_reports: Default::default(),
             http,
             net,
+            files: Files::new(files.clone(), name),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);

@@ -8,6 +8,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::WasiHttpCtx;
 
 use super::bindings::toolhost::plugin::host::{Host, LogLevel};
+use super::files::{Files, GuardedView};
 use super::network::NetworkHooks;
 use crate::exec::{Progress, ProgressSink};
 
@@ -29,6 +30,15 @@ pub(crate) struct State {
     pub(crate) http: WasiHttpCtx,
     /// The send-request hook with the plugin's grant, and the redactor for its secrets.
     pub(crate) net: NetworkHooks,
+    /// The paths this call may not touch, and the guarded filesystem's own state.
+    pub(crate) files: Files,
+}
+
+impl State {
+    /// `wasi:filesystem/types` for this store, behind the call's path guard.
+    pub(crate) fn guarded_fs(&mut self) -> GuardedView<'_> {
+        GuardedView::new(&mut self.wasi, &mut self.table, &mut self.files)
+    }
 }
 
 impl WasiView for State {

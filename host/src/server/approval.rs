@@ -37,24 +37,9 @@ use crate::exec::{ApprovalRequest, Approver};
 pub(crate) const APPROVAL_KEY: &str = "approval";
 /// How long a 2026-era approval question stays answerable.
 pub(crate) const STATE_TTL: Duration = Duration::from_secs(600);
-/// The longest input shown in an approval question.
-const MAX_SHOWN_INPUT: usize = 2000;
-
 /// The question put to the user.
 fn question(r: &ApprovalRequest) -> String {
-    let mut input = serde_json::to_string_pretty(&r.input).unwrap_or_else(|_| r.input.to_string());
-    if input.len() > MAX_SHOWN_INPUT {
-        let mut cut = MAX_SHOWN_INPUT;
-        while !input.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        input.truncate(cut);
-        input.push_str("\n[... input shortened]");
-    }
-    format!(
-        "Allow toolhost to run the tool '{}' (plugin '{}')?\n\n{}\n\nInput:\n{input}",
-        r.tool, r.plugin, r.reason
-    )
+    r.question()
 }
 
 /// The elicitation that asks for approval: a form with one checkbox, on by default; accepting the
@@ -306,6 +291,7 @@ mod tests {
             tool: "write_file".into(),
             plugin: "fs".into(),
             input: json!({"path": "a.txt", "content": "x"}),
+            subject: Some(("/path".into(), json!("a.txt"))),
             reason: "mode default asks for tools that are not read-only".into(),
         }
     }
@@ -457,9 +443,25 @@ mod tests {
         r.input = json!({"content": "é".repeat(5000)});
         let q = question(&r);
         assert!(
-            q.len() < MAX_SHOWN_INPUT + 400 && q.ends_with("[... input shortened]"),
+            q.len() < 2000 + 400 && q.ends_with("[... input shortened]"),
             "{}",
             q.len()
         );
+    }
+
+    #[test]
+    fn question_shows_the_subject_first_and_whole() {
+        let mut r = ask();
+        let path = format!("notes/{}/secrets/key", "a".repeat(3000));
+        r.input = json!({"content": "x".repeat(5000), "path": path});
+        r.subject = Some(("/path".into(), json!(path)));
+        let q = question(&r);
+        let at = q.find(&path).expect("the whole path is shown");
+        assert!(at < q.find("Other input").unwrap(), "{q}");
+        assert!(q.ends_with("[... input shortened]"));
+        r.input = json!({"path": "a\u{1b}]0;owned\u{7}\u{202e}b"});
+        r.subject = Some(("/path".into(), r.input["path"].clone()));
+        let q = question(&r);
+        assert!(!q.contains('\u{1b}') && !q.contains('\u{202e}'), "{q:?}");
     }
 }

@@ -112,6 +112,7 @@ async fn run_calls(
                 plugin,
                 s.tool,
                 grants,
+                &Default::default(),
                 &Limits::default(),
                 s.tool,
                 &input,
@@ -144,6 +145,7 @@ async fn measure_language_costs() {
             host: work.clone(),
             guest: ".".into(),
             read_only: true,
+            exclude: Vec::new(),
         }],
         ..Grants::default()
     };

@@ -1,0 +1,365 @@
+//! The files capability with the call's [`PathGuard`] in front: `wasi:filesystem/types` as
+//! wasmtime-wasi implements it, but every operation that names a path is first judged where that
+//! path really leads, and every file opened is judged again by where it was really opened
+//! (`/proc/self/fd`), so a link swapped in between cannot smuggle a denied file through. Directory
+//! listings leave denied entries out. With nothing denied every check is skipped.
+//!
+//! A refused access fails with `access` (EACCES), the way a file the OS protects would.
+
+use std::collections::HashMap;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use wasmtime::component::{HasData, Resource};
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    self, ErrorCode, HostDescriptor, HostDirectoryEntryStream,
+};
+use wasmtime_wasi::p2::{FsError, FsResult};
+use wasmtime_wasi::{ResourceTable, WasiCtx};
+use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream};
+
+use crate::gate::{PathGuard, Refusal};
+
+/// Per-call state of the guarded filesystem.
+pub(crate) struct Files {
+    guard: Arc<PathGuard>,
+    plugin: String,
+    /// Open directory listings: the host directory each lists, to judge its entries.
+    listings: HashMap<u32, PathBuf>,
+}
+
+impl Files {
+    pub(crate) fn new(guard: Arc<PathGuard>, plugin: &str) -> Self {
+        Self {
+            guard,
+            plugin: plugin.to_owned(),
+            listings: HashMap::new(),
+        }
+    }
+}
+
+/// [`HasData`] for linking `wasi:filesystem/types` through the guard.
+pub(crate) struct GuardedFs;
+
+impl HasData for GuardedFs {
+    type Data<'a> = GuardedView<'a>;
+}
+
+/// The guarded filesystem, borrowed from a store's state for one host call.
+pub(crate) struct GuardedView<'a> {
+    fs: WasiFilesystemCtxView<'a>,
+    files: &'a mut Files,
+}
+
+impl<'a> GuardedView<'a> {
+    pub(crate) fn new(wasi: &'a mut WasiCtx, table: &'a mut ResourceTable, files: &'a mut Files) -> Self {
+        Self {
+            fs: WasiFilesystemCtxView {
+                ctx: wasi.filesystem(),
+                table,
+            },
+            files,
+        }
+    }
+
+    fn open(&self) -> bool {
+        self.files.guard.is_open()
+    }
+
+    /// Judge `path` relative to the directory `fd`.
+    fn check(&self, fd: &Resource<Descriptor>, path: &str) -> FsResult<()> {
+        if self.open() {
+            return Ok(());
+        }
+        let dir = host_path(&*self.fs.table, fd).ok_or(ErrorCode::BadDescriptor)?;
+        self.files.guard.check_at(&dir, path).map_err(|r| self.refuse(r))
+    }
+
+    fn refuse(&self, refusal: Refusal) -> FsError {
+        tracing::info!(plugin = %self.files.plugin, "filesystem access refused: {refusal}");
+        ErrorCode::Access.into()
+    }
+}
+
+/// Where an open descriptor is on the host, as the kernel sees it.
+fn host_path(table: &ResourceTable, fd: &Resource<Descriptor>) -> Option<PathBuf> {
+    let raw = match table.get(fd).ok()? {
+        Descriptor::Dir(d) => d.dir.as_raw_fd(),
+        Descriptor::File(f) => f.file.as_raw_fd(),
+    };
+    std::fs::read_link(format!("/proc/self/fd/{raw}")).ok()
+}
+
+impl types::Host for GuardedView<'_> {
+    fn convert_error_code(&mut self, err: FsError) -> wasmtime::Result<ErrorCode> {
+        types::Host::convert_error_code(&mut self.fs, err)
+    }
+
+    fn filesystem_error_code(
+        &mut self,
+        err: Resource<wasmtime::Error>,
+    ) -> wasmtime::Result<Option<ErrorCode>> {
+        types::Host::filesystem_error_code(&mut self.fs, err)
+    }
+}
+
+impl HostDescriptor for GuardedView<'_> {
+    async fn advise(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+        len: types::Filesize,
+        advice: types::Advice,
+    ) -> FsResult<()> {
+        self.fs.advise(fd, offset, len, advice).await
+    }
+
+    async fn sync_data(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        self.fs.sync_data(fd).await
+    }
+
+    async fn get_flags(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorFlags> {
+        self.fs.get_flags(fd).await
+    }
+
+    async fn get_type(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorType> {
+        self.fs.get_type(fd).await
+    }
+
+    async fn set_size(&mut self, fd: Resource<Descriptor>, size: types::Filesize) -> FsResult<()> {
+        self.fs.set_size(fd, size).await
+    }
+
+    async fn set_times(
+        &mut self,
+        fd: Resource<Descriptor>,
+        atim: types::NewTimestamp,
+        mtim: types::NewTimestamp,
+    ) -> FsResult<()> {
+        self.fs.set_times(fd, atim, mtim).await
+    }
+
+    async fn read(
+        &mut self,
+        fd: Resource<Descriptor>,
+        len: types::Filesize,
+        offset: types::Filesize,
+    ) -> FsResult<(Vec<u8>, bool)> {
+        self.fs.read(fd, len, offset).await
+    }
+
+    async fn write(
+        &mut self,
+        fd: Resource<Descriptor>,
+        buf: Vec<u8>,
+        offset: types::Filesize,
+    ) -> FsResult<types::Filesize> {
+        self.fs.write(fd, buf, offset).await
+    }
+
+    async fn read_directory(
+        &mut self,
+        fd: Resource<Descriptor>,
+    ) -> FsResult<Resource<types::DirectoryEntryStream>> {
+        let dir = if self.open() {
+            None
+        } else {
+            Some(host_path(&*self.fs.table, &fd).ok_or(ErrorCode::BadDescriptor)?)
+        };
+        let stream = self.fs.read_directory(fd).await?;
+        if let Some(dir) = dir {
+            self.files.listings.insert(stream.rep(), dir);
+        }
+        Ok(stream)
+    }
+
+    async fn sync(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        self.fs.sync(fd).await
+    }
+
+    async fn create_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        self.check(&fd, &path)?;
+        self.fs.create_directory_at(fd, path).await
+    }
+
+    async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorStat> {
+        self.fs.stat(fd).await
+    }
+
+    async fn stat_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+    ) -> FsResult<types::DescriptorStat> {
+        self.check(&fd, &path)?;
+        self.fs.stat_at(fd, path_flags, path).await
+    }
+
+    async fn set_times_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+        atim: types::NewTimestamp,
+        mtim: types::NewTimestamp,
+    ) -> FsResult<()> {
+        self.check(&fd, &path)?;
+        self.fs.set_times_at(fd, path_flags, path, atim, mtim).await
+    }
+
+    async fn link_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        old_path_flags: types::PathFlags,
+        old_path: String,
+        new_descriptor: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        self.check(&fd, &old_path)?;
+        self.check(&new_descriptor, &new_path)?;
+        self.fs
+            .link_at(fd, old_path_flags, old_path, new_descriptor, new_path)
+            .await
+    }
+
+    async fn open_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+        oflags: types::OpenFlags,
+        flags: types::DescriptorFlags,
+    ) -> FsResult<Resource<Descriptor>> {
+        self.check(&fd, &path)?;
+        let opened = self.fs.open_at(fd, path_flags, path, oflags, flags).await?;
+        if self.open() {
+            return Ok(opened);
+        }
+        // Judge what was really opened: a link swapped in after the check above lands here.
+        let verdict = match host_path(&*self.fs.table, &opened) {
+            Some(host) => self.files.guard.check_host(&host),
+            None => Err(Refusal {
+                path: "(unknown)".into(),
+                why: "its location cannot be read".into(),
+            }),
+        };
+        match verdict {
+            Ok(()) => Ok(opened),
+            Err(refusal) => {
+                HostDescriptor::drop(&mut self.fs, opened).map_err(FsError::trap)?;
+                Err(self.refuse(refusal))
+            }
+        }
+    }
+
+    fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
+        HostDescriptor::drop(&mut self.fs, fd)
+    }
+
+    async fn readlink_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<String> {
+        self.check(&fd, &path)?;
+        self.fs.readlink_at(fd, path).await
+    }
+
+    async fn remove_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        self.check(&fd, &path)?;
+        self.fs.remove_directory_at(fd, path).await
+    }
+
+    async fn rename_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        old_path: String,
+        new_fd: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        self.check(&fd, &old_path)?;
+        self.check(&new_fd, &new_path)?;
+        self.fs.rename_at(fd, old_path, new_fd, new_path).await
+    }
+
+    async fn symlink_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        src_path: String,
+        dest_path: String,
+    ) -> FsResult<()> {
+        self.check(&fd, &dest_path)?;
+        self.fs.symlink_at(fd, src_path, dest_path).await
+    }
+
+    async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        self.check(&fd, &path)?;
+        self.fs.unlink_file_at(fd, path).await
+    }
+
+    fn read_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+    ) -> FsResult<Resource<DynInputStream>> {
+        self.fs.read_via_stream(fd, offset)
+    }
+
+    fn write_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+    ) -> FsResult<Resource<DynOutputStream>> {
+        self.fs.write_via_stream(fd, offset)
+    }
+
+    fn append_via_stream(&mut self, fd: Resource<Descriptor>) -> FsResult<Resource<DynOutputStream>> {
+        self.fs.append_via_stream(fd)
+    }
+
+    async fn is_same_object(
+        &mut self,
+        a: Resource<Descriptor>,
+        b: Resource<Descriptor>,
+    ) -> wasmtime::Result<bool> {
+        self.fs.is_same_object(a, b).await
+    }
+
+    async fn metadata_hash(&mut self, fd: Resource<Descriptor>) -> FsResult<types::MetadataHashValue> {
+        self.fs.metadata_hash(fd).await
+    }
+
+    async fn metadata_hash_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+    ) -> FsResult<types::MetadataHashValue> {
+        self.check(&fd, &path)?;
+        self.fs.metadata_hash_at(fd, path_flags, path).await
+    }
+}
+
+impl HostDirectoryEntryStream for GuardedView<'_> {
+    async fn read_directory_entry(
+        &mut self,
+        stream: Resource<types::DirectoryEntryStream>,
+    ) -> FsResult<Option<types::DirectoryEntry>> {
+        let Some(dir) = self.files.listings.get(&stream.rep()).cloned() else {
+            return self.fs.read_directory_entry(stream).await;
+        };
+        loop {
+            let borrowed = Resource::new_borrow(stream.rep());
+            let Some(entry) = self.fs.read_directory_entry(borrowed).await? else {
+                return Ok(None);
+            };
+            if self.files.guard.check_at(&dir, &entry.name).is_ok() {
+                return Ok(Some(entry));
+            }
+        }
+    }
+
+    fn drop(&mut self, stream: Resource<types::DirectoryEntryStream>) -> wasmtime::Result<()> {
+        self.files.listings.remove(&stream.rep());
+        HostDirectoryEntryStream::drop(&mut self.fs, stream)
+    }
+}
