@@ -30,14 +30,21 @@ fn layout(work: &Path) {
 #[track_caller]
 fn audited(env: &Env, o: &Outcome) -> Value {
     let r = record(env, o.call_id());
-    let kind = if o.is_error() { json!(o.kind()) } else { Value::Null };
+    let kind = if o.is_error() {
+        json!(o.kind())
+    } else {
+        Value::Null
+    };
     assert_eq!(r["error_kind"], kind, "{r}");
     r
 }
 
 #[track_caller]
 fn secret_intact(work: &Path) {
-    assert_eq!(std::fs::read_to_string(work.join("secrets/key")).unwrap(), SECRET);
+    assert_eq!(
+        std::fs::read_to_string(work.join("secrets/key")).unwrap(),
+        SECRET
+    );
     assert_eq!(
         std::fs::read_dir(work.join("secrets")).unwrap().count(),
         1,
@@ -75,9 +82,13 @@ fn deny_rules_hold_against_every_spelling_of_a_denied_path() {
         ] {
             let o = d.call(tool, args);
             o.assert_error("denied", "Permission denied");
-            assert!(!o.result.to_string().contains("hunter2"), "{tool} {path}: {}", o.result);
+            assert!(
+                !o.result.to_string().contains("hunter2"),
+                "{tool} {path}: {}",
+                o.result
+            );
             let r = audited(&env, &o);
-            assert_eq!(r["decision"]["decision"], "denied", "{r}");
+            assert_eq!(r["decision"]["kind"], "denied", "{r}");
         }
     }
     // A missing subject fails closed; so does `..` out of the grant and a link out of it.
@@ -122,7 +133,10 @@ fn the_sandbox_refuses_denied_paths_a_plugin_opens_on_its_own() {
     o.assert_error("tool_failed", "ermission denied");
     audited(&env, &o);
     assert!(work.join("src/a").exists());
-    let o = d.call("hardlink", json!({ "target": "secrets/key", "link": "src/k" }));
+    let o = d.call(
+        "hardlink",
+        json!({ "target": "secrets/key", "link": "src/k" }),
+    );
     o.assert_error("tool_failed", "ermission denied");
     audited(&env, &o);
     assert!(!work.join("src/k").exists());
@@ -132,9 +146,15 @@ fn the_sandbox_refuses_denied_paths_a_plugin_opens_on_its_own() {
     o.assert_ok();
     let r = audited(&env, &o);
     assert!(o.text().contains("TOKEN=public"), "{}", o.text());
-    assert!(!o.text().contains("hunter2"), "grep leaked the denied folder: {}", o.text());
     assert!(
-        r["coercions"].to_string().contains("/path: the schema's default filled in"),
+        !o.text().contains("hunter2"),
+        "grep leaked the denied folder: {}",
+        o.text()
+    );
+    assert!(
+        r["coercions"]
+            .to_string()
+            .contains("/path: the schema's default filled in"),
         "{r}"
     );
     // Listing the denied folder's parent works; its denied entries are left out of a listing inside.
@@ -156,7 +176,8 @@ fn the_sandbox_refuses_denied_paths_a_plugin_opens_on_its_own() {
     assert!(!o.text().contains("TOKEN=dotenv"), "{}", o.text());
 
     secret_intact(&work);
-    d.call("read_file", json!({ "path": "src/notes.txt" })).assert_ok();
+    d.call("read_file", json!({ "path": "src/notes.txt" }))
+        .assert_ok();
     assert!(d.stop().success());
 }
 
@@ -169,7 +190,10 @@ fn a_bad_exclude_entry_is_a_config_error() {
     let out = env.run(&["list"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("plugins.echo.dirs[0].exclude[0]"), "{stderr}");
+    assert!(
+        stderr.contains("plugins.echo.dirs[0].exclude[0]"),
+        "{stderr}"
+    );
 }
 
 /// A small deterministic generator (xorshift), so a failure names a seed that reproduces it.
@@ -189,7 +213,9 @@ impl Rng {
 }
 
 const DIRS: [&str; 4] = ["", "a", "b", "a/sub"];
-const SEGMENTS: [&str; 12] = ["a", "b", "secrets", "sub", "f", "l0", "l1", "l2", "l3", "..", ".", ""];
+const SEGMENTS: [&str; 12] = [
+    "a", "b", "secrets", "sub", "f", "l0", "l1", "l2", "l3", "..", ".", "",
+];
 
 /// Files that name themselves (`FILE secrets/f`), and five random links, some out of the grant.
 fn random_layout(work: &Path, rng: &mut Rng) {
@@ -240,7 +266,10 @@ async fn the_gates_verdict_agrees_with_the_file_the_guest_opens() {
         description: "read".into(),
         input_schema: json!({"type": "object"}),
         output_schema: None,
-        hints: Hints { read_only: true, ..Hints::default() },
+        hints: Hints {
+            read_only: true,
+            ..Hints::default()
+        },
         permission_subject: Some("/path".into()),
     };
     let deny = PermissionConfig {
@@ -251,7 +280,10 @@ async fn the_gates_verdict_agrees_with_the_file_the_guest_opens() {
     let (mut judged, mut leaks_blocked) = (0, 0);
     for seed in 1..=6u64 {
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ seed);
-        let open = Env::new(&["hostile"], "[permissions]\nmode = \"bypass\"\n[plugins.hostile]\ndirs = [{ host = \"work\" }]\n");
+        let open = Env::new(
+            &["hostile"],
+            "[permissions]\nmode = \"bypass\"\n[plugins.hostile]\ndirs = [{ host = \"work\" }]\n",
+        );
         let work = open.work();
         random_layout(&work, &mut rng);
         let guarded = Env::new(
@@ -272,25 +304,42 @@ async fn the_gates_verdict_agrees_with_the_file_the_guest_opens() {
             let verdict = gate.decide(&spec, &json!({ "path": path }));
             let real = read(&truth, &path).await;
             let reached = !real.is_error && real.content.starts_with("FILE secrets/");
-            let context = format!("seed {seed}, path {path:?}: {verdict:?} vs {:?}", real.content);
+            let context = format!(
+                "seed {seed}, path {path:?}: {verdict:?} vs {:?}",
+                real.content
+            );
             match &verdict {
-                Decision::Allow { .. } => assert!(!reached, "allowed a read of the denied folder: {context}"),
+                Decision::Allow { .. } => {
+                    assert!(!reached, "allowed a read of the denied folder: {context}")
+                }
                 Decision::Deny { reason, .. } => {
                     let unplaceable = reason.contains("cannot be checked");
                     let named = reason.contains("denied by rule");
-                    assert!(reached || real.is_error || named || unplaceable, "{context}");
+                    assert!(
+                        reached || real.is_error || named || unplaceable,
+                        "{context}"
+                    );
                     if unplaceable {
-                        assert!(real.is_error, "the gate could not place a path the guest opened: {context}");
+                        assert!(
+                            real.is_error,
+                            "the gate could not place a path the guest opened: {context}"
+                        );
                     }
                 }
                 Decision::Ask { .. } => panic!("bypass mode never asks: {context}"),
             }
             let with_rule = read(&enforced, &path).await;
-            assert!(!with_rule.content.contains("FILE secrets/"), "leaked with the rule in force: {path:?}");
+            assert!(
+                !with_rule.content.contains("FILE secrets/"),
+                "leaked with the rule in force: {path:?}"
+            );
             judged += 1;
             leaks_blocked += usize::from(reached);
         }
     }
     assert!(judged >= 240);
-    assert!(leaks_blocked > 0, "no generated spelling reached the denied folder: the generator tests nothing");
+    assert!(
+        leaks_blocked > 0,
+        "no generated spelling reached the denied folder: the generator tests nothing"
+    );
 }

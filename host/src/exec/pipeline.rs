@@ -191,9 +191,11 @@ impl Pipeline {
                 let request = ApprovalRequest {
                     tool: tool.spec.name.clone(),
                     plugin: plugin.name.clone(),
-                    subject: tool.spec.permission_subject.as_ref().and_then(|p| {
-                        input.pointer(p).map(|v| (p.clone(), v.clone()))
-                    }),
+                    subject: tool
+                        .spec
+                        .permission_subject
+                        .as_ref()
+                        .and_then(|p| input.pointer(p).map(|v| (p.clone(), v.clone()))),
                     input: input.clone(),
                     reason: reason.clone(),
                 };

@@ -93,7 +93,10 @@ impl ApprovalRequest {
             .chars()
             .map(|c| match c {
                 '\n' => "\n".to_owned(),
-                c if c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c) => {
+                c if c.is_control()
+                    || ('\u{202a}'..='\u{202e}').contains(&c)
+                    || ('\u{2066}'..='\u{2069}').contains(&c) =>
+                {
                     c.escape_unicode().to_string()
                 }
                 c => c.to_string(),

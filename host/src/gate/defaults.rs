@@ -29,10 +29,9 @@ fn fill_at(
         return;
     }
     let schema = follow(root, schema);
-    let (Some(properties), Value::Object(object)) = (
-        schema.get("properties").and_then(Value::as_object),
-        input,
-    ) else {
+    let (Some(properties), Value::Object(object)) =
+        (schema.get("properties").and_then(Value::as_object), input)
+    else {
         return;
     };
     fill_object(root, properties, object, &pointer, depth, filled);

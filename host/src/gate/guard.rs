@@ -158,7 +158,10 @@ mod tests {
 
     fn guard(root: &Path) -> PathGuard {
         let rule: super::super::Rule = "write_file(./secrets/**)".parse().unwrap();
-        let mut denials = vec![Denial::rule(rule.guest_glob().unwrap().clone(), rule.as_str())];
+        let mut denials = vec![Denial::rule(
+            rule.guest_glob().unwrap().clone(),
+            rule.as_str(),
+        )];
         denials.extend(Denial::exclude("", ".env").unwrap());
         PathGuard::new(Mounts::new([(".", root)]), denials)
     }
@@ -172,7 +175,15 @@ mod tests {
         symlink("secrets", root.join("alias")).unwrap();
         symlink(".env", root.join("innocent")).unwrap();
         let g = guard(&root);
-        for path in ["secrets/key", "./secrets/key", "src/../secrets/key", "alias/key", ".env", "innocent", ".env/x"] {
+        for path in [
+            "secrets/key",
+            "./secrets/key",
+            "src/../secrets/key",
+            "alias/key",
+            ".env",
+            "innocent",
+            ".env/x",
+        ] {
             assert!(g.check_at(&root, path).is_err(), "{path} should be refused");
         }
         assert!(g.check_at(&root.join("src"), "../secrets/key").is_err());
@@ -180,7 +191,10 @@ mod tests {
             assert_eq!(g.check_at(&root, path), Ok(()), "{path}");
         }
         let refusal = g.check_at(&root, "alias/key").unwrap_err();
-        assert_eq!(refusal.to_string(), "`alias/key` is denied by the rule `deny: write_file(./secrets/**)`");
+        assert_eq!(
+            refusal.to_string(),
+            "`secrets/key` is denied by the rule `deny: write_file(./secrets/**)`"
+        );
         assert!(g.check_host(&root.join("secrets/key")).is_err());
         assert!(g.check_host(Path::new("/etc/passwd")).is_err());
     }

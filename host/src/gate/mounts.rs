@@ -92,7 +92,9 @@ impl Mounts {
         let mount = self
             .mounts
             .iter()
-            .filter(|m| parts.len() >= m.guest.len() && parts.iter().zip(&m.guest).all(|(a, b)| a == b))
+            .filter(|m| {
+                parts.len() >= m.guest.len() && parts.iter().zip(&m.guest).all(|(a, b)| a == b)
+            })
             .max_by_key(|m| m.guest.len())
             .ok_or(Unresolved::NoGrant)?;
         let rest = parts[mount.guest.len()..].iter().map(|s| (*s).to_owned());
@@ -266,7 +268,12 @@ mod tests {
     fn absolute_and_relative_paths_name_the_same_file() {
         let t = Tree::new();
         let m = t.mounts();
-        for spelling in ["secrets/key", "/secrets/key", "./secrets/key", "//secrets/./key"] {
+        for spelling in [
+            "secrets/key",
+            "/secrets/key",
+            "./secrets/key",
+            "//secrets/./key",
+        ] {
             assert_eq!(guest(&m, spelling), Ok("secrets/key".into()), "{spelling}");
         }
         assert_eq!(guest(&m, "/data/x"), Ok("data/x".into()));
@@ -282,9 +289,19 @@ mod tests {
         assert_eq!(guest(&m, "alias"), Ok("secrets".into()));
         // The OS follows `link` before `..`: src/deep/.. is src.
         assert_eq!(guest(&m, "link/../x"), Ok("src/x".into()));
-        assert_eq!(guest(&m, "link/../../secrets/key"), Ok("secrets/key".into()));
+        assert_eq!(
+            guest(&m, "link/../../secrets/key"),
+            Ok("secrets/key".into())
+        );
         let host = m.resolve("alias/key").unwrap().host;
-        assert_eq!(host, t.dir.path().join("work/secrets/key").canonicalize().unwrap());
+        assert_eq!(
+            host,
+            t.dir
+                .path()
+                .join("work/secrets/key")
+                .canonicalize()
+                .unwrap()
+        );
     }
 
     #[test]

@@ -322,8 +322,8 @@ impl Permissions {
     /// Decide a call of `tool` with the (validated) `input`; see the module docs for the steps.
     pub fn decide(&self, tool: &ToolSpec, input: &Value) -> Decision {
         let name = tool.name.as_str();
-        let subject = Subject::of(input, tool.permission_subject.as_deref())
-            .with_mounts(Some(&self.mounts));
+        let subject =
+            Subject::of(input, tool.permission_subject.as_deref()).with_mounts(Some(&self.mounts));
         let read_only = tool.hints.read_only && !tool.hints.destructive;
 
         if let Some(refusal) = self.unplaceable(name, &subject) {
@@ -335,9 +335,16 @@ impl Permissions {
             Ok(_) => String::new(),
         };
         if let Some(rule) = self.first_match(RuleKind::Deny, name, &subject) {
-            let unjudged = if rule.patterned { unjudged.as_str() } else { "" };
+            let unjudged = if rule.patterned {
+                unjudged.as_str()
+            } else {
+                ""
+            };
             return Decision::Deny {
-                reason: format!("denied by rule `{rule}` in the {} policy{unjudged}", rule.scope),
+                reason: format!(
+                    "denied by rule `{rule}` in the {} policy{unjudged}",
+                    rule.scope
+                ),
                 rule: Some(rule.matched),
             };
         }
@@ -354,7 +361,11 @@ impl Permissions {
             rule,
         };
         if let Some(rule) = self.first_match(RuleKind::Ask, name, &subject) {
-            let unjudged = if rule.patterned { unjudged.as_str() } else { "" };
+            let unjudged = if rule.patterned {
+                unjudged.as_str()
+            } else {
+                ""
+            };
             let reason = format!("rule `{rule}` in the {} policy{unjudged}", rule.scope);
             return ask(reason, Some(rule.matched));
         }
@@ -651,7 +662,12 @@ mod tests {
         )
         .unwrap();
         let t = plain_write();
-        for input in [json!({}), json!({ "path": null }), json!({ "path": {"a": 1} }), json!({ "path": [] })] {
+        for input in [
+            json!({}),
+            json!({ "path": null }),
+            json!({ "path": {"a": 1} }),
+            json!({ "path": [] }),
+        ] {
             let decision = p.decide(&t, &input);
             assert!(matches!(decision, Decision::Deny { .. }), "{input}");
         }
@@ -665,8 +681,21 @@ mod tests {
             "denied by rule `deny: write_file(*)` in the global policy \
              (the tool declares no permission subject, so the rule applies)"
         );
-        let asks = Permissions::new(&config(None, &["write_file(**)"], &["write_file(./src/**)"], &[]), None)
-            .unwrap();
+        let wildcard =
+            Permissions::new(&config(None, &[], &[], &["*(./secrets/**)"]), None).unwrap();
+        assert!(matches!(
+            wildcard.decide(&no_subject, &input("a")),
+            Decision::Ask { .. }
+        ));
+        assert!(matches!(
+            wildcard.decide(&t, &json!({})),
+            Decision::Deny { .. }
+        ));
+        let asks = Permissions::new(
+            &config(None, &["write_file(**)"], &["write_file(./src/**)"], &[]),
+            None,
+        )
+        .unwrap();
         assert!(matches!(asks.decide(&t, &json!({})), Decision::Ask { .. }));
     }
 
@@ -730,7 +759,16 @@ mod tests {
     fn path_guard_carries_the_tools_deny_rules() {
         let (dir, mounts) = tree();
         let p = Permissions::new(
-            &config(None, &[], &[], &["write_file(./secrets/**)", "read_file(**/.env)", "shell(git push*)"]),
+            &config(
+                None,
+                &[],
+                &[],
+                &[
+                    "write_file(./secrets/**)",
+                    "read_file(**/.env)",
+                    "shell(git push*)",
+                ],
+            ),
             None,
         )
         .unwrap()
@@ -743,7 +781,10 @@ mod tests {
         let reader = p.path_guard("read_file");
         assert!(reader.check_at(&root, "alias/key").is_ok());
         assert!(reader.check_at(&root, "src/.env").is_err());
-        assert!(!p.path_guard("shell").is_open(), "excludes apply to every tool");
+        assert!(
+            !p.path_guard("shell").is_open(),
+            "excludes apply to every tool"
+        );
     }
 
     #[test]

@@ -12,8 +12,9 @@
 //! judged one by one (a deny or ask rule matches when one does, an allow rule only when all do).
 //! A subject that cannot be judged (the tool declares none, the input has nothing or `null` there,
 //! an object, an empty array) **fails closed**: deny and ask rules with a pattern match it, allow
-//! rules with a pattern do not. `\` escapes a glob metacharacter; `tool()` matches only the empty
-//! string.
+//! rules with a pattern do not; only a rule whose tool is a wildcard (`*(./x/**)`) passes over tools
+//! that declare no subject, whose files the sandbox guards all the same. `\` escapes a glob
+//! metacharacter; `tool()` matches only the empty string.
 //!
 //! A pattern is a *path pattern* unless it is empty, contains `://`, or contains whitespace without
 //! starting with `/`, `./`, `../` or `~/`. So `./src/**`, `src/*.rs`, `*.md`, `.env`, `make*` and
@@ -50,7 +51,7 @@ use std::str::FromStr;
 use globset::{Candidate, GlobBuilder, GlobMatcher};
 use serde::Serialize;
 
-pub(super) use super::subject::{Subject, SubjectText};
+pub(super) use super::subject::{Subject, SubjectText, Unjudged};
 
 /// One permission rule: `TOOL` or `TOOL(PATTERN)`; see the module docs for how it matches.
 #[derive(Debug, Clone)]
@@ -236,6 +237,8 @@ impl Rule {
             return true;
         };
         match (subject.texts(), reach) {
+            // `*(./x/**)` is about tools that have a subject; one naming the tool is about it alone.
+            (Err(Unjudged::Undeclared), _) if matches!(self.tool, ToolMatcher::Glob(_)) => false,
             (Err(_), reach) => reach == Reach::Wide,
             (Ok(texts), Reach::Wide) => texts.iter().any(|t| pattern.matches_wide(t)),
             (Ok(texts), Reach::Narrow) => texts.iter().all(|t| pattern.matches_narrow(t)),
@@ -297,7 +300,8 @@ impl Pattern {
                 ..
             } => {
                 let path = text.path();
-                let written = path.anchor == *anchor && path.up == *up && is_match(rest, &path.rest);
+                let written =
+                    path.anchor == *anchor && path.up == *up && is_match(rest, &path.rest);
                 written
                     && match text.resolved() {
                         None => true,
@@ -689,10 +693,23 @@ mod tests {
         let r = rule("write_file(**)");
         let input = json!({ "path": "a.txt", "n": 7, "flag": true, "obj": {}, "nil": null,
             "empty": [], "nested": ["a", ["b"]] });
-        for pointer in [None, Some("/missing"), Some("/obj"), Some("/nil"), Some("/empty"), Some("/nested")] {
+        for pointer in [
+            None,
+            Some("/missing"),
+            Some("/obj"),
+            Some("/nil"),
+            Some("/empty"),
+            Some("/nested"),
+        ] {
             let subject = Subject::of(&input, pointer);
-            assert!(r.matches("write_file", &subject, Reach::Wide), "{pointer:?}");
-            assert!(!r.matches("write_file", &subject, Reach::Narrow), "{pointer:?}");
+            assert!(
+                r.matches("write_file", &subject, Reach::Wide),
+                "{pointer:?}"
+            );
+            assert!(
+                !r.matches("write_file", &subject, Reach::Narrow),
+                "{pointer:?}"
+            );
         }
         assert!(r.matches(
             "write_file",

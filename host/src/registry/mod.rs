@@ -337,7 +337,12 @@ fn scan(dir: &Path) -> Result<BTreeMap<String, PathBuf>, RegistryError> {
 
 /// The plugin's directory grants as its guest sees them.
 fn mounts(grants: &Grants) -> Mounts {
-    Mounts::new(grants.dirs.iter().map(|d| (d.guest.as_str(), d.host.as_path())))
+    Mounts::new(
+        grants
+            .dirs
+            .iter()
+            .map(|d| (d.guest.as_str(), d.host.as_path())),
+    )
 }
 
 /// The grants' `exclude` entries (checked when the config was loaded).

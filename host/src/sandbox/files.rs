@@ -54,7 +54,11 @@ pub(crate) struct GuardedView<'a> {
 }
 
 impl<'a> GuardedView<'a> {
-    pub(crate) fn new(wasi: &'a mut WasiCtx, table: &'a mut ResourceTable, files: &'a mut Files) -> Self {
+    pub(crate) fn new(
+        wasi: &'a mut WasiCtx,
+        table: &'a mut ResourceTable,
+        files: &'a mut Files,
+    ) -> Self {
         Self {
             fs: WasiFilesystemCtxView {
                 ctx: wasi.filesystem(),
@@ -74,7 +78,10 @@ impl<'a> GuardedView<'a> {
             return Ok(());
         }
         let dir = host_path(&*self.fs.table, fd).ok_or(ErrorCode::BadDescriptor)?;
-        self.files.guard.check_at(&dir, path).map_err(|r| self.refuse(r))
+        self.files
+            .guard
+            .check_at(&dir, path)
+            .map_err(|r| self.refuse(r))
     }
 
     fn refuse(&self, refusal: Refusal) -> FsError {
@@ -179,7 +186,11 @@ impl HostDescriptor for GuardedView<'_> {
         self.fs.sync(fd).await
     }
 
-    async fn create_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+    async fn create_directory_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path: String,
+    ) -> FsResult<()> {
         self.check(&fd, &path)?;
         self.fs.create_directory_at(fd, path).await
     }
@@ -264,7 +275,11 @@ impl HostDescriptor for GuardedView<'_> {
         self.fs.readlink_at(fd, path).await
     }
 
-    async fn remove_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+    async fn remove_directory_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path: String,
+    ) -> FsResult<()> {
         self.check(&fd, &path)?;
         self.fs.remove_directory_at(fd, path).await
     }
@@ -312,7 +327,10 @@ impl HostDescriptor for GuardedView<'_> {
         self.fs.write_via_stream(fd, offset)
     }
 
-    fn append_via_stream(&mut self, fd: Resource<Descriptor>) -> FsResult<Resource<DynOutputStream>> {
+    fn append_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+    ) -> FsResult<Resource<DynOutputStream>> {
         self.fs.append_via_stream(fd)
     }
 
@@ -324,7 +342,10 @@ impl HostDescriptor for GuardedView<'_> {
         self.fs.is_same_object(a, b).await
     }
 
-    async fn metadata_hash(&mut self, fd: Resource<Descriptor>) -> FsResult<types::MetadataHashValue> {
+    async fn metadata_hash(
+        &mut self,
+        fd: Resource<Descriptor>,
+    ) -> FsResult<types::MetadataHashValue> {
         self.fs.metadata_hash(fd).await
     }
 
