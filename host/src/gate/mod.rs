@@ -3,12 +3,14 @@
 //! Pure code: no wasmtime, no I/O, no clock; the pipeline in `exec` calls it and acts on the answer.
 
 mod coerce;
+mod cost;
 mod limits;
 mod permission;
 mod rule;
 mod validate;
 
 pub use self::coerce::Coercion;
+pub use self::cost::{CostError, INLINE_EVALUATIONS, MAX_EVALUATIONS};
 pub use self::limits::InputLimits;
 pub use self::permission::{
     Decision, MatchedRule, Mode, PermissionConfig, Permissions, UnknownMode,
