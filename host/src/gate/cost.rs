@@ -122,7 +122,6 @@ pub(super) fn estimate(schema: &Value) -> Result<u64, CostError> {
     Ok(worst)
 }
 
-
 /// Evaluations below which a check may run on the caller's thread: well under a millisecond.
 /// Above it, `exec` moves the check to its validation pool, under a deadline.
 pub const INLINE_EVALUATIONS: u64 = 20_000;

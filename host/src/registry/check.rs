@@ -207,10 +207,16 @@ mod tests {
     #[test]
     fn refuses_oversized_declarations() {
         let e = |s| check_specs(vec![s]).err().unwrap();
-        let big = format!(r#"{{"type":"object","description":"{}"}}"#, "x".repeat(MAX_SCHEMA));
+        let big = format!(
+            r#"{{"type":"object","description":"{}"}}"#,
+            "x".repeat(MAX_SCHEMA)
+        );
         assert_eq!(
             e(spec("a", &big)),
-            format!("tool 'a': input-schema is {} bytes; the limit is 65536", big.len())
+            format!(
+                "tool 'a': input-schema is {} bytes; the limit is 65536",
+                big.len()
+            )
         );
         let output = GuestSpec {
             output_schema: Some(big.clone()),
@@ -221,7 +227,10 @@ mod tests {
             title: Some("t".repeat(MAX_TITLE + 1)),
             ..spec("a", OBJ)
         };
-        assert_eq!(e(title), "tool 'a': the title is 257 bytes; the limit is 256");
+        assert_eq!(
+            e(title),
+            "tool 'a': the title is 257 bytes; the limit is 256"
+        );
         let description = GuestSpec {
             description: "d".repeat(MAX_DESCRIPTION + 1),
             ..spec("a", OBJ)
@@ -233,11 +242,17 @@ mod tests {
         };
         assert!(e(subject).contains("permission-subject is 257 bytes"));
         // Each within its own limit, together past the plugin's.
-        let schema = format!(r#"{{"type":"object","description":"{}"}}"#, "x".repeat(60_000));
+        let schema = format!(
+            r#"{{"type":"object","description":"{}"}}"#,
+            "x".repeat(60_000)
+        );
         let many: Vec<GuestSpec> = (0..20).map(|i| spec(&format!("t{i}"), &schema)).collect();
         let err = check_specs(many).err().unwrap();
         assert!(err.starts_with("describe returned 12"), "{err}");
-        assert!(err.ends_with("a plugin may declare at most 1048576"), "{err}");
+        assert!(
+            err.ends_with("a plugin may declare at most 1048576"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -245,7 +260,10 @@ mod tests {
         let mut defs = serde_json::Map::new();
         for i in 0..20 {
             let next = serde_json::json!({"$ref": format!("#/$defs/a{}", i + 1)});
-            defs.insert(format!("a{i}"), serde_json::json!({"anyOf": [next, next, next]}));
+            defs.insert(
+                format!("a{i}"),
+                serde_json::json!({"anyOf": [next, next, next]}),
+            );
         }
         let schema = serde_json::json!({
             "type": "object",
@@ -260,11 +278,16 @@ mod tests {
         );
         assert!(err.contains("the subschema at /$defs/a"), "{err}");
         let output = GuestSpec {
-            output_schema: Some(r##"{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}"##.into()),
+            output_schema: Some(
+                r##"{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}"##.into(),
+            ),
             ..spec("loop", OBJ)
         };
         let err = check_specs(vec![output]).err().unwrap();
-        assert!(err.starts_with("tool 'loop': output-schema: the references"), "{err}");
+        assert!(
+            err.starts_with("tool 'loop': output-schema: the references"),
+            "{err}"
+        );
         assert!(err.contains("recurse forever"), "{err}");
     }
 

@@ -78,7 +78,8 @@ impl Host for State {
             return;
         }
         // One call, one log line, whatever the guest wrote: newlines and controls are escaped.
-        let message = crate::text::one_line(&clip(self.net.redactor().redact(message))).into_owned();
+        let message =
+            crate::text::one_line(&clip(self.net.redactor().redact(message))).into_owned();
         let plugin = crate::text::one_line(&self.plugin);
         let plugin = plugin.as_ref();
         match level {

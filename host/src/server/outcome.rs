@@ -118,11 +118,19 @@ mod tests {
     #[test]
     fn sends_non_object_structured_output_as_text_before_2026() {
         for value in [json!([1, 2]), json!("five"), json!(5), json!(null)] {
-            let r = to_result("calc", outcome(false, None, Some(value.clone())), Era::ObjectsOnly);
+            let r = to_result(
+                "calc",
+                outcome(false, None, Some(value.clone())),
+                Era::ObjectsOnly,
+            );
             let v = serde_json::to_value(r.unwrap()).unwrap();
             assert!(v.get("structuredContent").is_none(), "{v}");
             assert_eq!(v["content"][1]["text"], value.to_string(), "{v}");
-            let r = to_result("calc", outcome(false, None, Some(value.clone())), Era::AnyValue);
+            let r = to_result(
+                "calc",
+                outcome(false, None, Some(value.clone())),
+                Era::AnyValue,
+            );
             let v = serde_json::to_value(r.unwrap()).unwrap();
             assert_eq!(v["structuredContent"], value, "{v}");
         }
@@ -134,14 +142,25 @@ mod tests {
     #[test]
     fn tells_eras_by_protocol_version() {
         assert_eq!(Era::of(None), Era::ObjectsOnly);
-        assert_eq!(Era::of(Some(ProtocolVersion::V_2025_11_25)), Era::ObjectsOnly);
-        assert_eq!(Era::of(Some(ProtocolVersion::V_2024_11_05)), Era::ObjectsOnly);
+        assert_eq!(
+            Era::of(Some(ProtocolVersion::V_2025_11_25)),
+            Era::ObjectsOnly
+        );
+        assert_eq!(
+            Era::of(Some(ProtocolVersion::V_2024_11_05)),
+            Era::ObjectsOnly
+        );
         assert_eq!(Era::of(Some(ProtocolVersion::V_2026_07_28)), Era::AnyValue);
     }
 
     #[test]
     fn structured_output_comes_with_its_json_text() {
-        let r = to_result("calc", outcome(false, None, Some(json!({"result": 5.0}))), Era::ObjectsOnly).unwrap();
+        let r = to_result(
+            "calc",
+            outcome(false, None, Some(json!({"result": 5.0}))),
+            Era::ObjectsOnly,
+        )
+        .unwrap();
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["structuredContent"], json!({"result": 5.0}));
         assert_eq!(v["content"][0]["text"], "2 + 3 = 5");
@@ -152,7 +171,12 @@ mod tests {
 
     #[test]
     fn errors_carry_their_kind_and_no_structured_content() {
-        let r = to_result("calc", outcome(true, Some(ErrorKind::Denied), None), Era::AnyValue).unwrap();
+        let r = to_result(
+            "calc",
+            outcome(true, Some(ErrorKind::Denied), None),
+            Era::AnyValue,
+        )
+        .unwrap();
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["isError"], true);
         assert!(v.get("structuredContent").is_none());
@@ -161,8 +185,12 @@ mod tests {
 
     #[test]
     fn unknown_tool_is_invalid_params() {
-        let e = to_result("nope", outcome(true, Some(ErrorKind::UnknownTool), None), Era::AnyValue)
-            .unwrap_err();
+        let e = to_result(
+            "nope",
+            outcome(true, Some(ErrorKind::UnknownTool), None),
+            Era::AnyValue,
+        )
+        .unwrap_err();
         assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
         assert_eq!(e.message, "2 + 3 = 5");
     }

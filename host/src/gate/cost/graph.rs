@@ -121,7 +121,9 @@ impl<'s> Graph<'s> {
                                 Some(name) => {
                                     self.anchors.entry(name.to_owned()).or_insert(at.clone());
                                 }
-                                None => self.ids.push((id.trim_end_matches('#').into(), at.clone())),
+                                None => {
+                                    self.ids.push((id.trim_end_matches('#').into(), at.clone()))
+                                }
                             }
                         }
                     }
