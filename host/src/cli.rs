@@ -574,10 +574,13 @@ impl Approver for TtyApprover {
             let Ok(mut tty) = self.tty.lock() else {
                 return false;
             };
+            // The reason and the input carry caller and plugin text: escaped for the terminal.
             let _ = write!(
                 tty,
                 "{}\nRun {} with {}? [y/N] ",
-                request.reason, request.tool, request.input
+                multi_line(&request.reason),
+                one_line(&request.tool),
+                one_line(&request.input.to_string())
             );
             let mut answer = [0u8; 1];
             matches!(tty.read(&mut answer), Ok(1) if answer[0] == b'y' || answer[0] == b'Y')
