@@ -20,6 +20,7 @@ use toolhost::registry::{PluginStatus, Registry};
 use toolhost::sandbox::{EngineOptions, Sandbox};
 use toolhost::scaffold::{self, Lang};
 use toolhost::server::ServeOptions;
+use toolhost::text::{multi_line, one_line};
 
 /// Hosts AI agent tools as sandboxed WebAssembly components.
 #[derive(Parser, Debug)]
@@ -257,9 +258,9 @@ impl Cli {
                 if json {
                     println!("{}", serde_json::to_string_pretty(&outcome).map_err(other)?);
                 } else if outcome.is_error {
-                    eprintln!("{}", outcome.content);
+                    eprintln!("{}", multi_line(&outcome.content));
                 } else {
-                    println!("{}", outcome.content);
+                    println!("{}", multi_line(&outcome.content));
                 }
                 Ok(u8::from(outcome.is_error))
             }
@@ -416,7 +417,7 @@ fn list(registry: &Registry, json: bool) -> Result<u8, Failure> {
             .map(|d| {
                 format!(
                     "{}:{}",
-                    d.host.display(),
+                    one_line(&d.host.display().to_string()),
                     if d.read_only { "ro" } else { "rw" }
                 )
             })
@@ -426,38 +427,45 @@ fn list(registry: &Registry, json: bool) -> Result<u8, Failure> {
                     .grants
                     .env
                     .iter()
-                    .map(|(k, _)| format!("env:{k}")),
+                    .map(|(k, _)| format!("env:{}", one_line(k))),
             )
             .collect();
         out.push_str(&format!(
             "{:<20} {:<10} [{}] grants: {}\n    {}\n",
             t.spec.name,
-            t.plugin.name,
+            one_line(&t.plugin.name),
             hints.join(", "),
             if grants.is_empty() {
                 "none".into()
             } else {
                 grants.join(", ")
             },
-            t.spec.description.lines().next().unwrap_or_default()
+            one_line(t.spec.description.lines().next().unwrap_or_default())
         ));
     }
     for (name, status) in &catalog.plugins {
         match status {
             PluginStatus::Rejected { reason, .. } => {
-                out.push_str(&format!("plugin {name} rejected: {reason}\n"));
+                out.push_str(&format!(
+                    "plugin {} rejected: {}\n",
+                    one_line(name),
+                    one_line(reason)
+                ));
             }
             PluginStatus::Loaded { hidden, .. } => {
                 for (tool, owner) in hidden {
                     out.push_str(&format!(
-                        "plugin {name}: tool {tool} hidden (plugin {owner} provides it; set a prefix)\n"
+                        "plugin {}: tool {tool} hidden (plugin {} provides it; set a prefix)\n",
+                        one_line(name),
+                        one_line(owner)
                     ));
                 }
             }
         }
     }
     if catalog.tools.is_empty() {
-        out.push_str(&format!("no tools in {}\n", config.plugins_dir.display()));
+        let dir = config.plugins_dir.display().to_string();
+        out.push_str(&format!("no tools in {}\n", one_line(&dir)));
     }
     print!("{out}");
     Ok(0)
@@ -469,20 +477,23 @@ fn inspect(config: &Config, file: &std::path::Path) -> Result<u8, Failure> {
         .map_err(usage)?;
     let sandbox = Sandbox::new(&EngineOptions::default()).map_err(other)?;
     let _ = config;
+    // Every name here comes from the file: shown escaped.
+    let shown = file.display().to_string();
+    let shown = one_line(&shown);
     match sandbox.inspect(&bytes) {
         Err(e) => {
-            println!("{}: {e}", file.display());
+            println!("{shown}: {}", one_line(&e.to_string()));
             Ok(1)
         }
         Ok(i) => {
-            println!("{}", file.display());
+            println!("{shown}");
             println!("imports:");
             for name in &i.imports {
-                println!("  {name}");
+                println!("  {}", one_line(name));
             }
             println!("exports:");
             for name in &i.exports {
-                println!("  {name}");
+                println!("  {}", one_line(name));
             }
             match &i.problem {
                 None => {
@@ -490,7 +501,7 @@ fn inspect(config: &Config, file: &std::path::Path) -> Result<u8, Failure> {
                     Ok(0)
                 }
                 Some(p) => {
-                    println!("does not load: {p}");
+                    println!("does not load: {}", one_line(p));
                     Ok(1)
                 }
             }
@@ -509,7 +520,7 @@ fn show_audit(config: &Config, filter: &Filter, records: bool, json: bool) -> Re
         match r {
             Ok(rec) if filter.matches(&rec) => kept.push(rec),
             Ok(_) => {}
-            Err(e) => tracing::warn!("{e}"),
+            Err(e) => tracing::warn!("{}", one_line(&e.to_string())),
         }
     }
     let mut out = std::io::stdout().lock();

@@ -18,4 +18,5 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod server;
 pub mod stats;
+pub mod text;
 pub mod tool;

@@ -10,8 +10,9 @@ use tracing_subscriber::EnvFilter;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     // Logs go to stderr only: stdout belongs to results and, for `serve --stdio`, to MCP messages.
+    // One event, one line: plugin text in a message cannot forge lines or steer the terminal.
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| toolhost::text::LogWriter(std::io::stderr()))
         .with_env_filter(
             EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
         )
@@ -35,7 +36,8 @@ fn main() -> ExitCode {
     match runtime.block_on(cli.run()) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("toolhost: {:#}", f.error);
+            let message = format!("{:#}", f.error);
+            eprintln!("toolhost: {}", toolhost::text::multi_line(&message));
             ExitCode::from(f.code)
         }
     }

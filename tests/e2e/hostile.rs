@@ -3,7 +3,7 @@
 //! `sandbox.rs` already proves through the CLI (escapes by `..`, absolute paths and planted links,
 //! read-only grants) is not repeated here.
 
-mod components;
+pub(crate) mod components;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

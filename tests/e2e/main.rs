@@ -7,6 +7,7 @@ mod harness;
 mod batch;
 mod cli;
 mod clients;
+mod declarations;
 mod hostile;
 mod languages;
 mod network;

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::record::{AuditRecord, Outcome};
 use crate::exec::ErrorKind;
+use crate::text::one_line;
 
 /// What a set of records says, tool by tool. Serializes to JSON for `--json` output.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -138,10 +139,11 @@ pub fn render_table(summary: &Summary) -> String {
         first.to_rfc3339_opts(SecondsFormat::Secs, true),
         last.to_rfc3339_opts(SecondsFormat::Secs, true),
     );
+    // Tool names are as callers gave them: shown escaped, so that none can steer the terminal.
     let width = summary
         .tools
         .iter()
-        .map(|t| t.tool.chars().count())
+        .map(|t| one_line(&t.tool).chars().count())
         .chain([summary.total.tool.len(), 4])
         .max()
         .unwrap_or(4);
@@ -160,7 +162,7 @@ pub fn render_table(summary: &Summary) -> String {
         let _ = writeln!(
             out,
             "{:<width$}  {:>7}  {:>7}  {:>7}  {:>8}  {:>8}  {:>8}  {:>8}  {}",
-            tool.tool,
+            one_line(&tool.tool),
             tool.calls,
             tool.ok,
             failed,

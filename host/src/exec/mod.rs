@@ -2,6 +2,7 @@
 //! Front ends (CLI, MCP, batch API) build a [`CallRequest`] and get a [`CallOutcome`]; they never reach
 //! past this module into the sandbox or the gate.
 
+mod checks;
 mod pipeline;
 mod shape;
 mod timing;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use super::checks::Checks;
 use super::shape;
 use super::timing::{Stage, StageTimes, Stopwatch};
 use super::types::{ApprovalRequest, CallOutcome, CallRequest, ErrorKind};
@@ -13,6 +14,7 @@ use crate::gate::{Decision, defaults};
 use crate::registry::{Catalog, Registry, Tool};
 use crate::sandbox::{GuestError, RunError};
 use crate::stats::Stats;
+use crate::text::OneLine;
 
 /// Runs calls. Shared by every front end (`Arc<Pipeline>`); all methods take `&self`.
 pub struct Pipeline {
@@ -21,6 +23,8 @@ pub struct Pipeline {
     stats: Stats,
     slots: Arc<Semaphore>,
     max_calls: usize,
+    /// Where schema checks that are not surely quick run, under a deadline.
+    checks: Checks,
 }
 
 /// What a finished stage hands to the recorder.
@@ -40,6 +44,7 @@ impl Pipeline {
             stats: Stats::new(),
             slots: Arc::new(Semaphore::new(max_calls)),
             max_calls,
+            checks: Checks::new(),
         }
     }
 
@@ -142,15 +147,26 @@ impl Pipeline {
         record.plugin = Some(plugin.name.clone());
         clock.mark(Stage::Find);
 
-        // Validate.
-        let validated =
-            match tool
-                .input
-                .check(&tool.spec.name, req.input.clone(), &plugin.policy.input)
-            {
-                Ok(v) => v,
-                Err(e) => return fail(ErrorKind::InvalidInput, e.to_string()),
-            };
+        // Validate (coercions included), off the runtime unless surely quick.
+        let quick = tool.input.is_quick(&req.input);
+        let (checked, input, limits) = (tool.clone(), req.input.clone(), plugin.policy.input);
+        let check = self.checks.run(quick, move || {
+            checked.input.check(&checked.spec.name, input, &limits)
+        });
+        let validated = tokio::select! {
+            checked = check => match checked {
+                Ok(Ok(v)) => v,
+                Ok(Err(e)) => return fail(ErrorKind::InvalidInput, e.to_string()),
+                Err(u) => {
+                    let what = format!("the input of '{}'", tool.spec.name);
+                    return fail(u.kind(), u.message(&what));
+                }
+            },
+            () = req.cancel.cancelled() => return fail(
+                ErrorKind::Cancelled,
+                format!("The call to '{}' was cancelled.", req.tool),
+            ),
+        };
         record.coercions = validated
             .coercions
             .iter()
@@ -239,7 +255,7 @@ impl Pipeline {
 
     async fn execute(
         &self,
-        tool: &Tool,
+        tool: &Arc<Tool>,
         input: Value,
         req: &CallRequest,
         call_id: &str,
@@ -265,13 +281,16 @@ impl Pipeline {
             .await;
         clock.sandbox(report.instantiate, report.elapsed);
         if !report.stderr.is_empty() || !report.stdout.is_empty() {
-            tracing::debug!(plugin = %plugin.name, call_id, stdout = %report.stdout, stderr = %report.stderr,
-                dropped = report.stdio_dropped, "guest output");
+            tracing::debug!(plugin = %OneLine(&plugin.name), call_id, stdout = %OneLine(&report.stdout),
+                stderr = %OneLine(&report.stderr), dropped = report.stdio_dropped, "guest output");
         }
         let (fuel, peak_memory) = (Some(report.fuel_used), Some(report.peak_memory));
         let name = &tool.spec.name;
         let (outcome, truncated) = match report.result {
-            Ok(Ok(out)) => self.shape_success(tool, out.content, out.structured, call_id),
+            Ok(Ok(out)) => {
+                self.shape_success(tool, out.content, out.structured, call_id)
+                    .await
+            }
             Ok(Err(GuestError::InvalidInput(m))) => (
                 error(
                     call_id,
@@ -309,9 +328,9 @@ impl Pipeline {
         }
     }
 
-    fn shape_success(
+    async fn shape_success(
         &self,
-        tool: &Tool,
+        tool: &Arc<Tool>,
         mut content: String,
         structured: Option<String>,
         call_id: &str,
@@ -341,29 +360,56 @@ impl Pipeline {
                     return (error(call_id, ErrorKind::BadOutput, msg), false);
                 }
                 Ok(v) => {
-                    if let Some(schema) = &tool.output
-                        && let Err(e) = schema.check(&v)
-                    {
-                        let msg = format!(
-                            "Tool '{name}' returned structured output that does not match its output schema:\n- {}",
-                            e.problems().join("\n- ")
-                        );
-                        return (error(call_id, ErrorKind::BadOutput, msg), false);
+                    let Some(schema) = &tool.output else {
+                        return success(tool, content, Some(v), call_id);
+                    };
+                    let quick = schema.is_quick(&v);
+                    let checked = tool.clone();
+                    let check = move || {
+                        let verdict = checked.output.as_ref().map(|s| s.check(&v));
+                        (v, verdict)
+                    };
+                    match self.checks.run(quick, check).await {
+                        Ok((_, Some(Err(e)))) => {
+                            let msg = format!(
+                                "Tool '{name}' returned structured output that does not match its output schema:\n- {}",
+                                e.problems().join("\n- ")
+                            );
+                            return (error(call_id, ErrorKind::BadOutput, msg), false);
+                        }
+                        Ok((v, _)) => Some(v),
+                        Err(u) => {
+                            let what = format!("the structured output of '{name}'");
+                            let kind = match u.kind() {
+                                ErrorKind::Timeout => ErrorKind::BadOutput,
+                                other => other,
+                            };
+                            return (error(call_id, kind, u.message(&what)), false);
+                        }
                     }
-                    Some(v)
                 }
             },
         };
-        let truncated = shape::truncate(&mut content, limit);
-        let outcome = CallOutcome {
-            call_id: call_id.to_string(),
-            content,
-            structured,
-            is_error: false,
-            error_kind: None,
-        };
-        (outcome, truncated)
+        success(tool, content, structured, call_id)
     }
+}
+
+/// A successful outcome, its content cut to the plugin's output limit.
+fn success(
+    tool: &Tool,
+    mut content: String,
+    structured: Option<Value>,
+    call_id: &str,
+) -> (CallOutcome, bool) {
+    let truncated = shape::truncate(&mut content, tool.plugin.policy.output_bytes);
+    let outcome = CallOutcome {
+        call_id: call_id.to_string(),
+        content,
+        structured,
+        is_error: false,
+        error_kind: None,
+    };
+    (outcome, truncated)
 }
 
 fn error(call_id: &str, kind: ErrorKind, content: String) -> CallOutcome {

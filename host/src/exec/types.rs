@@ -62,7 +62,7 @@ const MAX_SHOWN_INPUT: usize = 2000;
 impl ApprovalRequest {
     /// The question put to a person: the tool and the permission subject first, in full, so that a
     /// long input cannot push the path out of view; then the rest of the input, shortened if needed.
-    /// Control and bidi characters are escaped, so the text cannot redraw the asker's screen.
+    /// Control and bidi characters are escaped ([`crate::text`]), so it cannot redraw the asker's screen.
     pub fn question(&self) -> String {
         let mut question = format!(
             "Allow toolhost to run the tool '{}' (plugin '{}')?\n{}\n",
@@ -89,19 +89,7 @@ impl ApprovalRequest {
             shown.push_str("\n[... input shortened]");
         }
         question.push_str(&format!("\n{label}:\n{shown}"));
-        question
-            .chars()
-            .map(|c| match c {
-                '\n' => "\n".to_owned(),
-                c if c.is_control()
-                    || ('\u{202a}'..='\u{202e}').contains(&c)
-                    || ('\u{2066}'..='\u{2069}').contains(&c) =>
-                {
-                    c.escape_unicode().to_string()
-                }
-                c => c.to_string(),
-            })
-            .collect()
+        crate::text::multi_line(&question).into_owned()
     }
 }
 

@@ -4,6 +4,7 @@
 //! inside the plugin's granted directories. The pipeline in `exec` calls it and acts on the answer.
 
 mod coerce;
+mod cost;
 pub mod defaults;
 mod guard;
 mod limits;
@@ -15,6 +16,7 @@ mod validate;
 
 pub use self::coerce::Coercion;
 pub use self::guard::{Denial, PathGuard, Refusal};
+pub use self::cost::{CostError, INLINE_EVALUATIONS, MAX_EVALUATIONS};
 pub use self::limits::InputLimits;
 pub use self::mounts::{Mounts, Resolved, Unresolved, guest_root};
 pub use self::permission::{

@@ -11,6 +11,7 @@ use jsonschema::{ReferencingError, ValidationError, Validator};
 use serde_json::Value;
 
 use super::coerce::{self, Coercion, Targets};
+use super::cost::{self, CostError};
 use super::limits::InputLimits;
 
 /// At most this many violations are listed; a huge input can break a rule a million times.
@@ -44,6 +45,9 @@ pub enum SchemaError {
         /// The `$schema` value.
         uri: String,
     },
+    /// Validating against the schema could cost too much (or recurse forever).
+    #[error(transparent)]
+    TooCostly(#[from] CostError),
     /// The schema is not a valid JSON Schema, or a reference inside it does not resolve.
     #[error("{message} (at {location})")]
     Invalid {
@@ -156,15 +160,27 @@ pub struct Validated {
 #[derive(Debug)]
 pub struct InputValidator {
     validator: Validator,
+    cost: u64,
 }
 
 impl InputValidator {
     /// Compile `schema`: draft 2020-12 unless its `$schema` names another draft; every `$ref`
-    /// must resolve inside the schema.
+    /// must resolve inside the schema, and one value must never need more than
+    /// [`MAX_EVALUATIONS`](super::MAX_EVALUATIONS) subschema evaluations.
     pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
+        // Bounded first: the validator's own compile follows references too.
+        let cost = cost::estimate(schema)?;
         Ok(Self {
             validator: compile(schema)?,
+            cost,
         })
+    }
+
+    /// Whether checking `input` (coercions included) is surely quick enough to run on the
+    /// caller's thread: the schema's cost bound times the input's size stays under
+    /// [`INLINE_EVALUATIONS`](super::INLINE_EVALUATIONS).
+    pub fn is_quick(&self, input: &Value) -> bool {
+        cost::is_quick(self.cost, input)
     }
 
     /// Check `input` for a call of `tool`: bound it by `limits`, validate it, and when it is
@@ -203,14 +219,23 @@ impl InputValidator {
 #[derive(Debug)]
 pub struct OutputValidator {
     validator: Validator,
+    cost: u64,
 }
 
 impl OutputValidator {
     /// Compile `schema` as [`InputValidator::compile`] does.
     pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
+        // Bounded first: the validator's own compile follows references too.
+        let cost = cost::estimate(schema)?;
         Ok(Self {
             validator: compile(schema)?,
+            cost,
         })
+    }
+
+    /// Whether checking `output` is surely quick enough to run on the caller's thread.
+    pub fn is_quick(&self, output: &Value) -> bool {
+        cost::is_quick(self.cost, output)
     }
 
     /// Check a tool's structured output, listing every violation.

@@ -8,8 +8,19 @@ use crate::tool::{ToolSpec, is_valid_name};
 
 /// Most tools one plugin may declare; more is a bug or an attack on the tool list.
 pub(crate) const MAX_TOOLS_PER_PLUGIN: usize = 256;
-/// Longest description accepted, in bytes.
+/// Longest description accepted, in bytes: several screens of text, more than any model needs.
 const MAX_DESCRIPTION: usize = 8192;
+/// Longest title accepted, in bytes: a title is a short label for people.
+const MAX_TITLE: usize = 256;
+/// Longest permission subject accepted, in bytes: a JSON pointer to one field.
+const MAX_SUBJECT: usize = 256;
+/// Largest input or output schema text accepted, in bytes. The largest schemas of real tools
+/// (generated from OpenAPI descriptions) are 10-20 KiB; 64 KiB leaves room for them and keeps one
+/// tool's entry in `tools/list` small.
+const MAX_SCHEMA: usize = 64 * 1024;
+/// Largest `describe` answer accepted, all tools' names, titles, descriptions and schemas summed:
+/// it is what `tools/list` serves for this plugin, on every listing, to every client.
+pub(crate) const MAX_DESCRIBE: usize = 1024 * 1024;
 
 /// A spec that passed every check, with its compiled validators.
 pub(crate) struct CheckedTool {
@@ -27,6 +38,13 @@ pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedTool>, Str
         return Err(format!(
             "describe returned {} tools; a plugin may declare at most {MAX_TOOLS_PER_PLUGIN}",
             specs.len()
+        ));
+    }
+    let total: usize = specs.iter().map(declared_bytes).sum();
+    if total > MAX_DESCRIBE {
+        return Err(format!(
+            "describe returned {total} bytes of names, titles, descriptions and schemas; \
+             a plugin may declare at most {MAX_DESCRIBE}"
         ));
     }
     let mut seen = std::collections::BTreeSet::new();
@@ -58,6 +76,27 @@ fn check_one(s: GuestSpec) -> Result<CheckedTool, String> {
             "tool '{name}': the description exceeds {MAX_DESCRIPTION} bytes"
         ));
     }
+    if let Some(title) = &s.title
+        && title.len() > MAX_TITLE
+    {
+        return Err(format!(
+            "tool '{name}': the title is {} bytes; the limit is {MAX_TITLE}",
+            title.len()
+        ));
+    }
+    for (which, text) in [
+        ("input-schema", Some(&s.input_schema)),
+        ("output-schema", s.output_schema.as_ref()),
+    ] {
+        if let Some(text) = text
+            && text.len() > MAX_SCHEMA
+        {
+            return Err(format!(
+                "tool '{name}': {which} is {} bytes; the limit is {MAX_SCHEMA}",
+                text.len()
+            ));
+        }
+    }
     if s.hints.read_only && s.hints.destructive {
         return Err(format!(
             "tool '{name}': hints read-only and destructive contradict each other"
@@ -80,12 +119,18 @@ fn check_one(s: GuestSpec) -> Result<CheckedTool, String> {
         }
         None => (None, None),
     };
-    if let Some(p) = &s.permission_subject
-        && !(p.is_empty() || p.starts_with('/'))
-    {
-        return Err(format!(
-            "tool '{name}': permission-subject {p:?} is not a JSON pointer (it must start with '/')"
-        ));
+    if let Some(p) = &s.permission_subject {
+        if p.len() > MAX_SUBJECT {
+            return Err(format!(
+                "tool '{name}': permission-subject is {} bytes; the limit is {MAX_SUBJECT}",
+                p.len()
+            ));
+        }
+        if !(p.is_empty() || p.starts_with('/')) {
+            return Err(format!(
+                "tool '{name}': permission-subject {p:?} is not a JSON pointer (it must start with '/')"
+            ));
+        }
     }
     Ok(CheckedTool {
         spec: ToolSpec {
@@ -100,6 +145,17 @@ fn check_one(s: GuestSpec) -> Result<CheckedTool, String> {
         input,
         output,
     })
+}
+
+/// The bytes of text a spec declares.
+fn declared_bytes(s: &GuestSpec) -> usize {
+    let optional = |t: &Option<String>| t.as_ref().map_or(0, String::len);
+    s.name.len()
+        + optional(&s.title)
+        + s.description.len()
+        + s.input_schema.len()
+        + optional(&s.output_schema)
+        + optional(&s.permission_subject)
 }
 
 fn parse_schema(tool: &str, which: &str, text: &str) -> Result<Value, String> {
@@ -146,6 +202,93 @@ mod tests {
         assert!(e(vec![]).contains("no tools"));
         let many = (0..300).map(|i| spec(&format!("t{i}"), OBJ)).collect();
         assert!(e(many).contains("at most"));
+    }
+
+    #[test]
+    fn refuses_oversized_declarations() {
+        let e = |s| check_specs(vec![s]).err().unwrap();
+        let big = format!(
+            r#"{{"type":"object","description":"{}"}}"#,
+            "x".repeat(MAX_SCHEMA)
+        );
+        assert_eq!(
+            e(spec("a", &big)),
+            format!(
+                "tool 'a': input-schema is {} bytes; the limit is 65536",
+                big.len()
+            )
+        );
+        let output = GuestSpec {
+            output_schema: Some(big.clone()),
+            ..spec("a", OBJ)
+        };
+        assert!(e(output).starts_with("tool 'a': output-schema is "));
+        let title = GuestSpec {
+            title: Some("t".repeat(MAX_TITLE + 1)),
+            ..spec("a", OBJ)
+        };
+        assert_eq!(
+            e(title),
+            "tool 'a': the title is 257 bytes; the limit is 256"
+        );
+        let description = GuestSpec {
+            description: "d".repeat(MAX_DESCRIPTION + 1),
+            ..spec("a", OBJ)
+        };
+        assert!(e(description).contains("the description exceeds 8192 bytes"));
+        let subject = GuestSpec {
+            permission_subject: Some(format!("/{}", "p".repeat(MAX_SUBJECT))),
+            ..spec("a", OBJ)
+        };
+        assert!(e(subject).contains("permission-subject is 257 bytes"));
+        // Each within its own limit, together past the plugin's.
+        let schema = format!(
+            r#"{{"type":"object","description":"{}"}}"#,
+            "x".repeat(60_000)
+        );
+        let many: Vec<GuestSpec> = (0..20).map(|i| spec(&format!("t{i}"), &schema)).collect();
+        let err = check_specs(many).err().unwrap();
+        assert!(err.starts_with("describe returned 12"), "{err}");
+        assert!(
+            err.ends_with("a plugin may declare at most 1048576"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn refuses_explosive_schemas_naming_tool_and_place() {
+        let mut defs = serde_json::Map::new();
+        for i in 0..20 {
+            let next = serde_json::json!({"$ref": format!("#/$defs/a{}", i + 1)});
+            defs.insert(
+                format!("a{i}"),
+                serde_json::json!({"anyOf": [next, next, next]}),
+            );
+        }
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"q": {"not": {"$ref": "#/$defs/a0"}}},
+            "$defs": defs,
+        })
+        .to_string();
+        let err = check_specs(vec![spec("explode", &schema)]).err().unwrap();
+        assert!(
+            err.starts_with("tool 'explode': input-schema: validating one value could take"),
+            "{err}"
+        );
+        assert!(err.contains("the subschema at /$defs/a"), "{err}");
+        let output = GuestSpec {
+            output_schema: Some(
+                r##"{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}"##.into(),
+            ),
+            ..spec("loop", OBJ)
+        };
+        let err = check_specs(vec![output]).err().unwrap();
+        assert!(
+            err.starts_with("tool 'loop': output-schema: the references"),
+            "{err}"
+        );
+        assert!(err.contains("recurse forever"), "{err}");
     }
 
     #[test]

@@ -25,6 +25,7 @@ use crate::gate::{
     Denial, InputValidator, Mounts, OutputValidator, PathGuard, Permissions, guest_root,
 };
 use crate::sandbox::{Grants, Limits, Plugin, Sandbox, sha256_hex};
+use crate::text::OneLine;
 use crate::tool::ToolSpec;
 
 pub use self::watch::watch;
@@ -226,7 +227,7 @@ impl Registry {
             match result {
                 Ok((plugin, tools, from_cache)) => {
                     let load_ms = took.as_millis() as u64;
-                    tracing::info!(plugin = %name, tools = tools.len(), from_cache, load_ms, "plugin loaded");
+                    tracing::info!(plugin = %OneLine(&name), tools = tools.len(), from_cache, load_ms, "plugin loaded");
                     next.insert(
                         name,
                         Entry {
@@ -245,7 +246,8 @@ impl Registry {
         // A broken new version must not take down a working old one.
         for (name, r) in &rejected {
             let kept = loaded.get(name);
-            tracing::error!(plugin = %name, file = %r.file.display(), kept_previous = kept.is_some(), "plugin rejected: {}", r.reason);
+            tracing::error!(plugin = %OneLine(name), file = %OneLine(&r.file.display().to_string()),
+                kept_previous = kept.is_some(), "plugin rejected: {}", OneLine(&r.reason));
             if let Some(old) = kept {
                 next.insert(name.clone(), old.clone());
             }
@@ -282,7 +284,7 @@ fn build_catalog(
         for t in &e.tools {
             match catalog.tools.get(&t.spec.name) {
                 Some(owner) => {
-                    tracing::warn!(tool = %t.spec.name, plugin = %name, owner = %owner.plugin.name,
+                    tracing::warn!(tool = %t.spec.name, plugin = %OneLine(name), owner = %OneLine(&owner.plugin.name),
                         "tool hidden: another plugin already provides it; set a `prefix` for one of them");
                     hidden.push((t.spec.name.clone(), owner.plugin.name.clone()));
                 }
@@ -397,7 +399,10 @@ async fn load(
     };
     let report = sandbox.describe(&component, name, &limits).await;
     let specs = report.result.map_err(|e| format!("describe {e}"))?;
-    let checked = check::check_specs(specs)?;
+    // Compiling schemas and bounding their cost is CPU work on plugin-chosen input: off the runtime.
+    let checked = tokio::task::spawn_blocking(move || check::check_specs(specs))
+        .await
+        .map_err(|e| format!("schema check crashed: {e}"))??;
     let plugin = Arc::new(LoadedPlugin {
         name: name.to_string(),
         path: path.to_path_buf(),

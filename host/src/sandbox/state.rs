@@ -87,8 +87,11 @@ impl Host for State {
         if self.log_lines > MAX_LOG_LINES {
             return;
         }
-        let message = clip(self.net.redactor().redact(message));
-        let plugin = &self.plugin;
+        // One call, one log line, whatever the guest wrote: newlines and controls are escaped.
+        let message =
+            crate::text::one_line(&clip(self.net.redactor().redact(message))).into_owned();
+        let plugin = crate::text::one_line(&self.plugin);
+        let plugin = plugin.as_ref();
         match level {
             LogLevel::Trace => tracing::trace!(plugin, "{message}"),
             LogLevel::Debug => tracing::debug!(plugin, "{message}"),

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::approval::{AskClient, ElicitingApprover};
 use super::listing::{self, PAGE_SIZE};
-use super::outcome;
+use super::outcome::{self, Era};
 use super::progress::ProgressRelay;
 use super::shared::Shared;
 use crate::exec::{Approver, CallRequest, ErrorKind, Pipeline};
@@ -238,7 +238,8 @@ impl McpServer {
             }
             return Ok(result.into());
         }
-        outcome::to_result(&tool, outcome).map(Into::into)
+        let era = Era::of(context.protocol_version());
+        outcome::to_result(&tool, outcome, era).map(Into::into)
     }
 }
 
@@ -257,10 +258,11 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        listing::page(&self.shared.pipeline.catalog(), cursor, PAGE_SIZE)
+        let era = Era::of(context.protocol_version());
+        listing::page(&self.shared.pipeline.catalog(), cursor, PAGE_SIZE, era)
     }
 
     // A tools server: rmcp would answer these with empty lists, as if prompts and resources were
@@ -296,7 +298,7 @@ impl ServerHandler for McpServer {
             .pipeline
             .catalog()
             .get(name)
-            .map(|t| listing::to_mcp(&t.spec))
+            .map(|t| listing::to_mcp(&t.spec, Era::AnyValue))
     }
 
     async fn call_tool(

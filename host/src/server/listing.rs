@@ -2,6 +2,7 @@
 //!
 //! The cursor is the name of the last tool on the previous page, so pages stay consistent while
 //! plugins come and go: a reload between two pages neither repeats nor skips the tools that remain.
+//! An output schema is listed as the client's protocol revision allows (see [`Era`]).
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use std::sync::Arc;
 use rmcp::ErrorData;
 use rmcp::model::{ListToolsResult, Tool as McpTool, ToolAnnotations};
 
+use super::outcome::Era;
 use crate::registry::Catalog;
 use crate::tool::{ToolSpec, is_valid_name};
 
@@ -20,6 +22,7 @@ pub(crate) fn page(
     catalog: &Catalog,
     cursor: Option<&str>,
     size: usize,
+    era: Era,
 ) -> Result<ListToolsResult, ErrorData> {
     let start = match cursor {
         None => Bound::Unbounded,
@@ -37,7 +40,7 @@ pub(crate) fn page(
     let tools: Vec<McpTool> = range
         .by_ref()
         .take(size)
-        .map(|(_, t)| to_mcp(&t.spec))
+        .map(|(_, t)| to_mcp(&t.spec, era))
         .collect();
     let more = range.next().is_some();
     let mut result = ListToolsResult::with_all_items(Vec::new());
@@ -52,8 +55,8 @@ pub(crate) fn page(
     Ok(result)
 }
 
-/// One tool as MCP describes it.
-pub(crate) fn to_mcp(spec: &ToolSpec) -> McpTool {
+/// One tool as MCP describes it to a client of `era`.
+pub(crate) fn to_mcp(spec: &ToolSpec, era: Era) -> McpTool {
     let input = match &spec.input_schema {
         serde_json::Value::Object(map) => map.clone(),
         // The registry only accepts object schemas; keep clients working if that ever changes.
@@ -74,7 +77,9 @@ pub(crate) fn to_mcp(spec: &ToolSpec) -> McpTool {
     if let Some(title) = &spec.title {
         tool = tool.with_title(title.clone());
     }
-    if let Some(serde_json::Value::Object(out)) = &spec.output_schema {
+    if let Some(serde_json::Value::Object(out)) = &spec.output_schema
+        && (era == Era::AnyValue || out.get("type").and_then(|t| t.as_str()) == Some("object"))
+    {
         tool = tool.with_raw_output_schema(Arc::new(out.clone()));
     }
     tool
@@ -106,7 +111,7 @@ mod tests {
 
     #[test]
     fn maps_schemas_title_and_hints() {
-        let t = serde_json::to_value(to_mcp(&spec("read_file"))).unwrap();
+        let t = serde_json::to_value(to_mcp(&spec("read_file"), Era::ObjectsOnly)).unwrap();
         assert_eq!(t["name"], "read_file");
         assert_eq!(t["title"], "Title");
         assert_eq!(t["inputSchema"]["properties"]["a"]["type"], "string");
@@ -122,20 +127,38 @@ mod tests {
     fn contradictory_hints_are_not_read_only() {
         let mut s = spec("rm");
         s.hints.destructive = true;
-        let t = serde_json::to_value(to_mcp(&s)).unwrap();
+        let t = serde_json::to_value(to_mcp(&s, Era::ObjectsOnly)).unwrap();
         assert_eq!(t["annotations"]["readOnlyHint"], false);
         assert_eq!(t["annotations"]["destructiveHint"], true);
     }
 
     #[test]
+    fn lists_non_object_output_schemas_from_2026_only() {
+        for schema in [
+            json!({"type": "array", "items": {"type": "integer"}}),
+            json!({"type": ["object", "null"]}),
+            json!({"properties": {"n": {"type": "integer"}}}),
+        ] {
+            let mut s = spec("count");
+            s.output_schema = Some(schema.clone());
+            let old = serde_json::to_value(to_mcp(&s, Era::ObjectsOnly)).unwrap();
+            assert!(old.get("outputSchema").is_none(), "{old}");
+            let new = serde_json::to_value(to_mcp(&s, Era::AnyValue)).unwrap();
+            assert_eq!(new["outputSchema"], schema);
+        }
+        let t = serde_json::to_value(to_mcp(&spec("read"), Era::AnyValue)).unwrap();
+        assert_eq!(t["outputSchema"], json!({"type": "object"}));
+    }
+
+    #[test]
     fn rejects_a_cursor_that_is_not_a_tool_name() {
-        let e = page(&Catalog::default(), Some("not a name!"), 10).unwrap_err();
+        let e = page(&Catalog::default(), Some("not a name!"), 10, Era::AnyValue).unwrap_err();
         assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
     }
 
     #[test]
     fn empty_catalog_has_one_empty_page() {
-        let p = page(&Catalog::default(), None, 10).unwrap();
+        let p = page(&Catalog::default(), None, 10, Era::ObjectsOnly).unwrap();
         assert!(p.tools.is_empty() && p.next_cursor.is_none());
     }
 }

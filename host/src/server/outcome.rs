@@ -4,10 +4,12 @@
 //! with `isError: true` and a message that says what to try. An unknown tool is a JSON-RPC error
 //! `-32602`, as the 2025-11-25 specification shows it (its message still lists the available tools).
 //! Structured output goes in `structuredContent` with its JSON text as a content block, and never on
-//! errors. `_meta` carries the audit call id and, on errors, the stable error kind.
+//! errors. Clients before 2026-07-28 accept only an object there (see [`Era`]): any other value
+//! reaches them as its JSON text alone. `_meta` carries the audit call id and, on errors, the stable
+//! error kind.
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
+use rmcp::model::{CallToolResult, ContentBlock, MetaObject, ProtocolVersion};
 use serde_json::{Value, json};
 
 use crate::exec::{CallOutcome, ErrorKind};
@@ -17,8 +19,38 @@ pub(crate) const META_CALL_ID: &str = "toolhost/callId";
 /// `_meta` key of the error kind (`denied`, `invalid_input`, ...) on error results.
 pub(crate) const META_ERROR_KIND: &str = "toolhost/errorKind";
 
-/// The answer to a `tools/call` for `tool`.
-pub(crate) fn to_result(tool: &str, outcome: CallOutcome) -> Result<CallToolResult, ErrorData> {
+/// Which protocol revision's rules for structured output a client gets.
+///
+/// Up to 2025-11-25, a tool's `outputSchema` must be an object schema (`"type": "object"`) and
+/// `structuredContent` an object; 2026-07-28 allows any JSON Schema and any JSON value. For the
+/// older revisions a tool whose output schema is not an object schema is listed without one, and
+/// a structured result that is not an object is sent as its JSON text only. Wrapping it in an
+/// object instead would give old and new clients different data for the same call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Era {
+    /// Up to 2025-11-25: objects only. Also for a client whose revision is unknown, since these
+    /// answers are valid in both.
+    ObjectsOnly,
+    /// 2026-07-28 and later: any JSON value.
+    AnyValue,
+}
+
+impl Era {
+    /// The rules of `version`.
+    pub(crate) fn of(version: Option<ProtocolVersion>) -> Self {
+        match version {
+            Some(v) if v >= ProtocolVersion::V_2026_07_28 => Self::AnyValue,
+            _ => Self::ObjectsOnly,
+        }
+    }
+}
+
+/// The answer to a `tools/call` for `tool`, by the rules of `era`.
+pub(crate) fn to_result(
+    tool: &str,
+    outcome: CallOutcome,
+    era: Era,
+) -> Result<CallToolResult, ErrorData> {
     let CallOutcome {
         call_id,
         content,
@@ -49,7 +81,9 @@ pub(crate) fn to_result(tool: &str, outcome: CallOutcome) -> Result<CallToolResu
                 }
                 blocks.push(ContentBlock::text(json_text));
                 let mut r = CallToolResult::success(blocks);
-                r.structured_content = Some(value);
+                if value.is_object() || era == Era::AnyValue {
+                    r.structured_content = Some(value);
+                }
                 r
             }
         }
@@ -82,8 +116,51 @@ mod tests {
     }
 
     #[test]
+    fn sends_non_object_structured_output_as_text_before_2026() {
+        for value in [json!([1, 2]), json!("five"), json!(5), json!(null)] {
+            let r = to_result(
+                "calc",
+                outcome(false, None, Some(value.clone())),
+                Era::ObjectsOnly,
+            );
+            let v = serde_json::to_value(r.unwrap()).unwrap();
+            assert!(v.get("structuredContent").is_none(), "{v}");
+            assert_eq!(v["content"][1]["text"], value.to_string(), "{v}");
+            let r = to_result(
+                "calc",
+                outcome(false, None, Some(value.clone())),
+                Era::AnyValue,
+            );
+            let v = serde_json::to_value(r.unwrap()).unwrap();
+            assert_eq!(v["structuredContent"], value, "{v}");
+        }
+        let object = Some(json!({"n": 1}));
+        let r = to_result("calc", outcome(false, None, object), Era::ObjectsOnly).unwrap();
+        assert_eq!(r.structured_content, Some(json!({"n": 1})));
+    }
+
+    #[test]
+    fn tells_eras_by_protocol_version() {
+        assert_eq!(Era::of(None), Era::ObjectsOnly);
+        assert_eq!(
+            Era::of(Some(ProtocolVersion::V_2025_11_25)),
+            Era::ObjectsOnly
+        );
+        assert_eq!(
+            Era::of(Some(ProtocolVersion::V_2024_11_05)),
+            Era::ObjectsOnly
+        );
+        assert_eq!(Era::of(Some(ProtocolVersion::V_2026_07_28)), Era::AnyValue);
+    }
+
+    #[test]
     fn structured_output_comes_with_its_json_text() {
-        let r = to_result("calc", outcome(false, None, Some(json!({"result": 5.0})))).unwrap();
+        let r = to_result(
+            "calc",
+            outcome(false, None, Some(json!({"result": 5.0}))),
+            Era::ObjectsOnly,
+        )
+        .unwrap();
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["structuredContent"], json!({"result": 5.0}));
         assert_eq!(v["content"][0]["text"], "2 + 3 = 5");
@@ -94,7 +171,12 @@ mod tests {
 
     #[test]
     fn errors_carry_their_kind_and_no_structured_content() {
-        let r = to_result("calc", outcome(true, Some(ErrorKind::Denied), None)).unwrap();
+        let r = to_result(
+            "calc",
+            outcome(true, Some(ErrorKind::Denied), None),
+            Era::AnyValue,
+        )
+        .unwrap();
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["isError"], true);
         assert!(v.get("structuredContent").is_none());
@@ -103,7 +185,12 @@ mod tests {
 
     #[test]
     fn unknown_tool_is_invalid_params() {
-        let e = to_result("nope", outcome(true, Some(ErrorKind::UnknownTool), None)).unwrap_err();
+        let e = to_result(
+            "nope",
+            outcome(true, Some(ErrorKind::UnknownTool), None),
+            Era::AnyValue,
+        )
+        .unwrap_err();
         assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
         assert_eq!(e.message, "2 + 3 = 5");
     }

@@ -1,7 +1,8 @@
 //! Hand-written components for what Rust guests cannot do: a core module written in WAT against
 //! the canonical ABI of `wit/plugin.wit`, wrapped into a component by `wit-component` at test
 //! time. Each offers one read-only tool whose `call` runs a chosen body, and may carry extra
-//! declarations (memories, tables) or a huge initial memory.
+//! declarations (memories, tables), a huge initial memory, or declarations of its choosing
+//! (description, title, schemas) up to 56 KiB in all.
 
 use wit_component::{ComponentEncoder, StringEncoding, embed_component_metadata};
 use wit_parser::Resolve;
@@ -12,11 +13,12 @@ use crate::harness::root;
 const DESCRIBE_RET: u32 = 0;
 const CALL_RET: u32 = 16;
 const NAME: u32 = 1024;
-const DESCRIPTION: u32 = 1536;
-const SCHEMA: u32 = 2048;
 /// Bytes a body can point at: see [`Component::payload`].
 pub(crate) const PAYLOAD: u32 = 2560;
 const SPEC: u32 = 4096;
+/// Where the declared texts (description, schemas, title) go, one after another, below the heap.
+const TEXTS: u32 = 8192;
+const TEXTS_END: u32 = 65536;
 
 /// One hand-written component.
 pub(crate) struct Component {
@@ -26,6 +28,10 @@ pub(crate) struct Component {
     body: String,
     payload: Vec<u8>,
     describe_len: u32,
+    description: Option<String>,
+    title: Option<String>,
+    input_schema: String,
+    output_schema: Option<String>,
 }
 
 impl Component {
@@ -38,7 +44,35 @@ impl Component {
             body: ok_content(PAYLOAD, 0),
             payload: Vec::new(),
             describe_len: 1,
+            description: None,
+            title: None,
+            input_schema: r#"{"type":"object"}"#.into(),
+            output_schema: None,
         }
+    }
+
+    /// The tool's description [default: "[test fixture] hand-written TOOL"].
+    pub(crate) fn description(mut self, text: impl Into<String>) -> Self {
+        self.description = Some(text.into());
+        self
+    }
+
+    /// The tool's title [default: none].
+    pub(crate) fn title(mut self, text: impl Into<String>) -> Self {
+        self.title = Some(text.into());
+        self
+    }
+
+    /// The tool's input schema text [default: `{"type":"object"}`].
+    pub(crate) fn input_schema(mut self, text: impl Into<String>) -> Self {
+        self.input_schema = text.into();
+        self
+    }
+
+    /// The tool's output schema text [default: none].
+    pub(crate) fn output_schema(mut self, text: impl Into<String>) -> Self {
+        self.output_schema = Some(text.into());
+        self
     }
 
     /// Initial memory, in 64 KiB pages.
@@ -73,15 +107,40 @@ impl Component {
 
     /// The core module's text.
     pub(crate) fn wat(&self) -> String {
-        let description = format!("[test fixture] hand-written {}", self.tool);
+        let description = self
+            .description
+            .clone()
+            .unwrap_or_else(|| format!("[test fixture] hand-written {}", self.tool));
+        // The texts, back to back from TEXTS; each entry is (offset, length).
+        let mut texts = Vec::new();
+        let mut place = |text: &str| {
+            let at = TEXTS + texts.len() as u32;
+            texts.extend_from_slice(text.as_bytes());
+            assert!(at + text.len() as u32 <= TEXTS_END, "declarations too long");
+            (at, text.len() as u32)
+        };
+        let description = place(&description);
+        let input_schema = place(&self.input_schema);
+        let output_schema = self.output_schema.as_deref().map(&mut place);
+        let title = self.title.as_deref().map(&mut place);
         let mut spec = vec![0u8; 64];
         let mut put = |at: usize, v: u32| spec[at..at + 4].copy_from_slice(&v.to_le_bytes());
         put(0, NAME);
         put(4, self.tool.len() as u32);
-        put(20, DESCRIPTION);
-        put(24, description.len() as u32);
-        put(28, SCHEMA);
-        put(32, r#"{"type":"object"}"#.len() as u32);
+        if let Some((at, len)) = title {
+            put(8, 1);
+            put(12, at);
+            put(16, len);
+        }
+        put(20, description.0);
+        put(24, description.1);
+        put(28, input_schema.0);
+        put(32, input_schema.1);
+        if let Some((at, len)) = output_schema {
+            put(36, 1);
+            put(40, at);
+            put(44, len);
+        }
         spec[48] = 1; // hints: read-only
         let mut ret = Vec::new();
         ret.extend_from_slice(&SPEC.to_le_bytes());
@@ -107,8 +166,7 @@ impl Component {
     (local.get $p))
   (data (i32.const {DESCRIBE_RET}) "{ret}")
   (data (i32.const {NAME}) "{name}")
-  (data (i32.const {DESCRIPTION}) "{description}")
-  (data (i32.const {SCHEMA}) "{{\"type\":\"object\"}}")
+  (data (i32.const {TEXTS}) "{texts}")
   (data (i32.const {PAYLOAD}) "{payload}")
   (data (i32.const {SPEC}) "{spec}")
   (func (export "toolhost:plugin/tool@0.1.0#describe") (result i32) (i32.const {DESCRIBE_RET}))
@@ -120,7 +178,7 @@ impl Component {
             extra = self.extra,
             ret = escape(&ret),
             name = escape(self.tool.as_bytes()),
-            description = escape(description.as_bytes()),
+            texts = escape(&texts),
             payload = escape(&self.payload),
             spec = escape(&spec),
             body = self.body,
@@ -153,6 +211,22 @@ pub(crate) fn ok_content(ptr: u32, len: u32) -> String {
         c = CALL_RET + 4,
         l = CALL_RET + 8,
         s = CALL_RET + 12,
+        ptr = ptr as i32,
+        len = len as i32,
+    )
+}
+
+/// A `call` body answering `ok` with no content and the `len` bytes at `ptr` as structured output.
+pub(crate) fn ok_structured(ptr: u32, len: u32) -> String {
+    format!(
+        "{}
+    (i32.store8 (i32.const {s}) (i32.const 1))
+    (i32.store (i32.const {sp}) (i32.const {ptr}))
+    (i32.store (i32.const {sl}) (i32.const {len}))",
+        ok_content(PAYLOAD, 0),
+        s = CALL_RET + 12,
+        sp = CALL_RET + 16,
+        sl = CALL_RET + 20,
         ptr = ptr as i32,
         len = len as i32,
     )

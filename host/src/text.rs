@@ -1,0 +1,147 @@
+//! Text from plugins and callers (descriptions, tool names, log messages, guest output, audit
+//! fields) made safe to show where people read it: a terminal or a log line.
+//!
+//! A terminal obeys control characters: ESC starts sequences that move the cursor, erase lines or
+//! set the window title, CR returns to the start of the line and overwrites it, BEL rings, C1
+//! controls (U+0080 to U+009F) are 8-bit ESC sequences, and bidirectional overrides reorder what is
+//! shown. A newline in a log message forges a whole log line. Every such character is shown as an
+//! escape instead (`\n`, `\r`, `\t`, else `\u{1b}`), so the text keeps its information and loses
+//! its power. `--json` output needs none of this: it is JSON-escaped, and read by programs.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io;
+
+/// `text` on one line: every control character escaped, newlines and tabs included.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    escape(text, false)
+}
+
+/// `text` with its lines kept: as [`one_line`], but newlines and tabs stay (for multi-line
+/// output such as a tool's content printed by `toolhost call`).
+pub fn multi_line(text: &str) -> Cow<'_, str> {
+    escape(text, true)
+}
+
+/// Displays a string as [`one_line`] does, without allocating: for log fields (`%OneLine(&s)`).
+pub struct OneLine<'a>(pub &'a str);
+
+impl fmt::Display for OneLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            write_char(f, c, false)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether `c` must not reach a terminal raw.
+fn is_unsafe(c: char) -> bool {
+    c.is_control() // C0, DEL and C1
+        || matches!(c,
+            '\u{061C}' | '\u{200E}' | '\u{200F}' // bidi marks
+            | '\u{202A}'..='\u{202E}'           // bidi embeddings and overrides
+            | '\u{2066}'..='\u{2069}'           // bidi isolates
+            | '\u{2028}' | '\u{2029}'           // line and paragraph separators
+        )
+}
+
+fn escape(text: &str, keep_lines: bool) -> Cow<'_, str> {
+    let kept = |c: char| keep_lines && matches!(c, '\n' | '\t');
+    if !text.chars().any(|c| is_unsafe(c) && !kept(c)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        let _ = write_char(&mut out, c, keep_lines);
+    }
+    Cow::Owned(out)
+}
+
+fn write_char(out: &mut impl fmt::Write, c: char, keep_lines: bool) -> fmt::Result {
+    match c {
+        '\n' | '\t' if keep_lines => out.write_char(c),
+        '\n' => out.write_str("\\n"),
+        '\r' => out.write_str("\\r"),
+        '\t' => out.write_str("\\t"),
+        c if is_unsafe(c) => write!(out, "\\u{{{:x}}}", u32::from(c)),
+        c => out.write_char(c),
+    }
+}
+
+/// Stderr for the daemon's log: each write is one formatted event, written as one line. Control
+/// characters in it are escaped, but for its final newline and ESC: the formatter already escapes
+/// ESC in messages and fields, so an ESC still here is its own colouring.
+pub struct LogWriter<W>(pub W);
+
+impl<W: io::Write> io::Write for LogWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let (body, end) = match text.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (&*text, ""),
+        };
+        let mut line = String::with_capacity(buf.len() + 1);
+        for c in body.chars() {
+            if c == '\x1b' {
+                line.push(c);
+            } else {
+                let _ = write_char(&mut line, c, false);
+            }
+        }
+        line.push_str(end);
+        self.0.write_all(line.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    const ATTACK: &str = "ok\x1b]0;pwned\x07\r\nnext\u{9b}2J\u{202e}txt.exe\u{2066}";
+
+    #[test]
+    fn escapes_every_control_character_on_one_line() {
+        assert_eq!(
+            one_line(ATTACK),
+            "ok\\u{1b}]0;pwned\\u{7}\\r\\nnext\\u{9b}2J\\u{202e}txt.exe\\u{2066}"
+        );
+        assert_eq!(OneLine(ATTACK).to_string(), one_line(ATTACK));
+        assert_eq!(one_line("a\tb\u{0}c\u{7f}"), "a\\tb\\u{0}c\\u{7f}");
+    }
+
+    #[test]
+    fn keeps_lines_and_tabs_in_multi_line_text() {
+        assert_eq!(
+            multi_line("line 1\n\tline 2\r\x1b[2K"),
+            "line 1\n\tline 2\\r\\u{1b}[2K"
+        );
+    }
+
+    #[test]
+    fn leaves_ordinary_text_untouched_and_unallocated() {
+        for text in ["read_file", "Grüße, 世界 🙂", "C:\\path\\n", ""] {
+            assert!(matches!(one_line(text), Cow::Borrowed(t) if t == text));
+        }
+    }
+
+    #[test]
+    fn log_writer_keeps_one_event_on_one_line() {
+        let mut out = LogWriter(Vec::new());
+        out.write_all(b"\x1b[32mINFO\x1b[0m plugin said: a\nFAKE ERROR line\r\x07\n")
+            .unwrap();
+        let text = String::from_utf8(out.0).unwrap();
+        assert_eq!(
+            text,
+            "\x1b[32mINFO\x1b[0m plugin said: a\\nFAKE ERROR line\\r\\u{7}\n"
+        );
+        assert_eq!(text.lines().count(), 1);
+    }
+}
