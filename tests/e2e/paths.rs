@@ -237,10 +237,14 @@ fn random_layout(work: &Path, rng: &mut Rng) {
 fn random_spelling(rng: &mut Rng) -> String {
     let len = 1 + rng.next() % 4;
     let mut parts: Vec<&str> = (0..len).map(|_| rng.pick(&SEGMENTS)).collect();
-    if rng.next() % 2 == 0 {
+    if rng.next().is_multiple_of(2) {
         parts.push("f");
     }
-    let lead = if rng.next() % 3 == 0 { "/" } else { "" };
+    let lead = if rng.next().is_multiple_of(3) {
+        "/"
+    } else {
+        ""
+    };
     format!("{lead}{}", parts.join("/"))
 }
 

@@ -15,8 +15,8 @@ mod subject;
 mod validate;
 
 pub use self::coerce::Coercion;
-pub use self::guard::{Denial, PathGuard, Refusal};
 pub use self::cost::{CostError, INLINE_EVALUATIONS, MAX_EVALUATIONS};
+pub use self::guard::{Denial, PathGuard, Refusal};
 pub use self::limits::InputLimits;
 pub use self::mounts::{Mounts, Resolved, Unresolved, guest_root};
 pub use self::permission::{

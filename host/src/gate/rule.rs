@@ -68,6 +68,10 @@ enum ToolMatcher {
 }
 
 #[derive(Debug, Clone)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "rules are compiled once per plugin load; boxing buys nothing"
+)]
 enum Pattern {
     /// Matched against the subject as given.
     Plain(GlobMatcher),
