@@ -5,8 +5,11 @@ mod daemon;
 mod harness;
 
 mod batch;
+mod budgets;
 mod cli;
 mod clients;
+mod deadlines;
+mod host_state;
 mod hostile;
 mod languages;
 mod network;

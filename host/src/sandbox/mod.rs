@@ -4,8 +4,10 @@
 //! [`Limits`] and get back plain results; [`wasi`] is the only place that turns grants into a WASI context.
 
 mod bindings;
+mod budget;
 mod cache;
 mod engine;
+mod files;
 pub mod network;
 mod output;
 mod policy;

@@ -8,7 +8,9 @@ use wasmtime::component::{ResourceTable, ResourceTableError};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::exports::toolhost::plugin::tool::ToolError;
+use super::budget::BudgetExhausted;
 use super::engine::{Plugin, Sandbox};
+use super::files::OpenFiles;
 use super::output::CappedOutput;
 use super::policy::{Grants, Limits};
 use super::state::{MemoryLimitHit, MemoryLimiter, State};
@@ -186,11 +188,17 @@ impl Sandbox {
         let started = Instant::now();
         let stdout = CappedOutput::new(limits.stdio_bytes);
         let stderr = CappedOutput::new(limits.stdio_bytes);
-        let wasi = match build_ctx(grants, &stdout, &stderr) {
+        // Each granted directory is opened for the call: count those before opening them.
+        let mut files = OpenFiles::new(self.files.clone());
+        let wasi = files
+            .preopen(grants.dirs.len())
+            .map_err(|e| e.to_string())
+            .and_then(|()| build_ctx(grants, &stdout, &stderr).map_err(|e| e.to_string()));
+        let wasi = match wasi {
             Ok(w) => w,
             Err(e) => {
                 return RunReport {
-                    result: Err(RunError::Setup(e.to_string())),
+                    result: Err(RunError::Setup(e)),
                     fuel_used: 0,
                     peak_memory: 0,
                     stdout: String::new(),
@@ -201,7 +209,7 @@ impl Sandbox {
                 };
             }
         };
-        let (http, net) = build_http(name, grants);
+        let (http, net) = build_http(name, grants, &self.files);
         let state = State {
             wasi,
             table: {
@@ -216,6 +224,7 @@ impl Sandbox {
             progress_reports: Default::default(),
             http,
             net,
+            files,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -294,6 +303,9 @@ fn classify(e: &wasmtime::Error, limits: &Limits, fuel: u64) -> RunError {
         return RunError::Trap(format!(
             "the plugin called exit with exit status {code} instead of returning a result"
         ));
+    }
+    if let Some(spent) = e.downcast_ref::<BudgetExhausted>() {
+        return RunError::Trap(spent.to_string());
     }
     if let Some(ResourceTableError::Full) = e.downcast_ref::<ResourceTableError>() {
         return RunError::Trap(format!(

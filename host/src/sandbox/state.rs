@@ -8,6 +8,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::WasiHttpCtx;
 
 use super::bindings::toolhost::plugin::host::{Host, LogLevel};
+use super::files::{CountedFs, OpenFiles};
 use super::network::NetworkHooks;
 use crate::exec::{Progress, ProgressSink};
 
@@ -29,6 +30,21 @@ pub(crate) struct State {
     pub(crate) http: WasiHttpCtx,
     /// The send-request hook with the plugin's grant, and the redactor for its secrets.
     pub(crate) net: NetworkHooks,
+    /// The descriptors this call holds, each counted against the daemon-wide budget.
+    pub(crate) files: OpenFiles,
+}
+
+impl State {
+    /// `wasi:filesystem/types` for this call, counting the descriptors the guest opens.
+    pub(crate) fn counted_fs(&mut self) -> CountedFs<'_> {
+        CountedFs {
+            fs: wasmtime_wasi::filesystem::WasiFilesystemCtxView {
+                ctx: self.wasi.filesystem(),
+                table: &mut self.table,
+            },
+            files: &mut self.files,
+        }
+    }
 }
 
 impl WasiView for State {
