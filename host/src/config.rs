@@ -436,17 +436,29 @@ impl Config {
             .iter()
             .flat_map(|(name, p)| {
                 let from_file = file_dirs.get(name).copied().unwrap_or(0);
-                p.grants.dirs.iter().enumerate().map(move |(i, d)| GrantRef {
-                    key: if i < from_file {
-                        format!("plugins.{name}.dirs[{i}].host")
-                    } else {
-                        format!("--dir {name}={}", d.host.display())
-                    },
-                    host: &d.host,
-                })
+                p.grants
+                    .dirs
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, d)| GrantRef {
+                        key: if i < from_file {
+                            format!("plugins.{name}.dirs[{i}].host")
+                        } else {
+                            format!("--dir {name}={}", d.host.display())
+                        },
+                        host: &d.host,
+                    })
             })
             .collect();
-        let protected = protected_paths(&raw, base, o, config_file, &plugins_dir, &audit_path, &cache_dir);
+        let protected = protected_paths(
+            &raw,
+            base,
+            o,
+            config_file,
+            &plugins_dir,
+            &audit_path,
+            &cache_dir,
+        );
         host_state::refuse_grants_over(&grants, &protected)?;
         Ok(Self {
             plugins_dir,
@@ -493,7 +505,11 @@ fn protected_paths(
         kind,
     };
     let mut out = vec![entry(
-        if o.plugins_dir.is_some() { "--plugins" } else { "plugins-dir" },
+        if o.plugins_dir.is_some() {
+            "--plugins"
+        } else {
+            "plugins-dir"
+        },
         plugins_dir,
         Kind::Plugins,
     )];
@@ -501,7 +517,11 @@ fn protected_paths(
         out.push(entry("cache.dir", p, Kind::Cache));
     }
     if let Some(p) = audit_path {
-        let setting = if o.audit_path.is_some() { "--audit" } else { "audit.path" };
+        let setting = if o.audit_path.is_some() {
+            "--audit"
+        } else {
+            "audit.path"
+        };
         out.push(entry(setting, p, Kind::Audit));
     }
     if let Some((p, setting)) = config_file {

@@ -38,7 +38,9 @@ fn a_call_past_the_global_descriptor_budget_fails_alone_and_the_budget_comes_bac
     let greedy = d.call("open_many", json!({ "path": "f.txt", "count": 100 }));
     greedy.assert_error("trap", "toolhost's open-file budget is exhausted");
     assert!(
-        greedy.text().contains("may hold 64 files, directories and connections"),
+        greedy
+            .text()
+            .contains("may hold 64 files, directories and connections"),
         "{}",
         greedy.text()
     );

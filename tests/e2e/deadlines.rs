@@ -37,7 +37,10 @@ fn trickle(addr: SocketAddr, head: String) -> (String, Duration) {
             Err(_) => break,
         }
     }
-    (String::from_utf8_lossy(&answer).into_owned(), started.elapsed())
+    (
+        String::from_utf8_lossy(&answer).into_owned(),
+        started.elapsed(),
+    )
 }
 
 #[test]

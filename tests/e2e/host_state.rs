@@ -133,7 +133,13 @@ fn entry(env: &Env, wasm: &Path) -> PathBuf {
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.starts_with(&hash) && n.ends_with(".cwasm"))
         })
-        .unwrap_or_else(|| panic!("no cache entry for {} in {}", wasm.display(), cache.display()))
+        .unwrap_or_else(|| {
+            panic!(
+                "no cache entry for {} in {}",
+                wasm.display(),
+                cache.display()
+            )
+        })
 }
 
 #[test]

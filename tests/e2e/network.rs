@@ -336,7 +336,8 @@ fn a_plugin_without_the_grant_loads_and_each_request_is_refused_by_name() {
         assert_eq!(record["error_kind"], "tool_failed", "{record}");
     }
     assert!(a.requests().is_empty(), "{:?}", a.requests());
-    env.call("echo", json!({ "text": "still fine" })).assert_ok();
+    env.call("echo", json!({ "text": "still fine" }))
+        .assert_ok();
     // A network grant never links raw sockets.
     let env = Env::new(
         &["net_import"],

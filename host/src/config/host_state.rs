@@ -51,7 +51,9 @@ impl Kind {
 
     fn risk(self) -> &'static str {
         match self {
-            Self::Cache => "replace compiled code the host runs, or read the key that authenticates it",
+            Self::Cache => {
+                "replace compiled code the host runs, or read the key that authenticates it"
+            }
             Self::Audit => "rewrite or erase the audit log",
             Self::Config => "read or change its own policy",
             Self::Secret => "read a secret",

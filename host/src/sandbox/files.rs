@@ -92,10 +92,7 @@ impl HostDescriptor for CountedFs<'_> {
         flags: types::DescriptorFlags,
     ) -> FsResult<Fd> {
         let unit = self.files.take()?;
-        let opened = self
-            .fs
-            .open_at(fd, path_flags, path, oflags, flags)
-            .await?;
+        let opened = self.fs.open_at(fd, path_flags, path, oflags, flags).await?;
         self.files.opened.insert(opened.rep(), unit);
         Ok(opened)
     }
@@ -195,9 +192,7 @@ impl HostDescriptor for CountedFs<'_> {
         atim: types::NewTimestamp,
         mtim: types::NewTimestamp,
     ) -> FsResult<()> {
-        self.fs
-            .set_times_at(fd, path_flags, path, atim, mtim)
-            .await
+        self.fs.set_times_at(fd, path_flags, path, atim, mtim).await
     }
 
     async fn link_at(

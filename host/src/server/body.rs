@@ -122,7 +122,10 @@ pub(crate) async fn bounded(
         return next.run(Request::from_parts(parts, body)).await;
     }
     match read(body, limits).await {
-        Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Ok(bytes) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
         Err(e) => e.into_response(),
     }
 }
