@@ -100,7 +100,7 @@ fn a_grant_over_toolhosts_own_files_stops_it_naming_the_setting() {
     std::fs::write(
         root.join("conf/toolhost.toml"),
         format!(
-            "{BYPASS}plugins-dir = \"../plugins\"\n[cache]\ndir = \"../.toolhost/cache\"\n\
+            "plugins-dir = \"../plugins\"\n{BYPASS}[cache]\ndir = \"../.toolhost/cache\"\n\
              [audit]\npath = \"../.toolhost/audit.jsonl\"\n[plugins.echo]\ndirs = [{{ host = \".\" }}]\n"
         ),
     )
