@@ -4,7 +4,9 @@
 //! every value (directories exist, names are sane) and resolves relative paths against the config file's
 //! folder. Nothing here touches wasmtime; the sandbox gets plain [`Grants`] and [`Limits`].
 
+mod host_state;
 mod network;
+mod server;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -16,6 +18,8 @@ use serde::Deserialize;
 use crate::audit::AuditOptions;
 use crate::gate::{Denial, InputLimits, Mode, PermissionConfig, guest_root};
 use crate::sandbox::{DirGrant, EngineOptions, Grants, Limits, PoolOptions};
+
+use self::host_state::{GrantRef, Kind, Protected};
 
 pub use self::network::{RawNetwork, RawSecret};
 
@@ -169,6 +173,10 @@ pub struct RawEngine {
     pub instances: Option<u32>,
     /// Linear memory per instance slot, in MiB. Default: the largest `memory-mb` limit in force.
     pub memory_mb: Option<u64>,
+    /// Descriptors all calls together may hold (files and directories plugins open, outgoing
+    /// connections). Default: derived from the process's open-files limit; a setting above that is
+    /// lowered to it.
+    pub open_files: Option<usize>,
 }
 
 /// `[plugins.NAME]` as written.
@@ -282,6 +290,8 @@ pub struct Config {
     pub server: ServerConfig,
     /// The instance pool, unless `[engine] pooling = false`.
     pub pool: Option<PoolOptions>,
+    /// `[engine] open-files`: the daemon-wide descriptor budget of calls, if set.
+    pub open_files: Option<usize>,
 }
 
 /// Command-line overrides, applied after the file.
@@ -305,18 +315,37 @@ impl Config {
     /// Load `path` if given (an explicit path must exist), else `./toolhost.toml` if present, else defaults;
     /// then apply the overrides.
     pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<Self, ConfigError> {
-        let (raw, base) = match path {
-            Some(p) => (read(p)?, parent(p)),
-            None if Path::new("toolhost.toml").is_file() => {
-                (read(Path::new("toolhost.toml"))?, PathBuf::from("."))
-            }
+        let default = Path::new("toolhost.toml");
+        let file = match path {
+            Some(p) => Some((p, "--config")),
+            None => default.is_file().then_some((default, "./toolhost.toml")),
+        };
+        let (raw, base) = match file {
+            Some((p, _)) => (read(p)?, parent(p)),
             None => (RawConfig::default(), PathBuf::from(".")),
         };
-        Self::from_raw(raw, &base, overrides)
+        Self::build(raw, &base, overrides, file)
     }
 
     /// Validate a raw config whose relative paths are relative to `base`.
-    pub fn from_raw(mut raw: RawConfig, base: &Path, o: &Overrides) -> Result<Self, ConfigError> {
+    pub fn from_raw(raw: RawConfig, base: &Path, o: &Overrides) -> Result<Self, ConfigError> {
+        Self::build(raw, base, o, None)
+    }
+
+    /// [`Self::from_raw`], also keeping grants off `config_file`, the file `raw` was read from (with
+    /// how it was chosen: `--config`, or found in the working directory).
+    fn build(
+        mut raw: RawConfig,
+        base: &Path,
+        o: &Overrides,
+        config_file: Option<(&Path, &str)>,
+    ) -> Result<Self, ConfigError> {
+        // Grants from the file come first; the rest of each list came from `--dir` flags.
+        let file_dirs: BTreeMap<String, usize> = raw
+            .plugins
+            .iter()
+            .map(|(name, p)| (name.clone(), p.dirs.len()))
+            .collect();
         for spec in &o.dirs {
             let (plugin, dir) = parse_dir_flag(spec)?;
             raw.plugins.entry(plugin).or_default().dirs.push(dir);
@@ -402,8 +431,39 @@ impl Config {
                     .unwrap_or(Path::new(".toolhost/cache")),
             )
         });
-        let server = resolve_server(&raw.server, o)?;
-        let pool = resolve_pool(&raw.engine, &server, &default_policy, &plugins)?;
+        let server = server::resolve_server(&raw.server, o)?;
+        let pool = server::resolve_pool(&raw.engine, &server, &default_policy, &plugins)?;
+        if raw.engine.open_files == Some(0) {
+            return Err(invalid("engine.open-files", "must be greater than 0"));
+        }
+        let grants: Vec<GrantRef<'_>> = plugins
+            .iter()
+            .flat_map(|(name, p)| {
+                let from_file = file_dirs.get(name).copied().unwrap_or(0);
+                p.grants
+                    .dirs
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, d)| GrantRef {
+                        key: if i < from_file {
+                            format!("plugins.{name}.dirs[{i}].host")
+                        } else {
+                            format!("--dir {name}={}", d.host.display())
+                        },
+                        host: &d.host,
+                    })
+            })
+            .collect();
+        let protected = protected_paths(
+            &raw,
+            base,
+            o,
+            config_file,
+            &plugins_dir,
+            &audit_path,
+            &cache_dir,
+        );
+        host_state::refuse_grants_over(&grants, &protected)?;
         Ok(Self {
             plugins_dir,
             default_policy,
@@ -414,6 +474,7 @@ impl Config {
             cache_dir,
             server,
             pool,
+            open_files: raw.engine.open_files,
         })
     }
 
@@ -422,6 +483,7 @@ impl Config {
         EngineOptions {
             cache_dir: self.cache_dir.clone(),
             pool: self.pool,
+            open_files: self.open_files,
         }
     }
 
@@ -429,6 +491,55 @@ impl Config {
     pub fn policy(&self, plugin: &str) -> &PluginPolicy {
         self.plugins.get(plugin).unwrap_or(&self.default_policy)
     }
+}
+
+/// toolhost's own files, which no grant may reach, with the settings that name them.
+fn protected_paths(
+    raw: &RawConfig,
+    base: &Path,
+    o: &Overrides,
+    config_file: Option<(&Path, &str)>,
+    plugins_dir: &Path,
+    audit_path: &Option<PathBuf>,
+    cache_dir: &Option<PathBuf>,
+) -> Vec<Protected> {
+    let entry = |setting: &str, path: &Path, kind| Protected {
+        setting: setting.to_string(),
+        path: path.to_path_buf(),
+        kind,
+    };
+    let mut out = vec![entry(
+        if o.plugins_dir.is_some() {
+            "--plugins"
+        } else {
+            "plugins-dir"
+        },
+        plugins_dir,
+        Kind::Plugins,
+    )];
+    if let Some(p) = cache_dir {
+        out.push(entry("cache.dir", p, Kind::Cache));
+    }
+    if let Some(p) = audit_path {
+        let setting = if o.audit_path.is_some() {
+            "--audit"
+        } else {
+            "audit.path"
+        };
+        out.push(entry(setting, p, Kind::Audit));
+    }
+    if let Some((p, setting)) = config_file {
+        out.push(entry(setting, p, Kind::Config));
+    }
+    for (name, plugin) in &raw.plugins {
+        for (secret, s) in &plugin.secrets {
+            if let Some(file) = &s.from_file {
+                let setting = format!("plugins.{name}.secrets.{secret}.from-file");
+                out.push(entry(&setting, &base.join(file), Kind::Secret));
+            }
+        }
+    }
+    out
 }
 
 fn read(path: &Path) -> Result<RawConfig, ConfigError> {
@@ -591,118 +702,6 @@ fn resolve_grants(p: &RawPlugin, base: &Path, key: &str) -> Result<Grants, Confi
     Ok(grants)
 }
 
-/// Instances for plugin loads (each runs `describe`) on top of the calls the server runs at once.
-const LOAD_INSTANCES: u32 = 16;
-
-fn resolve_pool(
-    raw: &RawEngine,
-    server: &ServerConfig,
-    default: &PluginPolicy,
-    plugins: &BTreeMap<String, PluginPolicy>,
-) -> Result<Option<PoolOptions>, ConfigError> {
-    if raw.pooling == Some(false) {
-        return Ok(None);
-    }
-    let instances = match raw.instances {
-        Some(n) if !(1..=10_000).contains(&n) => {
-            return Err(invalid("engine.instances", "must be between 1 and 10000"));
-        }
-        Some(n) => n,
-        None => u32::try_from(server.max_concurrent_calls)
-            .unwrap_or(u32::MAX)
-            .saturating_add(LOAD_INSTANCES),
-    };
-    // Every plugin's memory limit must fit in a slot, or a guest would fail to grow before its limit.
-    let (largest, owner) = plugins
-        .iter()
-        .map(|(name, p)| {
-            (
-                p.limits.memory_bytes,
-                format!("plugins.{name}.limits.memory-mb"),
-            )
-        })
-        .fold(
-            (default.limits.memory_bytes, "limits.memory-mb".to_string()),
-            |a, b| {
-                if b.0 > a.0 { b } else { a }
-            },
-        );
-    let memory_bytes = match raw.memory_mb {
-        Some(mb) if !(1..=4096).contains(&mb) => {
-            return Err(invalid("engine.memory-mb", "must be between 1 and 4096"));
-        }
-        Some(mb) if (mb as usize) << 20 < largest => {
-            return Err(invalid(
-                "engine.memory-mb",
-                format!(
-                    "{mb} is less than `{owner}` ({} MiB); raise it or lower that limit",
-                    largest >> 20
-                ),
-            ));
-        }
-        Some(mb) => (mb as usize) << 20,
-        None => largest,
-    };
-    Ok(Some(PoolOptions {
-        instances,
-        memory_bytes,
-    }))
-}
-
-fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerConfig, ConfigError> {
-    let http_text = o
-        .http
-        .clone()
-        .or_else(|| raw.http.clone())
-        .unwrap_or_else(|| "127.0.0.1:8750".into());
-    let http: SocketAddr = http_text
-        .parse()
-        .map_err(|e| invalid("server.http", format!("{http_text:?}: {e}")))?;
-    let token = match &raw.token_env {
-        Some(var) => Some(std::env::var(var).map_err(|_| {
-            invalid(
-                "server.token-env",
-                format!("{var} is not set in the daemon's environment"),
-            )
-        })?),
-        None => None,
-    };
-    if token.is_none() && !http.ip().is_loopback() {
-        return Err(invalid(
-            "server.http",
-            format!(
-                "{http} is reachable beyond this machine; set `server.token-env` to require a bearer token"
-            ),
-        ));
-    }
-    let max_concurrent_calls = raw.max_concurrent_calls.unwrap_or(64);
-    if max_concurrent_calls == 0 {
-        return Err(invalid(
-            "server.max-concurrent-calls",
-            "must be greater than 0",
-        ));
-    }
-    let max_connections = raw.max_connections.unwrap_or(4096);
-    if max_connections == 0 {
-        return Err(invalid("server.max-connections", "must be greater than 0"));
-    }
-    if raw.read_timeout_ms == Some(0) {
-        return Err(invalid("server.read-timeout-ms", "must be greater than 0"));
-    }
-    Ok(ServerConfig {
-        http,
-        allowed_origins: raw.allowed_origins.clone(),
-        allowed_hosts: raw.allowed_hosts.clone(),
-        token,
-        max_body_bytes: (raw.max_body_kb.unwrap_or(4096) as usize) << 10,
-        request_timeout: Duration::from_millis(raw.request_timeout_ms.unwrap_or(300_000)),
-        read_timeout: Duration::from_millis(raw.read_timeout_ms.unwrap_or(30_000)),
-        max_connections,
-        max_concurrent_calls,
-        shutdown_grace: Duration::from_millis(raw.shutdown_grace_ms.unwrap_or(5_000)),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -757,11 +756,27 @@ mod tests {
     }
 
     #[test]
-    fn refuses_public_http_without_token() {
-        let e = parse("[server]\nhttp = \"0.0.0.0:8750\"\n")
+    fn refuses_a_grant_over_toolhosts_own_files_naming_where_it_came_from() {
+        let e = parse("[plugins.fs]\ndirs = [{ host = \".\" }]\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("token-env"), "{e}");
+        assert!(
+            e.contains("`plugins.fs.dirs[0].host`") && e.contains("covers the plugins folder"),
+            "{e}"
+        );
+        let raw: RawConfig = toml::from_str("[cache]\ndisabled = true\n").unwrap();
+        let flags = Overrides {
+            dirs: vec!["fs=.".into()],
+            plugins_dir: Some("/nonexistent/plugins".into()),
+            ..Overrides::default()
+        };
+        let e = Config::from_raw(raw, Path::new("."), &flags)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`--dir fs=") && e.contains("covers the audit log"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -769,29 +784,5 @@ mod tests {
         let (p, d) = parse_dir_flag("fs=/tmp:rw").unwrap();
         assert_eq!((p.as_str(), d.mode.as_deref()), ("fs", Some("rw")));
         assert!(parse_dir_flag("fs").is_err());
-    }
-
-    #[test]
-    fn pool_fits_calls_and_the_largest_memory_limit_by_default() {
-        let c =
-            parse("[server]\nmax-concurrent-calls = 8\n[plugins.big.limits]\nmemory-mb = 512\n")
-                .unwrap();
-        let pool = c.pool.unwrap();
-        assert_eq!(
-            (pool.instances, pool.memory_bytes),
-            (8 + LOAD_INSTANCES, 512 << 20)
-        );
-        assert!(parse("[engine]\npooling = false\n").unwrap().pool.is_none());
-    }
-
-    #[test]
-    fn refuses_a_pool_slot_smaller_than_a_memory_limit() {
-        let e = parse("[engine]\nmemory-mb = 64\n[limits]\nmemory-mb = 32\n[plugins.big.limits]\nmemory-mb = 128\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("engine.memory-mb") && e.contains("plugins.big.limits.memory-mb"),
-            "{e}"
-        );
     }
 }

@@ -5,9 +5,12 @@ mod daemon;
 mod harness;
 
 mod batch;
+mod budgets;
 mod cli;
 mod clients;
+mod deadlines;
 mod declarations;
+mod host_state;
 mod hostile;
 mod languages;
 mod network;

@@ -314,7 +314,8 @@ fn refuses_binary_content_and_reports_http_errors() {
 }
 
 #[test]
-fn a_plugin_without_the_grant_is_rejected_at_load() {
+fn a_plugin_without_the_grant_loads_and_each_request_is_refused_by_name() {
+    let a = Server::start();
     let env = Env::new(&["fetch", "echo"], BYPASS);
     let out = env.run(&["list", "--json"]);
     assert!(
@@ -323,15 +324,20 @@ fn a_plugin_without_the_grant_is_rejected_at_load() {
         String::from_utf8_lossy(&out.stderr)
     );
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let fetch = &list["plugins"]["fetch"];
-    assert_eq!(fetch["status"], "rejected", "{fetch}");
-    let reason = fetch["reason"].as_str().unwrap();
-    assert!(
-        reason.contains("network access is not granted to this plugin"),
-        "{reason}"
-    );
-    env.call("fetch", json!({ "url": "http://127.0.0.1:1/" }))
-        .assert_error("unknown_tool", "fetch");
+    assert_eq!(list["plugins"]["fetch"]["status"], "loaded", "{list}");
+    // Each request fails with the reason, names the plugin, and never reaches the server.
+    for _ in 0..2 {
+        let r = fetch(&env, &a.url("/hello"));
+        r.assert_error("tool_failed", "network is not granted to plugin fetch");
+        let audit = env.audit();
+        let record = audit.last().unwrap();
+        assert_eq!(record["tool"], "fetch", "{record}");
+        assert_eq!(record["outcome"], "error", "{record}");
+        assert_eq!(record["error_kind"], "tool_failed", "{record}");
+    }
+    assert!(a.requests().is_empty(), "{:?}", a.requests());
+    env.call("echo", json!({ "text": "still fine" }))
+        .assert_ok();
     // A network grant never links raw sockets.
     let env = Env::new(
         &["net_import"],

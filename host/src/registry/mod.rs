@@ -386,9 +386,7 @@ async fn load(
         .map_err(|e| format!("permission rules: {e}"))?
         .with_files(mounts(&policy.grants), excludes(&policy.grants)?);
     let compiler = sandbox.clone();
-    // wasi:http is linked only for plugins granted network: without a grant, importing it fails here.
-    let grants = policy.grants.clone();
-    let component = tokio::task::spawn_blocking(move || compiler.load_for(&bytes, &grants))
+    let component = tokio::task::spawn_blocking(move || compiler.load(&bytes))
         .await
         .map_err(|e| format!("compiler crashed: {e}"))?
         .map_err(|e| e.to_string())?;

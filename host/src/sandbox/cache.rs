@@ -1,17 +1,31 @@
 //! On-disk cache of compiled components, keyed by the component's content hash and the engine's
 //! compatibility fingerprint, so that a restart does not recompile.
 //!
-//! Only files this module wrote are ever deserialized: each entry carries the SHA-256 of its payload and
-//! lives in a directory created owner-only. A precompiled file found anywhere else is never loaded.
+//! An entry is native code that `Component::deserialize` maps and runs without checking it, so an entry
+//! is loaded only if it carries an HMAC-SHA256, under a key only the host holds, over the engine
+//! fingerprint, the component's content hash and the payload. The key (32 random bytes) is created on
+//! first use in the cache folder itself, owner-only; `config` refuses every grant that covers that
+//! folder, so no plugin can read the key or write an entry. A tampered entry, or another component's
+//! valid entry copied over it, fails the check and is recompiled, never loaded.
 
 use std::fs;
 use std::hash::{Hash, Hasher};
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
+
+/// The key file, in the cache folder.
+const KEY_FILE: &str = "cache.key";
+/// Bytes of key, and of the tag in front of each entry.
+const KEY_BYTES: usize = 32;
+/// Domain separation: a MAC made for anything else never verifies as a cache entry.
+const MAC_CONTEXT: &[u8] = b"toolhost compile cache entry v2\0";
+
+type HmacSha256 = Hmac<Sha256>;
 
 /// Hex SHA-256 of `bytes`.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
@@ -44,17 +58,21 @@ impl Hasher for Sha256Hasher {
 pub(crate) struct CompileCache {
     dir: PathBuf,
     engine_key: String,
+    /// HMAC-SHA256 keyed with the cache's key, cloned for each entry.
+    mac: HmacSha256,
 }
 
 impl CompileCache {
-    /// Open (creating, owner-only) the cache directory for `engine`.
-    pub(crate) fn open(dir: &Path, engine: &Engine) -> std::io::Result<Self> {
+    /// Open (creating, owner-only) the cache directory for `engine`, and its key.
+    pub(crate) fn open(dir: &Path, engine: &Engine) -> io::Result<Self> {
         fs::create_dir_all(dir)?;
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
         }
+        let key = load_or_create_key(dir)?;
+        let mac = HmacSha256::new_from_slice(&key).map_err(|e| io::Error::other(e.to_string()))?;
         let mut h = Sha256Hasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut h);
         env!("CARGO_PKG_VERSION").hash(&mut h);
@@ -62,6 +80,7 @@ impl CompileCache {
         Ok(Self {
             dir: dir.to_path_buf(),
             engine_key,
+            mac,
         })
     }
 
@@ -70,23 +89,46 @@ impl CompileCache {
             .join(format!("{content_hash}-{}.cwasm", self.engine_key))
     }
 
-    /// The cached component for `content_hash`, if a sound entry exists.
+    /// The MAC of an entry: it binds the payload to this engine and to this component's hash, so an
+    /// entry is valid under its own name only.
+    fn mac(&self, content_hash: &str, payload: &[u8]) -> HmacSha256 {
+        let mut m = self.mac.clone();
+        m.update(MAC_CONTEXT);
+        m.update(self.engine_key.as_bytes());
+        m.update(b"\0");
+        m.update(content_hash.as_bytes());
+        m.update(b"\0");
+        m.update(payload);
+        m
+    }
+
+    /// The cached component for `content_hash`, if an authentic entry exists.
     pub(crate) fn get(&self, engine: &Engine, content_hash: &str) -> Option<Component> {
         let path = self.path(content_hash);
         let bytes = fs::read(&path).ok()?;
-        if bytes.len() < 32 || Sha256::digest(&bytes[32..]).as_slice() != &bytes[..32] {
-            tracing::warn!(path = %path.display(), "ignoring a corrupt compile-cache entry");
+        let authentic = bytes.len() >= KEY_BYTES
+            && self
+                .mac(content_hash, &bytes[KEY_BYTES..])
+                .verify_slice(&bytes[..KEY_BYTES])
+                .is_ok();
+        if !authentic {
+            tracing::warn!(
+                path = %path.display(),
+                "ignoring a compile-cache entry that fails its authentication (altered, replaced or \
+                 written under another key); recompiling"
+            );
             let _ = fs::remove_file(&path);
             return None;
         }
         #[expect(
             unsafe_code,
-            reason = "deserializing native code is unsafe; the entry was written by `put` below into an \
-                      owner-only directory and its checksum was verified above"
+            reason = "deserializing native code is unsafe; the entry was authenticated above with a key \
+                      only this host holds"
         )]
-        // SAFETY: the bytes are an artifact serialized by this engine configuration (the file name carries
-        // the engine fingerprint) and have not been altered since (checksum verified).
-        let component = unsafe { Component::deserialize(engine, &bytes[32..]) };
+        // SAFETY: the bytes are an artifact serialized by `put` below for this engine configuration (the
+        // MAC covers the engine fingerprint and the content hash) and have not been altered since: the
+        // HMAC key never leaves the cache folder, which no grant may cover.
+        let component = unsafe { Component::deserialize(engine, &bytes[KEY_BYTES..]) };
         match component {
             Ok(c) => Some(c),
             Err(e) => {
@@ -100,10 +142,11 @@ impl CompileCache {
     pub(crate) fn put(&self, content_hash: &str, component: &Component) {
         let result = (|| -> Result<(), Box<dyn std::error::Error>> {
             let payload = component.serialize()?;
+            let tag = self.mac(content_hash, &payload).finalize().into_bytes();
             let path = self.path(content_hash);
             let tmp = path.with_extension(format!("tmp{}", std::process::id()));
             let mut f = fs::File::create(&tmp)?;
-            f.write_all(&Sha256::digest(&payload))?;
+            f.write_all(&tag)?;
             f.write_all(&payload)?;
             f.sync_all()?;
             fs::rename(&tmp, &path)?;
@@ -112,5 +155,158 @@ impl CompileCache {
         if let Err(e) = result {
             tracing::warn!(error = %e, "could not write the compile cache");
         }
+    }
+}
+
+/// The cache's key: read it, or create it (owner-only) if there is none or it is damaged. Two daemons
+/// sharing the folder agree on one key: it is published with a hard link, which never overwrites.
+fn load_or_create_key(dir: &Path) -> io::Result<[u8; KEY_BYTES]> {
+    let path = dir.join(KEY_FILE);
+    match read_key(&path) {
+        Ok(Some(key)) => return Ok(key),
+        Ok(None) => {
+            tracing::warn!(path = %path.display(), "replacing a damaged compile-cache key");
+            fs::remove_file(&path)?;
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let mut key = [0u8; KEY_BYTES];
+    getrandom::fill(&mut key).map_err(|e| io::Error::other(e.to_string()))?;
+    let tmp = dir.join(format!("{KEY_FILE}.tmp{}", std::process::id()));
+    let _ = fs::remove_file(&tmp);
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let written = options.open(&tmp).and_then(|mut f| {
+        f.write_all(&key)?;
+        f.sync_all()
+    });
+    let published = written.and_then(|()| fs::hard_link(&tmp, &path));
+    let _ = fs::remove_file(&tmp);
+    match published {
+        Ok(()) => Ok(key),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => read_key(&path)?
+            .ok_or_else(|| io::Error::other("the compile-cache key was damaged while created")),
+        Err(e) => Err(e),
+    }
+}
+
+/// The key in `path`; `None` if the file does not hold exactly one key.
+fn read_key(path: &Path) -> io::Result<Option<[u8; KEY_BYTES]>> {
+    let bytes = fs::read(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if fs::metadata(path)?.permissions().mode() & 0o077 != 0 {
+            fs::set_permissions(path, fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    Ok(<[u8; KEY_BYTES]>::try_from(bytes.as_slice()).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn component(engine: &Engine, wat: &str) -> (String, Component) {
+        let bytes = wat::parse_str(wat).unwrap();
+        let c = Component::from_binary(engine, &bytes).unwrap();
+        (sha256_hex(&bytes), c)
+    }
+
+    fn entry(dir: &Path) -> PathBuf {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
+            .unwrap()
+    }
+
+    #[test]
+    fn loads_its_own_entries_across_reopens_with_one_owner_only_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::default();
+        let (hash, c) = component(&engine, "(component)");
+        CompileCache::open(dir.path(), &engine)
+            .unwrap()
+            .put(&hash, &c);
+        let reopened = CompileCache::open(dir.path(), &engine).unwrap();
+        assert!(reopened.get(&engine, &hash).is_some());
+        let key = dir.path().join(KEY_FILE);
+        assert_eq!(fs::read(&key).unwrap().len(), KEY_BYTES);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
+    }
+
+    #[test]
+    fn refuses_an_entry_with_one_flipped_byte_and_removes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::default();
+        let cache = CompileCache::open(dir.path(), &engine).unwrap();
+        let (hash, c) = component(&engine, "(component)");
+        cache.put(&hash, &c);
+        let path = entry(dir.path());
+        let mut bytes = fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        assert!(cache.get(&engine, &hash).is_none());
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn refuses_another_components_valid_entry_copied_over_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::default();
+        let cache = CompileCache::open(dir.path(), &engine).unwrap();
+        let (victim, v) = component(&engine, "(component)");
+        let (attacker, a) = component(&engine, "(component (core module))");
+        cache.put(&victim, &v);
+        cache.put(&attacker, &a);
+        assert!(cache.get(&engine, &attacker).is_some());
+        fs::copy(cache.path(&attacker), cache.path(&victim)).unwrap();
+        assert!(cache.get(&engine, &victim).is_none());
+    }
+
+    #[test]
+    fn refuses_entries_written_under_another_key() {
+        let (mine, theirs) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let engine = Engine::default();
+        let (hash, c) = component(&engine, "(component)");
+        let other = CompileCache::open(theirs.path(), &engine).unwrap();
+        other.put(&hash, &c);
+        let cache = CompileCache::open(mine.path(), &engine).unwrap();
+        fs::copy(other.path(&hash), cache.path(&hash)).unwrap();
+        assert!(cache.get(&engine, &hash).is_none());
+        // An entry from before authentication (a bare SHA-256 in front) is refused too.
+        let payload = c.serialize().unwrap();
+        let mut old = Sha256::digest(&payload).to_vec();
+        old.extend_from_slice(&payload);
+        fs::write(cache.path(&hash), old).unwrap();
+        assert!(cache.get(&engine, &hash).is_none());
+    }
+
+    #[test]
+    fn replaces_a_damaged_key() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(KEY_FILE), b"short").unwrap();
+        let engine = Engine::default();
+        let cache = CompileCache::open(dir.path(), &engine).unwrap();
+        assert_eq!(
+            fs::read(dir.path().join(KEY_FILE)).unwrap().len(),
+            KEY_BYTES
+        );
+        let (hash, c) = component(&engine, "(component)");
+        cache.put(&hash, &c);
+        assert!(cache.get(&engine, &hash).is_some());
     }
 }

@@ -17,8 +17,8 @@ use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
 
 use super::SandboxError;
 use super::bindings::{Plugin as PluginWorld, PluginPre};
+use super::budget::FileBudget;
 use super::cache::{CompileCache, sha256_hex};
-use super::policy::Grants;
 use super::pool::{PoolOptions, pooling_config};
 use super::state::State;
 
@@ -35,18 +35,20 @@ pub struct EngineOptions {
     pub cache_dir: Option<PathBuf>,
     /// Reserve an instance pool of this size; `None` allocates each instance on demand.
     pub pool: Option<PoolOptions>,
+    /// Descriptors all calls together may hold; `None` derives the budget from the open-files limit.
+    pub open_files: Option<usize>,
 }
 
-/// The engine, the linkers with exactly the host interfaces plugins may import, and the epoch ticker.
+/// The engine, the linker with exactly the host interfaces plugins may import, and the epoch ticker.
 pub struct Sandbox {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<State>,
-    /// `linker` plus `wasi:http`, for plugins granted network; built once.
-    net_linker: Linker<State>,
     cache: Option<CompileCache>,
     ticker_stop: Arc<AtomicBool>,
     /// The pool in use; `None` when allocating on demand (configured so, or the pool could not be reserved).
     pool: Option<PoolOptions>,
+    /// Descriptors all calls together may hold.
+    pub(crate) files: Arc<FileBudget>,
 }
 
 /// A compiled plugin, ready to instantiate cheaply for every call.
@@ -107,9 +109,6 @@ impl Sandbox {
         }
         .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
         let linker = link(&engine).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
-        let net_linker = link(&engine)
-            .and_then(|mut l| super::network::add_to_linker(&mut l).map(|()| l))
-            .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
         let cache = match &options.cache_dir {
             Some(dir) => match CompileCache::open(dir, &engine) {
                 Ok(c) => Some(c),
@@ -134,16 +133,21 @@ impl Sandbox {
         Ok(Self {
             engine,
             linker,
-            net_linker,
             cache,
             ticker_stop,
             pool,
+            files: FileBudget::for_process(options.open_files),
         })
     }
 
     /// The instance pool in use, if any.
     pub fn pool(&self) -> Option<PoolOptions> {
         self.pool
+    }
+
+    /// The descriptor budget of all calls together: (held now, limit).
+    pub fn open_files(&self) -> (usize, usize) {
+        (self.files.used(), self.files.limit())
     }
 
     /// How instances are allocated, in a few words (for logs and benchmarks).
@@ -158,15 +162,10 @@ impl Sandbox {
         }
     }
 
-    /// Compile (or load from the cache) and link a component without network. CPU-heavy: call it off
-    /// the async runtime.
+    /// Compile (or load from the cache) and link a component. CPU-heavy: call it off the async runtime.
+    /// Linking does not depend on grants: a plugin that imports `wasi:http` loads whether or not it is
+    /// granted network, and without a grant each of its requests is refused when it is sent.
     pub fn load(&self, bytes: &[u8]) -> Result<Plugin, SandboxError> {
-        self.load_for(bytes, &Grants::default())
-    }
-
-    /// [`Self::load`] for a plugin with these grants: `wasi:http` is linked only when they hold a
-    /// network grant, so a plugin without one that imports it is rejected here.
-    pub fn load_for(&self, bytes: &[u8], grants: &Grants) -> Result<Plugin, SandboxError> {
         check_header(bytes)?;
         let content_hash = sha256_hex(bytes);
         let cached = self
@@ -185,7 +184,7 @@ impl Sandbox {
                 c
             }
         };
-        let pre = self.prepare(&component, grants.network.is_some())?;
+        let pre = self.prepare(&component)?;
         Ok(Plugin {
             pre,
             content_hash,
@@ -193,11 +192,7 @@ impl Sandbox {
         })
     }
 
-    fn prepare(
-        &self,
-        component: &Component,
-        network: bool,
-    ) -> Result<PluginPre<State>, SandboxError> {
+    fn prepare(&self, component: &Component) -> Result<PluginPre<State>, SandboxError> {
         let has_export = component
             .component_type()
             .exports(&self.engine)
@@ -208,12 +203,8 @@ impl Sandbox {
                 list_or_none(names(component, &self.engine, false))
             )));
         }
-        let linker = if network {
-            &self.net_linker
-        } else {
-            &self.linker
-        };
-        let instance_pre = linker
+        let instance_pre = self
+            .linker
             .instantiate_pre(component)
             .map_err(|e| SandboxError::Contract(describe_link_error(&e)))?;
         PluginPre::new(instance_pre).map_err(|e| SandboxError::Contract(format!("{e:#}")))
@@ -224,7 +215,7 @@ impl Sandbox {
         check_header(bytes)?;
         let component = Component::from_binary(&self.engine, bytes)
             .map_err(|e| SandboxError::Invalid(format!("{e:#}")))?;
-        let problem = self.prepare(&component, false).err().map(|e| e.to_string());
+        let problem = self.prepare(&component).err().map(|e| e.to_string());
         Ok(Inspection {
             imports: names(&component, &self.engine, true),
             exports: names(&component, &self.engine, false),
@@ -240,8 +231,9 @@ impl Drop for Sandbox {
 }
 
 /// Link exactly the interfaces a plugin may import: the contract's `host`, and WASI 0.2 io, clocks,
-/// random, cli and filesystem. Sockets are deliberately absent; `wasi:http` is added on top only for
-/// plugins granted network (see `network::add_to_linker`).
+/// random, cli, filesystem and `wasi:http` (many toolchains import it by default; a plugin without a
+/// network grant gets every request refused by the send hook, see `network::send`). Raw sockets are
+/// deliberately absent.
 fn link(engine: &Engine) -> wasmtime::Result<Linker<State>> {
     let mut l = Linker::<State>::new(engine);
     wasmtime_wasi_io::add_to_linker_async(&mut l)?;
@@ -263,6 +255,7 @@ fn link(engine: &Engine) -> wasmtime::Result<Linker<State>> {
     filesystem::types::add_to_linker::<State, GuardedFs>(&mut l, State::guarded_fs)?;
     filesystem::preopens::add_to_linker::<State, WasiFilesystem>(&mut l, State::filesystem)?;
     PluginWorld::add_to_linker::<State, HasSelf<State>>(&mut l, |s| s)?;
+    super::network::add_to_linker(&mut l)?;
     Ok(l)
 }
 
@@ -303,11 +296,6 @@ fn describe_link_error(e: &wasmtime::Error) -> String {
     if text.contains("wasi:sockets") {
         format!(
             "{text} (raw sockets are not available to plugins; use wasi:http with a network grant)"
-        )
-    } else if text.contains("wasi:http") {
-        format!(
-            "network access is not granted to this plugin, but it imports wasi:http (grant it with \
-             `[plugins.NAME.network]` `allow = [\"https://host\"]` in toolhost.toml): {text}"
         )
     } else {
         format!("it imports something the host does not provide: {text}")

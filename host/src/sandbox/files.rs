@@ -1,10 +1,13 @@
-//! The files capability with the call's [`PathGuard`] in front: `wasi:filesystem/types` as
-//! wasmtime-wasi implements it, but every operation that names a path is first judged where that
-//! path really leads, and every file opened is judged again by where it was really opened
-//! (`/proc/self/fd`), so a link swapped in between cannot smuggle a denied file through. Directory
-//! listings leave denied entries out. With nothing denied every check is skipped.
+//! The files capability: `wasi:filesystem/types` as wasmtime-wasi implements it, with two things in
+//! front of it.
 //!
-//! A refused access fails with `access` (EACCES), the way a file the OS protects would.
+//! - The call's [`PathGuard`]: every operation that names a path is first judged where that path
+//!   really leads, and every file opened is judged again by where it was really opened
+//!   (`/proc/self/fd`), so a link swapped in between cannot smuggle a denied file through.
+//!   Directory listings leave denied entries out. A refusal is `access` (EACCES), the way a file the
+//!   OS protects would be; with nothing denied every check is skipped.
+//! - The daemon-wide [`FileBudget`]: every descriptor the guest opens holds a unit of it until the
+//!   guest drops the descriptor or the call ends, so no call can take the descriptors others need.
 
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
@@ -20,23 +23,63 @@ use wasmtime_wasi::p2::{FsError, FsResult};
 use wasmtime_wasi::{ResourceTable, WasiCtx};
 use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream};
 
+use super::budget::{BudgetExhausted, FileBudget, FileUnit};
 use crate::gate::{PathGuard, Refusal};
 
-/// Per-call state of the guarded filesystem.
+/// Per-call state of the files capability.
 pub(crate) struct Files {
     guard: Arc<PathGuard>,
     plugin: String,
     /// Open directory listings: the host directory each lists, to judge its entries.
     listings: HashMap<u32, PathBuf>,
+    open: OpenFiles,
 }
 
 impl Files {
-    pub(crate) fn new(guard: Arc<PathGuard>, plugin: &str) -> Self {
+    pub(crate) fn new(guard: Arc<PathGuard>, plugin: &str, open: OpenFiles) -> Self {
         Self {
             guard,
             plugin: plugin.to_owned(),
             listings: HashMap::new(),
+            open,
         }
+    }
+}
+
+/// The descriptors one call holds, each with its unit of the budget; dropped with the call's store.
+pub(crate) struct OpenFiles {
+    budget: Arc<FileBudget>,
+    /// Units of the granted directories, preopened for the call.
+    preopens: Vec<FileUnit>,
+    /// Units of descriptors the guest opened, by table index; given back when the guest drops one.
+    opened: HashMap<u32, FileUnit>,
+}
+
+impl OpenFiles {
+    /// Nothing held yet.
+    pub(crate) fn new(budget: Arc<FileBudget>) -> Self {
+        Self {
+            budget,
+            preopens: Vec::new(),
+            opened: HashMap::new(),
+        }
+    }
+
+    /// Take the units of `count` preopened directories, before they are opened.
+    pub(crate) fn preopen(&mut self, count: usize) -> Result<(), BudgetExhausted> {
+        for _ in 0..count {
+            let unit = self.budget.take(self.held())?;
+            self.preopens.push(unit);
+        }
+        Ok(())
+    }
+
+    fn held(&self) -> usize {
+        self.preopens.len() + self.opened.len()
+    }
+
+    fn take(&self) -> FsResult<FileUnit> {
+        self.budget.take(self.held()).map_err(FsError::trap)
     }
 }
 
@@ -175,6 +218,8 @@ impl HostDescriptor for GuardedView<'_> {
         } else {
             Some(host_path(&*self.fs.table, &fd).ok_or(ErrorCode::BadDescriptor)?)
         };
+        // Listing opens the directory once more, for as long as it reads it.
+        let _listing = self.files.open.take()?;
         let stream = self.fs.read_directory(fd).await?;
         if let Some(dir) = dir {
             self.files.listings.insert(stream.rep(), dir);
@@ -245,7 +290,9 @@ impl HostDescriptor for GuardedView<'_> {
         flags: types::DescriptorFlags,
     ) -> FsResult<Resource<Descriptor>> {
         self.check(&fd, &path)?;
+        let unit = self.files.open.take()?;
         let opened = self.fs.open_at(fd, path_flags, path, oflags, flags).await?;
+        self.files.open.opened.insert(opened.rep(), unit);
         if self.open() {
             return Ok(opened);
         }
@@ -260,14 +307,17 @@ impl HostDescriptor for GuardedView<'_> {
         match verdict {
             Ok(()) => Ok(opened),
             Err(refusal) => {
-                HostDescriptor::drop(&mut self.fs, opened).map_err(FsError::trap)?;
+                HostDescriptor::drop(self, opened).map_err(FsError::trap)?;
                 Err(self.refuse(refusal))
             }
         }
     }
 
     fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
-        HostDescriptor::drop(&mut self.fs, fd)
+        let rep = fd.rep();
+        HostDescriptor::drop(&mut self.fs, fd)?;
+        self.files.open.opened.remove(&rep);
+        Ok(())
     }
 
     async fn readlink_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<String> {

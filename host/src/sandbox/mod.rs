@@ -4,6 +4,7 @@
 //! [`Limits`] and get back plain results; [`wasi`] is the only place that turns grants into a WASI context.
 
 mod bindings;
+mod budget;
 mod cache;
 mod engine;
 mod files;

@@ -9,8 +9,9 @@ use wasmtime::component::{ResourceTable, ResourceTableError};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::exports::toolhost::plugin::tool::ToolError;
+use super::budget::BudgetExhausted;
 use super::engine::{Plugin, Sandbox};
-use super::files::Files;
+use super::files::{Files, OpenFiles};
 use super::output::CappedOutput;
 use super::policy::{Grants, Limits};
 use super::state::{MemoryLimitHit, MemoryLimiter, State};
@@ -140,7 +141,7 @@ impl Sandbox {
         plugin: &Plugin,
         name: &str,
         grants: &Grants,
-        files: &Arc<PathGuard>,
+        path_guard: &Arc<PathGuard>,
         limits: &Limits,
         tool: &str,
         input: &str,
@@ -152,7 +153,7 @@ impl Sandbox {
                 plugin,
                 name,
                 grants,
-                files,
+                path_guard,
                 limits,
                 progress,
                 cancel,
@@ -184,7 +185,7 @@ impl Sandbox {
         plugin: &Plugin,
         name: &str,
         grants: &Grants,
-        files: &Arc<PathGuard>,
+        path_guard: &Arc<PathGuard>,
         limits: &Limits,
         progress: Option<ProgressSink>,
         cancel: &CancellationToken,
@@ -193,11 +194,17 @@ impl Sandbox {
         let started = Instant::now();
         let stdout = CappedOutput::new(limits.stdio_bytes);
         let stderr = CappedOutput::new(limits.stdio_bytes);
-        let wasi = match build_ctx(grants, &stdout, &stderr) {
+        // Each granted directory is opened for the call: count those before opening them.
+        let mut files = OpenFiles::new(self.files.clone());
+        let wasi = files
+            .preopen(grants.dirs.len())
+            .map_err(|e| e.to_string())
+            .and_then(|()| build_ctx(grants, &stdout, &stderr).map_err(|e| e.to_string()));
+        let wasi = match wasi {
             Ok(w) => w,
             Err(e) => {
                 return RunReport {
-                    result: Err(RunError::Setup(e.to_string())),
+                    result: Err(RunError::Setup(e)),
                     fuel_used: 0,
                     peak_memory: 0,
                     stdout: String::new(),
@@ -208,7 +215,7 @@ impl Sandbox {
                 };
             }
         };
-        let (http, net) = build_http(name, grants);
+        let (http, net) = build_http(name, grants, &self.files);
         let state = State {
             wasi,
             table: {
@@ -223,7 +230,7 @@ impl Sandbox {
             progress_reports: Default::default(),
             http,
             net,
-            files: Files::new(files.clone(), name),
+            files: Files::new(path_guard.clone(), name, files),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -302,6 +309,9 @@ fn classify(e: &wasmtime::Error, limits: &Limits, fuel: u64) -> RunError {
         return RunError::Trap(format!(
             "the plugin called exit with exit status {code} instead of returning a result"
         ));
+    }
+    if let Some(spent) = e.downcast_ref::<BudgetExhausted>() {
+        return RunError::Trap(spent.to_string());
     }
     if let Some(ResourceTableError::Full) = e.downcast_ref::<ResourceTableError>() {
         return RunError::Trap(format!(

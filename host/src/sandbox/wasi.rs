@@ -2,10 +2,13 @@
 //! empty (no inherited env, args, stdio or network) and gets exactly what `Grants` lists. The wasi:http
 //! side (context and send-request hooks) is built here too, from the same grants.
 
+use std::sync::Arc;
+
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 use wasmtime_wasi_http::WasiHttpCtx;
 
 use super::SandboxError;
+use super::budget::FileBudget;
 use super::network::NetworkHooks;
 use super::output::CappedOutput;
 use super::policy::Grants;
@@ -45,8 +48,13 @@ pub(crate) fn build_ctx(
 }
 
 /// The wasi:http context and send-request hooks for one call: the network grant (or none, which refuses
-/// every request) and the secret headers. Only plugins granted network link `wasi:http` at all.
-pub(crate) fn build_http(plugin: &str, grants: &Grants) -> (WasiHttpCtx, NetworkHooks) {
-    let hooks = NetworkHooks::new(plugin, grants.network.as_ref(), &grants.secrets);
+/// every request, naming the plugin) and the secret headers.
+pub(crate) fn build_http(
+    plugin: &str,
+    grants: &Grants,
+    budget: &Arc<FileBudget>,
+) -> (WasiHttpCtx, NetworkHooks) {
+    let hooks = NetworkHooks::new(plugin, grants.network.as_ref(), &grants.secrets)
+        .with_budget(budget.clone());
     (WasiHttpCtx::new(), hooks)
 }

@@ -9,9 +9,10 @@
 //!
 //! A batch is cancelled when the client goes away, when the request timeout passes (the calls
 //! still running are answered as cancelled, and the answer is still sent), and at the end of the
-//! daemon's shutdown grace period. Bad requests are answered `{"error": "..."}` with a 4xx status;
-//! a call that fails is a result, not an HTTP error. Nothing here decides or runs a call: that is
-//! [`crate::batch`] and the pipeline's work.
+//! daemon's shutdown grace period. The body is read under the read timeout before any of this
+//! ([`super::body`]): a client that trickles it is answered 408. Bad requests are answered
+//! `{"error": "..."}` with a 4xx status; a call that fails is a result, not an HTTP error. Nothing
+//! here decides or runs a call: that is [`crate::batch`] and the pipeline's work.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,10 +51,15 @@ const STREAM_BUFFER: usize = 64 << 10;
 /// tests and embedding. The daemon mounts `routes` on its own listener instead, behind its guard.
 pub fn router(pipeline: Arc<Pipeline>, config: &ServerConfig) -> Router {
     let shared = Arc::new(Shared::new(pipeline, config.request_timeout));
-    routes(shared, config).layer(middleware::from_fn_with_state(
-        Arc::new(Guard::new(config)),
-        check,
-    ))
+    routes(shared, config)
+        .layer(middleware::from_fn_with_state(
+            super::http::body_deadlines(config),
+            super::body::bounded,
+        ))
+        .layer(middleware::from_fn_with_state(
+            Arc::new(Guard::new(config)),
+            check,
+        ))
 }
 
 /// The batch routes over `shared`, unguarded: for the daemon's router, whose guard covers them.

@@ -5,7 +5,8 @@
 //! sessions for clients that `initialize`, stateless requests for 2026-07-28 clients, a body limit,
 //! and an idle timeout for sessions; its tool calls are bounded by the request timeout in the
 //! handler, so that a call that runs too long is stopped and audited rather than cut off. The
-//! other routes are bounded by the request timeout here.
+//! other routes are bounded by the request timeout here. Every route's body is read under the read
+//! timeout first ([`super::body`]), so that a client trickling a body cannot hold a slot.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +23,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::body::BodyDeadlines;
 use super::guard::Guard;
 use super::handler::McpServer;
 use super::shared::Shared;
@@ -83,7 +85,21 @@ pub(crate) fn app(
         .merge(plain)
         .merge(super::batch::routes(shared, config))
         .fallback(not_found)
+        // Inside the guard: a refused request is answered before its body is read.
+        .layer(middleware::from_fn_with_state(
+            body_deadlines(config),
+            super::body::bounded,
+        ))
         .layer(middleware::from_fn_with_state(guard, check))
+}
+
+/// Every route's body must arrive within the read timeout, and never stall for long.
+pub(crate) fn body_deadlines(config: &ServerConfig) -> BodyDeadlines {
+    BodyDeadlines {
+        max_bytes: config.max_body_bytes,
+        total: config.read_timeout,
+        idle: config.read_timeout.min(super::body::IDLE),
+    }
 }
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {

@@ -13,6 +13,7 @@
 
 mod approval;
 pub mod batch;
+mod body;
 mod guard;
 mod handler;
 mod http;

@@ -164,27 +164,30 @@ async fn measure_language_costs() {
         let uncached = Sandbox::new(&EngineOptions {
             cache_dir: None,
             pool: None,
+            open_files: None,
         })
         .unwrap();
         let t = Instant::now();
-        uncached.load_for(&bytes, &grants).unwrap();
+        uncached.load(&bytes).unwrap();
         let compile = t.elapsed();
 
         let cache = tmp.path().join(format!("cache-{}", s.lang));
         Sandbox::new(&EngineOptions {
             cache_dir: Some(cache.clone()),
             pool,
+            open_files: None,
         })
         .unwrap()
-        .load_for(&bytes, &grants)
+        .load(&bytes)
         .unwrap();
         let pooled = Sandbox::new(&EngineOptions {
             cache_dir: Some(cache.clone()),
             pool,
+            open_files: None,
         })
         .unwrap();
         let t = Instant::now();
-        let plugin = pooled.load_for(&bytes, &grants).unwrap();
+        let plugin = pooled.load(&bytes).unwrap();
         let cached = t.elapsed();
         assert!(plugin.from_cache, "{}: not loaded from the cache", s.lang);
         let (inst_pool, call, fuel) = run_calls(&pooled, &plugin, &s, &grants).await;
@@ -192,9 +195,10 @@ async fn measure_language_costs() {
         let on_demand = Sandbox::new(&EngineOptions {
             cache_dir: Some(cache),
             pool: None,
+            open_files: None,
         })
         .unwrap();
-        let plugin = on_demand.load_for(&bytes, &grants).unwrap();
+        let plugin = on_demand.load(&bytes).unwrap();
         let (inst_demand, _, _) = run_calls(&on_demand, &plugin, &s, &grants).await;
 
         table.push_str(&format!(

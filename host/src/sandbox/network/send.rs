@@ -31,6 +31,7 @@ use tokio::time::Instant;
 use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
+use super::super::budget::FileBudget;
 use super::address::{AddressClass, classify};
 use super::body::{Direction, Guarded};
 use super::destination::{DestinationError, Host, Target};
@@ -40,9 +41,12 @@ use super::secret::Redactor;
 /// Why the host refused or failed an outgoing request. The text goes to the guest and the log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NetError {
-    /// The plugin holds no network grant.
-    #[error("network access is not granted to this plugin")]
-    NotGranted,
+    /// The plugin holds no network grant (it imports `wasi:http`, so it loaded, but may not send).
+    #[error(
+        "network is not granted to plugin {0}: grant it with `[plugins.{0}.network]` \
+         `allow = [\"https://host\"]` in toolhost.toml"
+    )]
+    NotGranted(String),
     /// The per-call request budget is spent.
     #[error(
         "denied by the network policy: this call already sent {0} requests, the limit (network.max-requests)"
@@ -132,6 +136,15 @@ pub enum NetError {
         /// The limit.
         limit: u64,
     },
+    /// The daemon-wide descriptor budget is spent: no connection was opened.
+    #[error(
+        "toolhost's open-file budget is exhausted: all calls together may hold {limit} files, \
+         directories and connections (`[engine] open-files`); no connection was opened for this request"
+    )]
+    Budget {
+        /// The daemon-wide limit.
+        limit: usize,
+    },
     /// HTTP-level failure (malformed response, connection closed early).
     #[error("HTTP exchange with {target} failed: {reason}")]
     Protocol {
@@ -147,7 +160,7 @@ impl NetError {
     pub fn is_denial(&self) -> bool {
         matches!(
             self,
-            Self::NotGranted
+            Self::NotGranted(_)
                 | Self::TooManyRequests(_)
                 | Self::NotAllowed { .. }
                 | Self::Address { .. }
@@ -167,6 +180,8 @@ pub(crate) struct NetworkHooks {
     secrets: Arc<[SecretGrant]>,
     redactor: Redactor,
     sent: u32,
+    /// The daemon-wide descriptor budget each connection counts against; `None` in unit tests.
+    budget: Option<Arc<FileBudget>>,
 }
 
 impl NetworkHooks {
@@ -182,7 +197,14 @@ impl NetworkHooks {
                 .collect(),
             redactor: Redactor::new(secrets.iter().map(|s| &s.value)),
             sent: 0,
+            budget: None,
         }
+    }
+
+    /// Count each connection against the daemon-wide descriptor budget.
+    pub(crate) fn with_budget(mut self, budget: Arc<FileBudget>) -> Self {
+        self.budget = Some(budget);
+        self
     }
 
     /// Replaces the plugin's secrets in text leaving the sandbox.
@@ -192,7 +214,10 @@ impl NetworkHooks {
 
     /// The synchronous checks: grant, budget, URL, allowlist; and the headers for this destination.
     fn plan(&mut self, req: &Request<WasiBody>) -> Result<Plan, NetError> {
-        let grant = self.grant.clone().ok_or(NetError::NotGranted)?;
+        let grant = self
+            .grant
+            .clone()
+            .ok_or_else(|| NetError::NotGranted(self.plugin.clone()))?;
         self.sent += 1;
         if self.sent > grant.limits.max_requests {
             return Err(NetError::TooManyRequests(grant.limits.max_requests));
@@ -230,6 +255,7 @@ impl NetworkHooks {
             limits: grant.limits,
             target,
             add,
+            budget: self.budget.clone(),
         })
     }
 }
@@ -273,6 +299,7 @@ struct Plan {
     allow_private: bool,
     keep_credentials: bool,
     add: Vec<(HeaderName, HeaderValue)>,
+    budget: Option<Arc<FileBudget>>,
 }
 
 trait Stream: AsyncRead + AsyncWrite + Send + Sync + Unpin + 'static {}
@@ -314,6 +341,11 @@ impl Plan {
             .boxed_unsync()
         });
 
+        // The socket is a descriptor of the daemon's: it holds a unit of the budget until it closes.
+        let unit = match &self.budget {
+            Some(b) => Some(b.take(0).map_err(|e| NetError::Budget { limit: e.limit })?),
+            None => None,
+        };
         let connected = tokio::time::timeout(connect_timeout, self.connect()).await;
         let stream = connected.map_err(|_| NetError::ConnectTimeout {
             target: target.clone(),
@@ -375,6 +407,7 @@ impl Plan {
             Some((deadline, limits.request_timeout)),
         );
         let io: IoFuture = Box::new(async move {
+            let _unit = unit;
             let Some(conn) = conn else { return Ok(()) };
             match tokio::time::timeout_at(deadline, conn).await {
                 Ok(Ok(())) => Ok(()),
@@ -602,7 +635,12 @@ mod tests {
         let mut h = NetworkHooks::new("p", None, &[]);
         assert_eq!(
             h.plan(&request("https://example.com/")).unwrap_err(),
-            NetError::NotGranted
+            NetError::NotGranted("p".into())
+        );
+        assert!(
+            NetError::NotGranted("p".into())
+                .to_string()
+                .starts_with("network is not granted to plugin p"),
         );
     }
 

@@ -1,0 +1,211 @@
+//! Keeps toolhost's own files out of every plugin's reach: a directory grant may not cover the compile
+//! cache (native code the host runs, and the key that authenticates it), the audit log, the config file,
+//! a secrets file or the plugins folder (hot reload loads what appears there), nor lie inside the
+//! compile cache. Checked once, at start, so that a bad grant stops the daemon (exit 2) instead of
+//! handing a plugin the host's state.
+//!
+//! Paths are compared canonicalised (symlinks resolved, so an alias is caught); one that does not exist
+//! yet (a cache or log created later) is judged by its nearest existing ancestor plus the rest. A grant
+//! inside the plugins folder is allowed: only the folder's top-level `*.wasm` files are plugins, so a
+//! subfolder (the demo grants `plugins/examples` read-only) cannot add one.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::{ConfigError, invalid};
+
+/// One of toolhost's own files or folders, and the setting that names it.
+pub(super) struct Protected {
+    /// The setting, e.g. `cache.dir`.
+    pub(super) setting: String,
+    /// As configured (absolute or relative to the working directory).
+    pub(super) path: PathBuf,
+    /// What it is, for the message.
+    pub(super) kind: Kind,
+}
+
+/// What a protected path holds, which decides how near a grant may come.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// The compile cache folder: no grant may cover it or lie inside it.
+    Cache,
+    /// The audit log file.
+    Audit,
+    /// The config file.
+    Config,
+    /// A file a secret is read from.
+    Secret,
+    /// The plugins folder: no grant may cover it.
+    Plugins,
+}
+
+impl Kind {
+    fn what(self) -> &'static str {
+        match self {
+            Self::Cache => "the compile cache",
+            Self::Audit => "the audit log",
+            Self::Config => "the config file",
+            Self::Secret => "a secrets file",
+            Self::Plugins => "the plugins folder",
+        }
+    }
+
+    fn risk(self) -> &'static str {
+        match self {
+            Self::Cache => {
+                "replace compiled code the host runs, or read the key that authenticates it"
+            }
+            Self::Audit => "rewrite or erase the audit log",
+            Self::Config => "read or change its own policy",
+            Self::Secret => "read a secret",
+            Self::Plugins => "add or replace plugins, which hot reload loads with their grants",
+        }
+    }
+}
+
+/// A directory grant and the setting it came from (`plugins.fs.dirs[0].host`, or `--dir`).
+pub(super) struct GrantRef<'a> {
+    /// The setting to name in the error.
+    pub(super) key: String,
+    /// The granted folder.
+    pub(super) host: &'a Path,
+}
+
+/// Refuse the first grant that covers a protected path (or lies inside the cache), naming both settings.
+pub(super) fn refuse_grants_over(
+    grants: &[GrantRef<'_>],
+    protected: &[Protected],
+) -> Result<(), ConfigError> {
+    let protected: Vec<(&Protected, PathBuf)> =
+        protected.iter().map(|p| (p, canonical(&p.path))).collect();
+    for grant in grants {
+        let granted = canonical(grant.host);
+        for (p, path) in &protected {
+            let covers = path.starts_with(&granted);
+            let inside = p.kind == Kind::Cache && granted.starts_with(path);
+            if covers || inside {
+                let relation = if covers { "covers" } else { "lies inside" };
+                return Err(invalid(
+                    &grant.key,
+                    format!(
+                        "{} {relation} {} ({}, set by `{}`): a plugin could {}; grant a folder that \
+                         holds none of toolhost's own files",
+                        granted.display(),
+                        p.kind.what(),
+                        path.display(),
+                        p.setting,
+                        p.kind.risk()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `path` absolute, with symlinks resolved as far as it exists, and the rest appended as written.
+fn canonical(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let parts: Vec<Component<'_>> = absolute.components().collect();
+    for existing in (1..=parts.len()).rev() {
+        let head: PathBuf = parts[..existing].iter().collect();
+        let Ok(mut resolved) = head.canonicalize() else {
+            continue;
+        };
+        for part in &parts[existing..] {
+            match part {
+                Component::ParentDir => {
+                    resolved.pop();
+                }
+                Component::Normal(name) => resolved.push(name),
+                _ => {}
+            }
+        }
+        return resolved;
+    }
+    absolute
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn protect(kind: Kind, path: PathBuf) -> Protected {
+        Protected {
+            setting: "s".into(),
+            path,
+            kind,
+        }
+    }
+
+    fn check(grant: &Path, p: Protected) -> Result<(), String> {
+        let grants = [GrantRef {
+            key: "plugins.fs.dirs[0].host".into(),
+            host: grant,
+        }];
+        refuse_grants_over(&grants, &[p]).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn refuses_a_grant_covering_a_file_or_folder_that_does_not_exist_yet() {
+        let root = tempfile::tempdir().unwrap();
+        let e = check(
+            root.path(),
+            protect(Kind::Audit, root.path().join(".toolhost/audit.jsonl")),
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("plugins.fs.dirs[0].host") && e.contains("covers the audit log"),
+            "{e}"
+        );
+        let e = check(
+            root.path(),
+            protect(Kind::Cache, root.path().join("a/b/../cache")),
+        )
+        .unwrap_err();
+        assert!(e.contains("covers the compile cache"), "{e}");
+    }
+
+    #[test]
+    fn refuses_a_grant_inside_the_cache_but_not_inside_the_plugins_folder() {
+        let root = tempfile::tempdir().unwrap();
+        let inner = root.path().join("x/inner");
+        std::fs::create_dir_all(&inner).unwrap();
+        let e = check(&inner, protect(Kind::Cache, root.path().join("x"))).unwrap_err();
+        assert!(e.contains("lies inside the compile cache"), "{e}");
+        check(&inner, protect(Kind::Plugins, root.path().join("x"))).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn sees_through_a_symlinked_alias() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("state")).unwrap();
+        std::os::unix::fs::symlink(root.path().join("state"), root.path().join("alias")).unwrap();
+        let e = check(
+            &root.path().join("alias"),
+            protect(Kind::Secret, root.path().join("state/token")),
+        )
+        .unwrap_err();
+        assert!(e.contains("covers a secrets file"), "{e}");
+    }
+
+    #[test]
+    fn allows_a_sibling_folder() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("work")).unwrap();
+        for kind in [Kind::Cache, Kind::Audit, Kind::Config, Kind::Plugins] {
+            check(
+                &root.path().join("work"),
+                protect(kind, root.path().join(".toolhost/thing")),
+            )
+            .unwrap();
+        }
+        // A name that merely starts like the protected folder is not inside it.
+        std::fs::create_dir(root.path().join("cache-old")).unwrap();
+        check(
+            &root.path().join("cache-old"),
+            protect(Kind::Cache, root.path().join("cache")),
+        )
+        .unwrap();
+    }
+}

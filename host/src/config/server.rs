@@ -1,0 +1,164 @@
+//! `[server]` and `[engine]`: the daemon's transports, concurrency and instance pool, checked against
+//! each other and against the plugins' limits. Plain values out; nothing here starts anything.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::{ConfigError, Overrides, PluginPolicy, RawEngine, RawServer, ServerConfig, invalid};
+use crate::sandbox::PoolOptions;
+
+/// Instances for plugin loads (each runs `describe`) on top of the calls the server runs at once.
+pub(super) const LOAD_INSTANCES: u32 = 16;
+
+pub(super) fn resolve_pool(
+    raw: &RawEngine,
+    server: &ServerConfig,
+    default: &PluginPolicy,
+    plugins: &BTreeMap<String, PluginPolicy>,
+) -> Result<Option<PoolOptions>, ConfigError> {
+    if raw.pooling == Some(false) {
+        return Ok(None);
+    }
+    let instances = match raw.instances {
+        Some(n) if !(1..=10_000).contains(&n) => {
+            return Err(invalid("engine.instances", "must be between 1 and 10000"));
+        }
+        Some(n) => n,
+        None => u32::try_from(server.max_concurrent_calls)
+            .unwrap_or(u32::MAX)
+            .saturating_add(LOAD_INSTANCES),
+    };
+    // Every plugin's memory limit must fit in a slot, or a guest would fail to grow before its limit.
+    let (largest, owner) = plugins
+        .iter()
+        .map(|(name, p)| {
+            (
+                p.limits.memory_bytes,
+                format!("plugins.{name}.limits.memory-mb"),
+            )
+        })
+        .fold(
+            (default.limits.memory_bytes, "limits.memory-mb".to_string()),
+            |a, b| {
+                if b.0 > a.0 { b } else { a }
+            },
+        );
+    let memory_bytes = match raw.memory_mb {
+        Some(mb) if !(1..=4096).contains(&mb) => {
+            return Err(invalid("engine.memory-mb", "must be between 1 and 4096"));
+        }
+        Some(mb) if (mb as usize) << 20 < largest => {
+            return Err(invalid(
+                "engine.memory-mb",
+                format!(
+                    "{mb} is less than `{owner}` ({} MiB); raise it or lower that limit",
+                    largest >> 20
+                ),
+            ));
+        }
+        Some(mb) => (mb as usize) << 20,
+        None => largest,
+    };
+    Ok(Some(PoolOptions {
+        instances,
+        memory_bytes,
+    }))
+}
+
+pub(super) fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerConfig, ConfigError> {
+    let http_text = o
+        .http
+        .clone()
+        .or_else(|| raw.http.clone())
+        .unwrap_or_else(|| "127.0.0.1:8750".into());
+    let http: SocketAddr = http_text
+        .parse()
+        .map_err(|e| invalid("server.http", format!("{http_text:?}: {e}")))?;
+    let token = match &raw.token_env {
+        Some(var) => Some(std::env::var(var).map_err(|_| {
+            invalid(
+                "server.token-env",
+                format!("{var} is not set in the daemon's environment"),
+            )
+        })?),
+        None => None,
+    };
+    if token.is_none() && !http.ip().is_loopback() {
+        return Err(invalid(
+            "server.http",
+            format!(
+                "{http} is reachable beyond this machine; set `server.token-env` to require a bearer token"
+            ),
+        ));
+    }
+    let max_concurrent_calls = raw.max_concurrent_calls.unwrap_or(64);
+    if max_concurrent_calls == 0 {
+        return Err(invalid(
+            "server.max-concurrent-calls",
+            "must be greater than 0",
+        ));
+    }
+    let max_connections = raw.max_connections.unwrap_or(4096);
+    if max_connections == 0 {
+        return Err(invalid("server.max-connections", "must be greater than 0"));
+    }
+    if raw.read_timeout_ms == Some(0) {
+        return Err(invalid("server.read-timeout-ms", "must be greater than 0"));
+    }
+    Ok(ServerConfig {
+        http,
+        allowed_origins: raw.allowed_origins.clone(),
+        allowed_hosts: raw.allowed_hosts.clone(),
+        token,
+        max_body_bytes: (raw.max_body_kb.unwrap_or(4096) as usize) << 10,
+        request_timeout: Duration::from_millis(raw.request_timeout_ms.unwrap_or(300_000)),
+        read_timeout: Duration::from_millis(raw.read_timeout_ms.unwrap_or(30_000)),
+        max_connections,
+        max_concurrent_calls,
+        shutdown_grace: Duration::from_millis(raw.shutdown_grace_ms.unwrap_or(5_000)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        let raw = toml::from_str(text).unwrap();
+        Config::from_raw(raw, std::path::Path::new("."), &Overrides::default())
+    }
+
+    #[test]
+    fn refuses_public_http_without_token() {
+        let e = parse("[server]\nhttp = \"0.0.0.0:8750\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("token-env"), "{e}");
+    }
+
+    #[test]
+    fn pool_fits_calls_and_the_largest_memory_limit_by_default() {
+        let c =
+            parse("[server]\nmax-concurrent-calls = 8\n[plugins.big.limits]\nmemory-mb = 512\n")
+                .unwrap();
+        let pool = c.pool.unwrap();
+        assert_eq!(
+            (pool.instances, pool.memory_bytes),
+            (8 + LOAD_INSTANCES, 512 << 20)
+        );
+        assert!(parse("[engine]\npooling = false\n").unwrap().pool.is_none());
+    }
+
+    #[test]
+    fn refuses_a_pool_slot_smaller_than_a_memory_limit() {
+        let e = parse("[engine]\nmemory-mb = 64\n[limits]\nmemory-mb = 32\n[plugins.big.limits]\nmemory-mb = 128\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("engine.memory-mb") && e.contains("plugins.big.limits.memory-mb"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,179 @@
+//! toolhost's own state out of every plugin's reach, through the real binary: a grant over the compile
+//! cache, the audit log, the config file, a secrets file or the plugins folder stops it at start (exit
+//! 2, naming the setting), and a compile-cache entry that was altered or swapped is recompiled, never
+//! loaded.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::harness::Env;
+
+const BYPASS: &str = "[permissions]\nmode = \"bypass\"\n";
+
+/// `toolhost list` in `env` with `args`: (exit code, stderr).
+fn list(env: &Env, args: &[&str]) -> (Option<i32>, String) {
+    let mut all = args.to_vec();
+    all.push("list");
+    let out = env.run(&all);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[track_caller]
+fn refused(env: &Env, args: &[&str], setting: &str, what: &str) {
+    let (code, stderr) = list(env, args);
+    assert_eq!(code, Some(2), "{args:?}: {stderr}");
+    assert!(
+        stderr.contains(&format!("invalid setting `{setting}")) && stderr.contains(what),
+        "{args:?}: expected `{setting}` and {what:?} in: {stderr}"
+    );
+}
+
+#[test]
+fn a_grant_over_toolhosts_own_files_stops_it_naming_the_setting() {
+    let env = Env::new(&["echo"], BYPASS);
+    let root = env.path();
+    std::fs::create_dir_all(root.join(".toolhost/cache")).unwrap();
+    std::fs::create_dir(root.join("secrets")).unwrap();
+    std::fs::write(root.join("secrets/token"), "s3cret-token-0123456789").unwrap();
+    // The project folder itself holds everything: the first grant an operator might try.
+    refused(
+        &env,
+        &["--dir", &format!("echo={}:rw", root.display())],
+        "--dir echo=",
+        "covers the plugins folder",
+    );
+    refused(
+        &env,
+        &["--dir", "echo=.toolhost"],
+        "--dir echo=",
+        "covers the compile cache",
+    );
+    std::fs::create_dir(root.join(".toolhost/cache/sub")).unwrap();
+    refused(
+        &env,
+        &["--dir", "echo=.toolhost/cache/sub"],
+        "--dir echo=",
+        "lies inside the compile cache",
+    );
+    refused(
+        &env,
+        &["--dir", "echo=plugins"],
+        "--dir echo=",
+        "covers the plugins folder",
+    );
+    // The audit log elsewhere, in a granted folder that does not hold it yet.
+    refused(
+        &env,
+        &["--audit", "work/logs/audit.jsonl", "--dir", "echo=work"],
+        "--dir echo=",
+        "covers the audit log",
+    );
+    // A symlinked alias of the state folder is seen through.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(root.join(".toolhost"), root.join("alias")).unwrap();
+        refused(
+            &env,
+            &["--dir", "echo=alias"],
+            "--dir echo=",
+            "covers the compile cache",
+        );
+    }
+    // From the file: a secrets folder, and the folder of the config file itself.
+    let secret = format!(
+        "{BYPASS}[plugins.echo]\ndirs = [{{ host = \"secrets\" }}]\n\
+         [plugins.echo.secrets.tok]\nfrom-file = \"secrets/token\"\nenv = \"TOKEN\"\n"
+    );
+    std::fs::write(root.join("toolhost.toml"), secret).unwrap();
+    refused(
+        &env,
+        &[],
+        "plugins.echo.dirs[0].host",
+        "covers a secrets file",
+    );
+    std::fs::create_dir(root.join("conf")).unwrap();
+    std::fs::write(
+        root.join("conf/toolhost.toml"),
+        format!(
+            "plugins-dir = \"../plugins\"\n{BYPASS}[cache]\ndir = \"../.toolhost/cache\"\n\
+             [audit]\npath = \"../.toolhost/audit.jsonl\"\n[plugins.echo]\ndirs = [{{ host = \".\" }}]\n"
+        ),
+    )
+    .unwrap();
+    refused(
+        &env,
+        &["--config", "conf/toolhost.toml"],
+        "plugins.echo.dirs[0].host",
+        "covers the config file",
+    );
+    // A folder that holds none of it is fine, and the tool still runs.
+    std::fs::write(root.join("toolhost.toml"), BYPASS).unwrap();
+    let (code, stderr) = list(&env, &["--dir", "echo=work:rw"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    env.call("echo", json!({ "text": "fine" })).assert_ok();
+}
+
+/// The compile-cache entry of the plugin file `wasm`.
+fn entry(env: &Env, wasm: &Path) -> PathBuf {
+    let hash: String = Sha256::digest(std::fs::read(wasm).unwrap())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let cache = env.path().join(".toolhost/cache");
+    std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&hash) && n.ends_with(".cwasm"))
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no cache entry for {} in {}",
+                wasm.display(),
+                cache.display()
+            )
+        })
+}
+
+#[test]
+fn an_altered_or_swapped_cache_entry_is_recompiled_never_loaded() {
+    let env = Env::new(&["echo", "hostile"], BYPASS);
+    let echo = |text: &str| {
+        let c = env.call("echo", json!({ "text": text }));
+        c.assert_ok();
+        assert_eq!(c.json["structured"]["text"], text, "{}", c.json);
+    };
+    echo("first, compiled");
+    let victim = entry(&env, &env.path().join("plugins/echo.wasm"));
+    let attacker = entry(&env, &env.path().join("plugins/hostile.wasm"));
+    let key = env.path().join(".toolhost/cache/cache.key");
+    assert_eq!(std::fs::read(&key).unwrap().len(), 32);
+
+    // One flipped byte in the compiled code.
+    let mut bytes = std::fs::read(&victim).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&victim, &bytes).unwrap();
+    echo("after a flipped byte");
+    let rewritten = std::fs::read(&victim).unwrap();
+    assert_ne!(rewritten, bytes, "the altered entry was kept");
+
+    // Another plugin's entry, valid under the host's key, copied over the victim's.
+    std::fs::copy(&attacker, &victim).unwrap();
+    echo("after a swapped entry");
+    assert_eq!(
+        std::fs::read(&victim).unwrap(),
+        rewritten,
+        "the victim's entry is its own again"
+    );
+    // Nothing else is loaded from the cache than what the host wrote: a new key invalidates every entry.
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    echo("under another key");
+}
