@@ -1,11 +1,12 @@
 //! The pipeline: find -> validate -> gate -> execute -> shape -> record, for every call from every front end.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use super::shape;
+use super::shape::{self, error};
 use super::timing::{Stage, StageTimes, Stopwatch};
 use super::types::{ApprovalRequest, CallOutcome, CallRequest, ErrorKind};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
@@ -69,16 +70,47 @@ impl Pipeline {
     }
 
     /// Run one call through every stage. Never panics on bad input or a bad plugin: every failure is an
-    /// outcome with `is_error` set, and every call leaves exactly one audit record.
+    /// outcome with `is_error` set, and every call leaves exactly one end record in the audit log
+    /// (and, when it passes the gate, a begin line written before it runs).
     pub async fn call(&self, req: CallRequest) -> CallOutcome {
         // Boxed: a call's state is over 3 KB, and front ends hold it in tasks that the runtime moves
         // several times (rmcp spawns one per request); moving a pointer instead saved ~100 KB of
         // memcpy per MCP call (callgrind).
-        Box::pin(self.call_timed(req)).await.0
+        Box::pin(self.timed(req, None)).await.0
+    }
+
+    /// [`Self::call`], stopped once it has taken `limit` (a front end's limit on a whole call,
+    /// approval included): it then ends, for the caller and in the audit log and stats alike, as
+    /// `timeout`.
+    pub async fn call_within(&self, req: CallRequest, limit: Duration) -> CallOutcome {
+        Box::pin(self.timed(req, Some(limit))).await.0
     }
 
     /// [`Self::call`], also saying where the time went, stage by stage (for benchmarks and profiling).
     pub async fn call_timed(&self, req: CallRequest) -> (CallOutcome, StageTimes) {
+        self.timed(req, None).await
+    }
+
+    /// Record a call the front end refuses without running it (the daemon is shutting down): one
+    /// end record with `kind`, counted in the stats like any other call.
+    pub fn refuse(&self, req: &CallRequest, kind: ErrorKind, message: String) -> CallOutcome {
+        let call_id = AuditRecord::new_call_id();
+        let mut record = self
+            .audit
+            .begin(&call_id, req.origin, &req.tool, &req.input);
+        record.parent_id = req.parent_id.clone();
+        record.finish(Some(kind), Duration::ZERO);
+        let _ = self.audit.write(&record); // failures are logged by the writer
+        self.stats
+            .record(&req.tool, Err(kind), Duration::ZERO, None);
+        error(&call_id, kind, message)
+    }
+
+    async fn timed(
+        &self,
+        mut req: CallRequest,
+        limit: Option<Duration>,
+    ) -> (CallOutcome, StageTimes) {
         let mut clock = Stopwatch::start();
         let call_id = AuditRecord::new_call_id();
         let mut record = self
@@ -86,7 +118,48 @@ impl Pipeline {
             .begin(&call_id, req.origin, &req.tool, &req.input);
         record.parent_id = req.parent_id.clone();
         clock.mark(Stage::Begin);
-        let finished = self.run(&req, &call_id, &mut record, &mut clock).await;
+        // The caller's token stops the call; so does the deadline, through a child of it, so that the
+        // two can be told apart when the call comes back cancelled.
+        let caller = req.cancel.clone();
+        let stop = caller.child_token();
+        req.cancel = stop.clone();
+        let mut timed_out = false;
+        let mut finished = {
+            let run = self.run(&req, &call_id, &mut record, &mut clock);
+            match limit {
+                None => run.await,
+                Some(limit) => {
+                    tokio::pin!(run);
+                    tokio::select! {
+                        biased;
+                        finished = &mut run => finished,
+                        () = tokio::time::sleep(limit) => {
+                            timed_out = !caller.is_cancelled();
+                            stop.cancel();
+                            run.await
+                        }
+                    }
+                }
+            }
+        };
+        if finished.outcome.error_kind == Some(ErrorKind::Cancelled) {
+            // One place says why a cancelled call stopped: the caller, the deadline, or a question
+            // handed to the client. The caller sees the same kind the audit log and stats record.
+            if let Some(limit) = limit.filter(|_| timed_out) {
+                finished.outcome = error(
+                    &call_id,
+                    ErrorKind::Timeout,
+                    shape::request_timeout(&req.tool, limit),
+                );
+            } else if req.approver.as_ref().is_some_and(|a| a.deferred()) {
+                finished.outcome = error(
+                    &call_id,
+                    ErrorKind::InputRequired,
+                    shape::input_required(&req.tool),
+                );
+                record.decision = AuditDecision::Deferred;
+            }
+        }
         let elapsed = clock.elapsed();
         let kind = finished.outcome.error_kind;
         record.fuel_used = finished.fuel;
@@ -223,7 +296,7 @@ impl Pipeline {
                 ),
             );
         };
-        self.execute(&tool, input, req, call_id, clock).await
+        self.execute(&tool, input, req, record, clock).await
     }
 
     async fn execute(
@@ -231,9 +304,25 @@ impl Pipeline {
         tool: &Tool,
         input: Value,
         req: &CallRequest,
-        call_id: &str,
+        record: &AuditRecord,
         clock: &mut Stopwatch,
     ) -> Finished {
+        let call_id = record.call_id.as_str();
+        // Recorded before the plugin runs, so that a daemon killed mid-call still shows the call.
+        if self.audit.write_begin(record).is_err() && self.audit.refuses_on_failure() {
+            return Finished {
+                outcome: error(
+                    call_id,
+                    ErrorKind::AuditUnavailable,
+                    "toolhost cannot write its audit log and is configured to refuse unaudited calls. \
+                     An operator must fix the audit log; retrying now will fail the same way."
+                        .into(),
+                ),
+                fuel: None,
+                peak_memory: None,
+                truncated: false,
+            };
+        }
         let plugin = &tool.plugin;
         let input_text = input.to_string();
         clock.mark(Stage::Instantiate);
@@ -259,7 +348,7 @@ impl Pipeline {
         let (fuel, peak_memory) = (Some(report.fuel_used), Some(report.peak_memory));
         let name = &tool.spec.name;
         let (outcome, truncated) = match report.result {
-            Ok(Ok(out)) => self.shape_success(tool, out.content, out.structured, call_id),
+            Ok(Ok(out)) => shape::success(tool, out.content, out.structured, call_id),
             Ok(Err(GuestError::InvalidInput(m))) => (
                 error(
                     call_id,
@@ -295,71 +384,5 @@ impl Pipeline {
             peak_memory,
             truncated,
         }
-    }
-
-    fn shape_success(
-        &self,
-        tool: &Tool,
-        mut content: String,
-        structured: Option<String>,
-        call_id: &str,
-    ) -> (CallOutcome, bool) {
-        let name = &tool.spec.name;
-        let limit = tool.plugin.policy.output_bytes;
-        let structured = match structured {
-            None if tool.output.is_some() => {
-                let msg = format!(
-                    "Tool '{name}' declares an output schema but returned no structured output."
-                );
-                return (error(call_id, ErrorKind::BadOutput, msg), false);
-            }
-            None => None,
-            Some(text) if text.len() > limit => {
-                content.push_str(&format!(
-                    "\n\n[structured output of {} bytes omitted: the limit is {limit} bytes]",
-                    text.len()
-                ));
-                None
-            }
-            Some(text) => match serde_json::from_str::<Value>(&text) {
-                Err(e) => {
-                    let msg = format!(
-                        "Tool '{name}' returned structured output that is not valid JSON: {e}"
-                    );
-                    return (error(call_id, ErrorKind::BadOutput, msg), false);
-                }
-                Ok(v) => {
-                    if let Some(schema) = &tool.output
-                        && let Err(e) = schema.check(&v)
-                    {
-                        let msg = format!(
-                            "Tool '{name}' returned structured output that does not match its output schema:\n- {}",
-                            e.problems().join("\n- ")
-                        );
-                        return (error(call_id, ErrorKind::BadOutput, msg), false);
-                    }
-                    Some(v)
-                }
-            },
-        };
-        let truncated = shape::truncate(&mut content, limit);
-        let outcome = CallOutcome {
-            call_id: call_id.to_string(),
-            content,
-            structured,
-            is_error: false,
-            error_kind: None,
-        };
-        (outcome, truncated)
-    }
-}
-
-fn error(call_id: &str, kind: ErrorKind, content: String) -> CallOutcome {
-    CallOutcome {
-        call_id: call_id.to_string(),
-        content,
-        structured: None,
-        is_error: true,
-        error_kind: Some(kind),
     }
 }
