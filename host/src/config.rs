@@ -147,6 +147,8 @@ pub struct RawServer {
     pub max_body_kb: Option<u64>,
     /// Longest time one HTTP request may take, in ms.
     pub request_timeout_ms: Option<u64>,
+    /// Longest time an approval question (an `ask` rule's elicitation) may wait for the user, in ms.
+    pub approval_timeout_ms: Option<u64>,
     /// Longest time a client may take to send a request head (and an MCP request's body), and to
     /// keep an idle connection open, in ms.
     pub read_timeout_ms: Option<u64>,
@@ -247,6 +249,8 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Longest time an HTTP request may take.
     pub request_timeout: Duration,
+    /// Longest time an approval question may wait for the user's answer.
+    pub approval_timeout: Duration,
     /// Longest time to send a request head (and an MCP body), or to stay idle between requests.
     pub read_timeout: Duration,
     /// HTTP connections open at once.
@@ -679,6 +683,12 @@ fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerConfig, Config
     if raw.read_timeout_ms == Some(0) {
         return Err(invalid("server.read-timeout-ms", "must be greater than 0"));
     }
+    if raw.approval_timeout_ms == Some(0) {
+        return Err(invalid(
+            "server.approval-timeout-ms",
+            "must be greater than 0",
+        ));
+    }
     Ok(ServerConfig {
         http,
         allowed_origins: raw.allowed_origins.clone(),
@@ -686,6 +696,7 @@ fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerConfig, Config
         token,
         max_body_bytes: (raw.max_body_kb.unwrap_or(4096) as usize) << 10,
         request_timeout: Duration::from_millis(raw.request_timeout_ms.unwrap_or(300_000)),
+        approval_timeout: Duration::from_millis(raw.approval_timeout_ms.unwrap_or(120_000)),
         read_timeout: Duration::from_millis(raw.read_timeout_ms.unwrap_or(30_000)),
         max_connections,
         max_concurrent_calls,

@@ -13,6 +13,7 @@
 
 mod approval;
 pub mod batch;
+mod compat;
 mod guard;
 mod handler;
 mod http;
@@ -22,6 +23,7 @@ mod outcome;
 mod progress;
 mod run;
 mod shared;
+mod stdio;
 
 pub use self::handler::McpServer;
 pub use self::http::router;
