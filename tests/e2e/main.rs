@@ -9,6 +9,7 @@ mod cli;
 mod clients;
 mod hostile;
 mod languages;
+mod lifecycle;
 mod network;
 mod pipeline;
 mod sandbox;
