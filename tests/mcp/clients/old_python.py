@@ -74,7 +74,7 @@ async def exercise(session: ClientSession, workdir: Path, label: str) -> None:
             ):
                 await anyio.sleep(0.1)
         tg.cancel_scope.cancel()
-    print(f"{label}: handshake, list, call, invalid arguments, unknown tool, progress, cancellation: ok")
+    print(f"python mcp 1.12 {label}: handshake, list, call, invalid arguments, unknown tool, progress, cancellation: ok")
 
 
 def workspace(workdir: Path) -> None:
@@ -114,7 +114,7 @@ async def over_http(binary: str, workdir: Path) -> None:
 
         gone = httpx.delete(url, headers={"mcp-session-id": session_id, "mcp-protocol-version": "2025-06-18"})
         assert gone.status_code == 404, gone
-        print("http: session close: ok")
+        print("python mcp 1.12 http: session close: ok")
     finally:
         daemon.terminate()
         daemon.wait(timeout=30)
