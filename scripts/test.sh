@@ -20,3 +20,6 @@ fi
 # The MCP conformance suite over HTTP, against tests/mcp/conformance/expected-failures.yaml: about 30 s,
 # plus 1-2 min on first use (Node 22 and the suite from npm, the conformance plugin).
 tests/mcp/conformance/run.sh
+# Official clients written by others (Python mcp 1.12, TypeScript SDK 1.32 and v2 2.4) over stdio and HTTP: about
+# 20 s, plus their installs on first use (~1.5 min).
+tests/mcp/clients/run.sh

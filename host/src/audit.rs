@@ -1,9 +1,12 @@
-//! The audit log: append-only JSONL, one record per finished call. It records; it never decides.
+//! The audit log: append-only JSONL, a line when a call starts running and one when it ends. It
+//! records; it never decides.
 //!
-//! Each line is one [`AuditRecord`], `"v"` first, every field present except `input`:
+//! A call that passes the gate gets a [`BeginRecord`] line before its plugin runs (so a daemon killed
+//! mid-call still shows what was running), and every call, run or refused, gets one [`AuditRecord`]
+//! line when it ends, `"v"` first, every field present except `input`:
 //!
 //! ```text
-//! {"v":1,"call_id":"0190a5c4-7d2e-7b3a-9c1f-2f6f0e4b8a11","parent_id":"batch-7","origin":"mcp",
+//! {"v":2,"event":"end","call_id":"0190a5c4-7d2e-7b3a-9c1f-2f6f0e4b8a11","parent_id":"batch-7","origin":"mcp",
 //!  "ts_start":"2025-06-01T12:00:00.000123Z","ts_end":"2025-06-01T12:00:00.042123Z",
 //!  "tool":"fetch_url","plugin":"net-tools","input_sha256":"…64 hex digits…",
 //!  "decision":{"kind":"allowed","by":"rule allow: net.example.com"},
@@ -11,19 +14,22 @@
 //!  "fuel_used":1250000,"peak_memory_bytes":2097152,"output_bytes":1024,"truncated":false}
 //! ```
 //!
-//! (shown wrapped; on disk it is one line: `audit/testdata/record.v1.jsonl` is the golden copy,
-//! refreshed with `BLESS=1`). Writers: [`AuditLog`]. Readers: [`read_records`], [`Filter`],
-//! [`summarize`], [`render_table`].
+//! (shown wrapped; on disk it is one line: `audit/testdata/record.v2.jsonl` is the golden copy of a
+//! begin and an end line, refreshed with `BLESS=1`; v1 logs, end lines without `event`, still read).
+//! Writers: [`AuditLog`]. Readers: [`read_records`] (which pairs the lines of a call and reports a
+//! begin line without its end as outcome `unfinished`), [`Filter`], [`summarize`], [`render_table`].
 
+mod begin;
+mod hash;
 mod reader;
 mod record;
 mod summary;
 mod writer;
 
+pub use self::begin::BeginRecord;
+pub use self::hash::{canonical_json, input_sha256};
 pub use self::reader::{Filter, ReadError, Records, read_records};
-pub use self::record::{
-    AuditRecord, Decision, Outcome, SCHEMA_VERSION, UnknownOutcome, canonical_json, input_sha256,
-};
+pub use self::record::{AuditRecord, Decision, Event, Outcome, SCHEMA_VERSION, UnknownOutcome};
 pub use self::summary::{Summary, ToolSummary, render_table, summarize};
 pub use self::writer::{AuditError, AuditLog, AuditOptions, OnFailure};
 

@@ -121,7 +121,7 @@ enum Command {
         /// Only this tool.
         #[arg(long)]
         tool: Option<String>,
-        /// Only this outcome: ok, error or cancelled.
+        /// Only this outcome: ok, error, cancelled, input_required or unfinished (began, never ended).
         #[arg(long)]
         outcome: Option<audit::Outcome>,
         /// Only calls that started at or after this RFC 3339 time.

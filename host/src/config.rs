@@ -151,6 +151,8 @@ pub struct RawServer {
     pub max_body_kb: Option<u64>,
     /// Longest time one HTTP request may take, in ms.
     pub request_timeout_ms: Option<u64>,
+    /// Longest time an approval question (an `ask` rule's elicitation) may wait for the user, in ms.
+    pub approval_timeout_ms: Option<u64>,
     /// Longest time a client may take to send a request head (and an MCP request's body), and to
     /// keep an idle connection open, in ms.
     pub read_timeout_ms: Option<u64>,
@@ -259,6 +261,8 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Longest time an HTTP request may take.
     pub request_timeout: Duration,
+    /// Longest time an approval question may wait for the user's answer.
+    pub approval_timeout: Duration,
     /// Longest time to send a request head (and an MCP body), or to stay idle between requests.
     pub read_timeout: Duration,
     /// HTTP connections open at once.

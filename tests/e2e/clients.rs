@@ -218,6 +218,12 @@ fn calls_after_shutdown_began_are_refused_as_busy() {
             .any(|r| r["tool"] == "sleep" && r["outcome"] == "ok"),
         "{records:?}"
     );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["tool"] == "echo" && r["error_kind"] == "busy"),
+        "the refused call is recorded too: {records:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -300,6 +300,11 @@ impl Daemon {
         self.child.id()
     }
 
+    /// Close stdin, as a client going away does.
+    pub(crate) fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
     /// Close stdin and wait (bounded) for the daemon to exit; asserts stdout carried only JSON-RPC.
     pub(crate) fn stop(mut self) -> ExitStatus {
         drop(self.stdin.take());

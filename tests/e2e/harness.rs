@@ -112,8 +112,16 @@ impl Env {
         }
     }
 
-    /// The audit records written so far.
+    /// The end records written so far (one per finished call; begin lines left out).
     pub(crate) fn audit(&self) -> Vec<serde_json::Value> {
+        self.audit_lines()
+            .into_iter()
+            .filter(|l| l["event"] != "begin")
+            .collect()
+    }
+
+    /// Every line of the audit log so far: begin lines and end records.
+    pub(crate) fn audit_lines(&self) -> Vec<serde_json::Value> {
         let path = self.path().join(".toolhost/audit.jsonl");
         let text = std::fs::read_to_string(path).unwrap_or_default();
         text.lines()

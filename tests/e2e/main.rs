@@ -13,6 +13,7 @@ mod declarations;
 mod host_state;
 mod hostile;
 mod languages;
+mod lifecycle;
 mod network;
 mod paths;
 mod pipeline;

@@ -112,7 +112,8 @@ class Workspace:
     def audit_records(self) -> list[dict[str, Any]]:
         if not self.audit.exists():
             return []
-        return [json.loads(line) for line in self.audit.read_text().splitlines() if line.strip()]
+        lines = [json.loads(line) for line in self.audit.read_text().splitlines() if line.strip()]
+        return [record for record in lines if record.get("event") != "begin"]
 
     async def wait_for_audit(self, predicate, timeout: float = 10.0) -> dict[str, Any]:
         """The first audit record matching `predicate`; polls without blocking the event loop."""

@@ -1,12 +1,16 @@
-//! Reading the audit log back: record by record, tolerating a torn last line, and filtering.
+//! Reading the audit log back: record by record, tolerating a torn last line, pairing each call's
+//! begin and end lines, and filtering.
 
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
+use serde::Deserialize;
 
-use super::record::{AuditRecord, Outcome};
+use super::begin::BeginRecord;
+use super::record::{AuditRecord, Event, Outcome};
 use crate::exec::ErrorKind;
 
 /// A problem met while reading the log. Only `Open` and `Io` end the iteration; the reader
@@ -55,14 +59,39 @@ pub fn read_records(path: impl AsRef<Path>) -> Result<Records<BufReader<File>>, 
     Ok(Records::new(BufReader::new(file)))
 }
 
-/// The records of a log, in file order; yields an error item for each line that is not one.
-/// Blank lines are skipped.
+/// The records of a log: one per finished call, in file order (the order calls ended), then one
+/// with outcome `unfinished` for each call that began and has no end line (the daemon was killed,
+/// or the call is still running), in the order they began. Yields an error item for each line
+/// that is neither. Blank lines are skipped.
 #[derive(Debug)]
 pub struct Records<R> {
     reader: R,
     line: u64,
     buf: Vec<u8>,
     done: bool,
+    /// Begin lines not yet ended, by line number; and the line of each by call id.
+    open: BTreeMap<u64, BeginRecord>,
+    open_lines: HashMap<String, u64>,
+}
+
+/// Just enough of a line to tell a begin line from an end line.
+#[derive(Deserialize)]
+struct Kind {
+    #[serde(default)]
+    event: Event,
+}
+
+/// One parsed line.
+enum Line {
+    Begin(BeginRecord),
+    End(AuditRecord),
+}
+
+fn parse(text: &[u8]) -> Result<Line, serde_json::Error> {
+    match serde_json::from_slice::<Kind>(text)?.event {
+        Event::Begin => serde_json::from_slice(text).map(Line::Begin),
+        Event::End => serde_json::from_slice(text).map(Line::End),
+    }
 }
 
 impl<R: BufRead> Records<R> {
@@ -73,6 +102,8 @@ impl<R: BufRead> Records<R> {
             line: 0,
             buf: Vec::new(),
             done: false,
+            open: BTreeMap::new(),
+            open_lines: HashMap::new(),
         }
     }
 }
@@ -92,8 +123,18 @@ impl<R: BufRead> Iterator for Records<R> {
                     if text.is_empty() {
                         continue;
                     }
-                    return Some(match serde_json::from_slice(text) {
-                        Ok(record) => Ok(record),
+                    return Some(match parse(text) {
+                        Ok(Line::Begin(begun)) => {
+                            self.open_lines.insert(begun.call_id.clone(), self.line);
+                            self.open.insert(self.line, begun);
+                            continue;
+                        }
+                        Ok(Line::End(record)) => {
+                            if let Some(line) = self.open_lines.remove(&record.call_id) {
+                                self.open.remove(&line);
+                            }
+                            Ok(record)
+                        }
                         Err(_) if !complete => Err(ReadError::Torn { line: self.line }),
                         Err(source) => Err(ReadError::Malformed {
                             line: self.line,
@@ -111,7 +152,9 @@ impl<R: BufRead> Iterator for Records<R> {
                 }
             }
         }
-        None
+        let (_, begun) = self.open.pop_first()?;
+        self.open_lines.remove(&begun.call_id);
+        Some(Ok(begun.unfinished()))
     }
 }
 
@@ -185,6 +228,45 @@ mod tests {
         let results: Vec<_> = Records::new(Cursor::new(text)).collect();
         assert_eq!(results.len(), 1);
         assert!(results[0].is_ok());
+    }
+
+    #[test]
+    fn pairs_begin_and_end_lines_and_reports_calls_that_never_ended() {
+        let ended = AuditRecord {
+            call_id: "ended".into(),
+            ..sample()
+        };
+        let killed = AuditRecord {
+            call_id: "killed".into(),
+            ..sample()
+        };
+        let refused = AuditRecord {
+            call_id: "refused".into(),
+            ..sample()
+        };
+        let text = [
+            serde_json::to_string(&killed.begin_line()).unwrap(),
+            serde_json::to_string(&ended.begin_line()).unwrap(),
+            serde_json::to_string(&refused).unwrap(),
+            serde_json::to_string(&ended).unwrap(),
+        ]
+        .join("\n");
+        let read: Vec<AuditRecord> = Records::new(Cursor::new(text))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let summary: Vec<(&str, Outcome)> = read
+            .iter()
+            .map(|r| (r.call_id.as_str(), r.outcome))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("refused", Outcome::Ok),
+                ("ended", Outcome::Ok),
+                ("killed", Outcome::Unfinished)
+            ]
+        );
+        assert_eq!(read[2].decision, killed.decision);
     }
 
     #[test]

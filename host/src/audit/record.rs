@@ -3,16 +3,31 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use super::hash::input_sha256;
+use crate::exec::ErrorKind;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-use crate::exec::ErrorKind;
-
-/// The schema version written in every record's `"v"` field. Bumped only on incompatible changes;
+/// The schema version written in every line's `"v"` field. Bumped only on incompatible changes;
 /// new optional fields do not bump it, so readers must ignore fields they do not know.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// - 1: one line per finished call.
+/// - 2: also a `"event":"begin"` line when a call starts executing, written before it runs, so that
+///   a daemon killed mid-call still shows what was running; finished lines say `"event":"end"` and
+///   are otherwise v1 lines. Readers pair the two by `call_id` (see [`read_records`](super::read_records)).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Which of a call's lines this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Event {
+    /// The call is about to run: written before the plugin starts (see [`BeginRecord`](super::BeginRecord)).
+    Begin,
+    /// The call finished; v1 lines, which have no `event`, are all of this kind.
+    #[default]
+    End,
+}
 
 /// One finished call, as one line of the audit log.
 ///
@@ -22,6 +37,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub struct AuditRecord {
     /// Schema version, [`SCHEMA_VERSION`] for records written by this build.
     pub v: u32,
+    /// Always [`Event::End`] for a record; absent in v1 lines.
+    #[serde(default)]
+    pub event: Event,
     /// The id of this call, as returned to the caller in `CallOutcome::call_id`.
     pub call_id: String,
     /// The batch or request this call belongs to.
@@ -83,6 +101,7 @@ impl AuditRecord {
         let now = now_micros();
         Self {
             v: SCHEMA_VERSION,
+            event: Event::End,
             call_id: call_id.into(),
             parent_id: None,
             origin: origin.into(),
@@ -142,6 +161,9 @@ pub enum Decision {
         /// True when the approver allowed the call.
         answer: bool,
     },
+    /// The gate asked, and the question went to the client to answer in a new request (the
+    /// 2026-07-28 approval round); this call ended `input_required`.
+    Deferred,
     /// The call failed before reaching the gate.
     NotReached,
 }
@@ -154,8 +176,14 @@ pub enum Outcome {
     Ok,
     /// The call failed; `error_kind` says why.
     Error,
-    /// The caller cancelled the call.
+    /// The caller cancelled the call (or the daemon did, shutting down).
     Cancelled,
+    /// The call ended by asking the client for input (a 2026-07-28 approval); the client's retry
+    /// is a new call with its own record.
+    InputRequired,
+    /// The call began and never ended: the daemon was killed while it ran (or it is still
+    /// running). Never written; the reader reports begin lines left without an end this way.
+    Unfinished,
 }
 
 impl Outcome {
@@ -164,23 +192,26 @@ impl Outcome {
         match error_kind {
             None => Self::Ok,
             Some(ErrorKind::Cancelled) => Self::Cancelled,
+            Some(ErrorKind::InputRequired) => Self::InputRequired,
             Some(_) => Self::Error,
         }
     }
 
-    /// The name used in audit lines: "ok", "error" or "cancelled".
+    /// The name used in audit lines: "ok", "error", "cancelled", "input_required", "unfinished".
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
             Self::Error => "error",
             Self::Cancelled => "cancelled",
+            Self::InputRequired => "input_required",
+            Self::Unfinished => "unfinished",
         }
     }
 }
 
 /// A string that names no [`Outcome`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown outcome {0:?}: expected ok, error or cancelled")]
+#[error("unknown outcome {0:?}: expected ok, error, cancelled, input_required or unfinished")]
 pub struct UnknownOutcome(pub String);
 
 impl FromStr for Outcome {
@@ -191,97 +222,9 @@ impl FromStr for Outcome {
             "ok" => Ok(Self::Ok),
             "error" => Ok(Self::Error),
             "cancelled" => Ok(Self::Cancelled),
+            "input_required" => Ok(Self::InputRequired),
+            "unfinished" => Ok(Self::Unfinished),
             other => Err(UnknownOutcome(other.to_owned())),
-        }
-    }
-}
-
-/// Lowercase hex SHA-256 of `input`'s [canonical JSON text](canonical_json).
-///
-/// Every call hashes its input, so the canonical text is streamed into the hasher as it is produced: no
-/// intermediate string, no per-key copies.
-pub fn input_sha256(input: &Value) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut hasher = Sha256::new();
-    write_canonical(input, &mut hasher);
-    let mut hex = String::with_capacity(64);
-    for byte in hasher.finalize() {
-        hex.push(char::from(HEX[usize::from(byte >> 4)]));
-        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
-    }
-    hex
-}
-
-/// The canonical JSON text of `value`: no whitespace, object keys sorted by code point at every
-/// depth, strings and numbers as serde_json writes them. Independent of serde_json's
-/// `preserve_order` feature, so a hash does not change when some dependency turns it on.
-/// (Close to, but not exactly, RFC 8785: keys sort by code point, numbers keep serde_json's form.)
-pub fn canonical_json(value: &Value) -> String {
-    let mut out = Vec::new();
-    write_canonical(value, &mut out);
-    // Only serde_json's output and ASCII punctuation went in.
-    String::from_utf8(out).unwrap_or_default()
-}
-
-/// Where canonical JSON text goes: a buffer, or straight into a hasher.
-trait Sink {
-    fn put(&mut self, bytes: &[u8]);
-}
-
-impl Sink for Vec<u8> {
-    fn put(&mut self, bytes: &[u8]) {
-        self.extend_from_slice(bytes);
-    }
-}
-
-impl Sink for Sha256 {
-    fn put(&mut self, bytes: &[u8]) {
-        self.update(bytes);
-    }
-}
-
-/// Lets serde_json write a string or a scalar, escaped exactly as `Value`'s `Display` would, into a sink.
-struct SinkWriter<'a, S: Sink>(&'a mut S);
-
-impl<S: Sink> std::io::Write for SinkWriter<'_, S> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.put(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn write_canonical(value: &Value, out: &mut impl Sink) {
-    match value {
-        Value::Array(items) => {
-            out.put(b"[");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.put(b",");
-                }
-                write_canonical(item, out);
-            }
-            out.put(b"]");
-        }
-        Value::Object(map) => {
-            let mut entries: Vec<_> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.put(b"{");
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.put(b",");
-                }
-                // Writing JSON into memory cannot fail.
-                let _ = serde_json::to_writer(SinkWriter(out), key);
-                out.put(b":");
-                write_canonical(item, out);
-            }
-            out.put(b"}");
-        }
-        scalar => {
-            let _ = serde_json::to_writer(SinkWriter(out), scalar);
         }
     }
 }
@@ -297,15 +240,15 @@ fn present_value<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Va
 }
 
 /// RFC 3339 in UTC with exactly six fractional digits and a `Z`: `2025-06-01T12:00:00.000123Z`.
-mod rfc3339_micros {
+pub(super) mod rfc3339_micros {
     use chrono::{DateTime, SecondsFormat, Utc};
     use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
 
-    pub(super) fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Micros, true))
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
         let text = String::deserialize(d)?;
         DateTime::parse_from_rfc3339(&text)
             .map(|t| t.with_timezone(&Utc))
@@ -322,6 +265,7 @@ pub(super) mod tests {
     pub(in crate::audit) fn sample() -> AuditRecord {
         AuditRecord {
             v: SCHEMA_VERSION,
+            event: Event::End,
             call_id: "0190a5c4-7d2e-7b3a-9c1f-2f6f0e4b8a11".into(),
             parent_id: Some("batch-7".into()),
             origin: "mcp".into(),
@@ -345,18 +289,36 @@ pub(super) mod tests {
         }
     }
 
+    /// The golden v2 file: a call's begin line, then its end line.
+    const GOLDEN: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/audit/testdata/record.v2.jsonl"
+    );
+
     #[test]
-    fn serializes_to_the_golden_line() {
-        let line = serde_json::to_string(&sample()).unwrap();
+    fn writes_the_golden_begin_and_end_lines() {
+        let record = sample();
+        let lines = format!(
+            "{}\n{}\n",
+            serde_json::to_string(&record.begin_line()).unwrap(),
+            serde_json::to_string(&record).unwrap()
+        );
+        if std::env::var_os("BLESS").is_some() {
+            std::fs::write(GOLDEN, &lines).unwrap();
+        }
+        let expected = std::fs::read_to_string(GOLDEN).expect("golden file; run with BLESS=1");
+        assert_eq!(lines, expected);
+    }
+
+    #[test]
+    fn reads_the_v1_golden_line_as_an_end_record() {
         let golden = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/src/audit/testdata/record.v1.jsonl"
         );
-        if std::env::var_os("BLESS").is_some() {
-            std::fs::write(golden, format!("{line}\n")).unwrap();
-        }
-        let expected = std::fs::read_to_string(golden).expect("golden file; run with BLESS=1");
-        assert_eq!(line, expected.trim_end());
+        let text = std::fs::read_to_string(golden).unwrap();
+        let back: AuditRecord = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(back, AuditRecord { v: 1, ..sample() });
     }
 
     #[test]
@@ -384,7 +346,7 @@ pub(super) mod tests {
                 ..sample()
             };
             let line = serde_json::to_string(&record).unwrap();
-            assert!(line.starts_with(r#"{"v":1,"#), "{line}");
+            assert!(line.starts_with(r#"{"v":2,"event":"end","#), "{line}");
             let back: AuditRecord = serde_json::from_str(&line).unwrap();
             assert_eq!(back, record);
         }
@@ -416,33 +378,6 @@ pub(super) mod tests {
         map.insert("added_later".into(), json!(true));
         let back: AuditRecord = serde_json::from_value(value).unwrap();
         assert!(back.coercions.is_empty());
-    }
-
-    #[test]
-    fn hashes_equal_inputs_equally_whatever_the_key_order() {
-        let a = json!({"b": 1, "a": {"y": [true, null], "x": "é\n"}});
-        let b: Value = serde_json::from_str(r#"{"a":{"x":"é\n","y":[true,null]},"b":1}"#).unwrap();
-        assert_eq!(
-            canonical_json(&a),
-            r#"{"a":{"x":"é\n","y":[true,null]},"b":1}"#
-        );
-        assert_eq!(input_sha256(&a), input_sha256(&b));
-        assert_eq!(
-            input_sha256(&json!({})),
-            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
-        );
-    }
-
-    #[test]
-    fn streamed_hash_is_the_hash_of_the_canonical_text() {
-        let v =
-            json!({"z\"q": [1.5, -2, "\u{1F600}\t"], "a": {"": null, "\u{e9}": false}, "n": 1e300});
-        let text = canonical_json(&v);
-        let expected: String = Sha256::digest(text.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        assert_eq!(input_sha256(&v), expected);
     }
 
     #[test]

@@ -35,8 +35,10 @@ pub struct ToolSummary {
     pub calls: u64,
     /// Calls that succeeded.
     pub ok: u64,
-    /// Calls that did not, by kind (cancellations included); `ok` plus these is `calls`.
+    /// Calls that did not, by kind (cancellations included); `ok`, these and `unfinished` make `calls`.
     pub errors: BTreeMap<ErrorKind, u64>,
+    /// Calls that began and never ended (the daemon was killed while they ran, or they still run).
+    pub unfinished: u64,
     /// Sum of call durations, in microseconds.
     pub total_duration_us: u64,
     /// Mean call duration, in microseconds.
@@ -48,8 +50,8 @@ pub struct ToolSummary {
 }
 
 /// Summarizes records (owned or borrowed), typically those a [`Filter`](super::Filter) kept.
-/// Durations are kept in full, so percentiles are exact. A failed record without an
-/// `error_kind` counts as `cancelled` or `internal` by its outcome.
+/// Durations are kept in full, so percentiles are exact; unfinished calls have none and are left out
+/// of them. A failed record without an `error_kind` counts as `cancelled` or `internal` by its outcome.
 pub fn summarize<I>(records: I) -> Summary
 where
     I: IntoIterator,
@@ -67,7 +69,7 @@ where
         total.add(record);
     }
     Summary {
-        records: total.durations.len() as u64,
+        records: total.calls,
         first,
         last,
         tools: tools
@@ -80,18 +82,28 @@ where
 
 #[derive(Default)]
 struct Tally {
+    calls: u64,
     ok: u64,
+    unfinished: u64,
     errors: BTreeMap<ErrorKind, u64>,
     durations: Vec<u64>,
 }
 
 impl Tally {
     fn add(&mut self, record: &AuditRecord) {
+        self.calls += 1;
         match (record.outcome, record.error_kind) {
+            (Outcome::Unfinished, _) => {
+                self.unfinished += 1;
+                return;
+            }
             (Outcome::Ok, _) => self.ok += 1,
             (_, Some(kind)) => *self.errors.entry(kind).or_default() += 1,
             (Outcome::Cancelled, None) => {
                 *self.errors.entry(ErrorKind::Cancelled).or_default() += 1
+            }
+            (Outcome::InputRequired, None) => {
+                *self.errors.entry(ErrorKind::InputRequired).or_default() += 1
             }
             (Outcome::Error, None) => *self.errors.entry(ErrorKind::Internal).or_default() += 1,
         }
@@ -100,18 +112,19 @@ impl Tally {
 
     fn finish(mut self, tool: String) -> ToolSummary {
         self.durations.sort_unstable();
-        let calls = self.durations.len() as u64;
+        let timed = self.durations.len() as u64;
         let total = self
             .durations
             .iter()
             .fold(0u64, |sum, &d| sum.saturating_add(d));
         ToolSummary {
             tool,
-            calls,
+            calls: self.calls,
             ok: self.ok,
             errors: self.errors,
+            unfinished: self.unfinished,
             total_duration_us: total,
-            mean_duration_us: total.checked_div(calls).unwrap_or(0),
+            mean_duration_us: total.checked_div(timed).unwrap_or(0),
             p50_duration_us: nearest_rank(&self.durations, 50),
             p99_duration_us: nearest_rank(&self.durations, 99),
         }
@@ -149,8 +162,8 @@ pub fn render_table(summary: &Summary) -> String {
         .unwrap_or(4);
     let _ = writeln!(
         out,
-        "{:<width$}  {:>7}  {:>7}  {:>7}  {:>8}  {:>8}  {:>8}  {:>8}  ERRORS",
-        "TOOL", "CALLS", "OK", "FAILED", "MEAN", "P50", "P99", "TOTAL"
+        "{:<width$}  {:>7}  {:>7}  {:>7}  {:>10}  {:>8}  {:>8}  {:>8}  {:>8}  ERRORS",
+        "TOOL", "CALLS", "OK", "FAILED", "UNFINISHED", "MEAN", "P50", "P99", "TOTAL"
     );
     for tool in summary.tools.iter().chain([&summary.total]) {
         let failed: u64 = tool.errors.values().sum();
@@ -161,11 +174,12 @@ pub fn render_table(summary: &Summary) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "{:<width$}  {:>7}  {:>7}  {:>7}  {:>8}  {:>8}  {:>8}  {:>8}  {}",
+            "{:<width$}  {:>7}  {:>7}  {:>7}  {:>10}  {:>8}  {:>8}  {:>8}  {:>8}  {}",
             one_line(&tool.tool),
             tool.calls,
             tool.ok,
             failed,
+            tool.unfinished,
             format_us(tool.mean_duration_us),
             format_us(tool.p50_duration_us),
             format_us(tool.p99_duration_us),
@@ -229,6 +243,20 @@ mod tests {
         assert_eq!(fetch.p50_duration_us, 5_000_000);
         assert_eq!(summary.total.calls, 103);
         assert_eq!(summary.total.ok, 100);
+    }
+
+    #[test]
+    fn counts_unfinished_calls_apart_and_leaves_them_out_of_durations() {
+        let mut killed = call("sleep", None, 0);
+        killed.outcome = Outcome::Unfinished;
+        let summary = summarize([call("sleep", None, 2000), killed]);
+        let sleep = &summary.tools[0];
+        assert_eq!((sleep.calls, sleep.ok, sleep.unfinished), (2, 1, 1));
+        assert!(sleep.errors.is_empty());
+        assert_eq!(sleep.p50_duration_us, 2000);
+        assert_eq!(summary.records, 2);
+        let table = render_table(&summary);
+        assert!(table.contains("UNFINISHED"), "{table}");
     }
 
     #[test]

@@ -163,12 +163,46 @@ impl AuditLog {
     /// On failure this logs with `tracing::error!` and returns the error; the caller applies
     /// [`on_failure`](Self::on_failure).
     pub fn write(&self, record: &AuditRecord) -> Result<(), AuditError> {
+        self.append(&record.call_id, |keep_input| {
+            if record.input.is_some() && !keep_input {
+                serde_json::to_vec(&AuditRecord {
+                    input: None,
+                    ..record.clone()
+                })
+            } else {
+                serde_json::to_vec(record)
+            }
+        })
+    }
+
+    /// Appends the begin line of `record`, a call about to run (see [`AuditRecord::begin_line`]),
+    /// the same way as [`write`](Self::write): whole, flushed to the kernel before this returns (and
+    /// synced with `sync`), so that a daemon killed while the call runs still shows it.
+    pub fn write_begin(&self, record: &AuditRecord) -> Result<(), AuditError> {
+        self.append(&record.call_id, |keep_input| {
+            let mut line = record.begin_line();
+            if !keep_input {
+                line.input = None;
+            }
+            serde_json::to_vec(&line)
+        })
+    }
+
+    /// Encodes a line (`encode` is told whether inputs may be kept) and appends it.
+    fn append(
+        &self,
+        call_id: &str,
+        encode: impl FnOnce(bool) -> Result<Vec<u8>, serde_json::Error>,
+    ) -> Result<(), AuditError> {
         let Some(sink) = &self.sink else {
             return Ok(());
         };
-        let result = self
-            .encode(record)
-            .and_then(|line| sink.append(&line, self.options.sync));
+        let result = encode(self.options.include_input)
+            .map_err(AuditError::Encode)
+            .and_then(|mut line| {
+                line.push(b'\n');
+                sink.append(&line, self.options.sync)
+            });
         match &result {
             Ok(()) => self.failing.store(false, Ordering::Relaxed),
             Err(error) => {
@@ -176,7 +210,7 @@ impl AuditLog {
                 let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
                 tracing::error!(
                     path = %sink.path.display(),
-                    call_id = %record.call_id,
+                    call_id,
                     failures,
                     error = %error,
                     cause = %error_source(error),
@@ -185,20 +219,6 @@ impl AuditLog {
             }
         }
         result
-    }
-
-    fn encode(&self, record: &AuditRecord) -> Result<Vec<u8>, AuditError> {
-        let encoded = if record.input.is_some() && !self.options.include_input {
-            serde_json::to_vec(&AuditRecord {
-                input: None,
-                ..record.clone()
-            })
-        } else {
-            serde_json::to_vec(record)
-        };
-        let mut line = encoded.map_err(AuditError::Encode)?;
-        line.push(b'\n');
-        Ok(line)
     }
 
     /// True when a failed write should refuse the call: the log is enabled and configured
@@ -325,198 +345,5 @@ fn warn_if_readable_by_others(path: &Path, file: &File) {
 fn warn_if_readable_by_others(_path: &Path, _file: &File) {}
 
 #[cfg(test)]
-mod tests {
-    use std::collections::HashSet;
-    use std::sync::Arc;
-
-    use serde_json::json;
-
-    use super::*;
-    use crate::audit::record::tests::sample;
-    use crate::audit::testdir::TestDir;
-
-    fn options(include_input: bool) -> AuditOptions {
-        AuditOptions {
-            include_input,
-            ..AuditOptions::default()
-        }
-    }
-
-    #[test]
-    fn round_trips_records_through_the_file() {
-        let dir = TestDir::new();
-        let path = dir.path().join("nested/dirs/audit.jsonl");
-        let log = AuditLog::open(&path, options(true)).unwrap();
-        let first = AuditRecord {
-            input: Some(json!({"url": "https://example.com"})),
-            ..sample()
-        };
-        let second = log.begin("id-2", "cli", "nope", &json!([1, 2]));
-        log.write(&first).unwrap();
-        log.write(&second).unwrap();
-        let back: Vec<_> = crate::audit::read_records(&path)
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(back, vec![first, second]);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = fs::metadata(&path).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o600);
-        }
-    }
-
-    #[test]
-    fn drops_inputs_unless_configured() {
-        let dir = TestDir::new();
-        let path = dir.path().join("audit.jsonl");
-        let log = AuditLog::open(&path, options(false)).unwrap();
-        assert!(
-            log.begin("id", "cli", "t", &json!({"secret": 1}))
-                .input
-                .is_none()
-        );
-        let record = AuditRecord {
-            input: Some(json!({"secret": 1})),
-            ..sample()
-        };
-        log.write(&record).unwrap();
-        let text = fs::read_to_string(&path).unwrap();
-        assert!(
-            !text.contains("secret") && !text.contains("\"input\""),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn concurrent_writers_never_interleave_lines() {
-        const THREADS: usize = 16;
-        const PER_THREAD: usize = 500;
-        let dir = TestDir::new();
-        let path = dir.path().join("audit.jsonl");
-        let log = Arc::new(AuditLog::open(&path, options(true)).unwrap());
-        let handles: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let log = Arc::clone(&log);
-                std::thread::spawn(move || {
-                    for i in 0..PER_THREAD {
-                        // Lines of very different sizes, some larger than a pipe buffer.
-                        let padding = "x".repeat((i * 37 + t * 101) % 9000);
-                        let record = AuditRecord {
-                            call_id: format!("{t}-{i}"),
-                            input: Some(json!({ "padding": padding })),
-                            ..sample()
-                        };
-                        log.write(&record).unwrap();
-                    }
-                })
-            })
-            .collect();
-        for handle in handles {
-            handle.join().unwrap();
-        }
-        let text = fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), THREADS * PER_THREAD);
-        let mut ids = HashSet::new();
-        for line in text.lines() {
-            let record: AuditRecord = serde_json::from_str(line).unwrap();
-            assert!(ids.insert(record.call_id), "duplicate record");
-        }
-        assert_eq!(ids.len(), THREADS * PER_THREAD);
-    }
-
-    #[test]
-    fn synced_writers_share_syncs_and_lose_no_record() {
-        let dir = TestDir::new();
-        let path = dir.path().join("audit.jsonl");
-        let log = Arc::new(
-            AuditLog::open(
-                &path,
-                AuditOptions {
-                    sync: true,
-                    ..AuditOptions::default()
-                },
-            )
-            .unwrap(),
-        );
-        let handles: Vec<_> = (0..8)
-            .map(|t| {
-                let log = Arc::clone(&log);
-                std::thread::spawn(move || {
-                    for i in 0..25 {
-                        let record = AuditRecord {
-                            call_id: format!("{t}-{i}"),
-                            ..sample()
-                        };
-                        log.write(&record).unwrap();
-                    }
-                })
-            })
-            .collect();
-        for handle in handles {
-            handle.join().unwrap();
-        }
-        let sink = log.sink.as_ref().unwrap();
-        assert_eq!(*sink.synced.lock().unwrap(), 200);
-        assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 200);
-    }
-
-    #[test]
-    fn starts_a_fresh_line_after_a_torn_tail() {
-        let dir = TestDir::new();
-        let path = dir.path().join("audit.jsonl");
-        fs::write(&path, "{\"v\":1,\"call_id\":\"cut sh").unwrap();
-        let log = AuditLog::open(&path, options(false)).unwrap();
-        log.write(&sample()).unwrap();
-        let results: Vec<_> = crate::audit::read_records(&path).unwrap().collect();
-        assert_eq!(results.len(), 2);
-        assert!(results[0].is_err());
-        assert_eq!(results[1].as_ref().unwrap(), &sample());
-    }
-
-    #[test]
-    fn fails_to_open_under_a_file() {
-        let dir = TestDir::new();
-        let blocker = dir.path().join("not-a-dir");
-        fs::write(&blocker, "").unwrap();
-        let error = AuditLog::open(blocker.join("audit.jsonl"), options(false)).unwrap_err();
-        assert!(matches!(error, AuditError::Open { .. }), "{error:?}");
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn returns_and_counts_write_failures() {
-        // /dev/full accepts the open and fails every write with ENOSPC, even for root.
-        let log = AuditLog::open("/dev/full", AuditOptions::default()).unwrap();
-        assert!(log.refuses_on_failure());
-        let error = log.write(&sample()).unwrap_err();
-        assert!(matches!(error, AuditError::Write { .. }), "{error:?}");
-        assert!(log.write(&sample()).is_err());
-        assert!(log.is_failing());
-        assert_eq!(log.failures(), 2);
-    }
-
-    #[test]
-    fn disabled_log_accepts_everything_and_refuses_nothing() {
-        let log = AuditLog::disabled();
-        log.write(&sample()).unwrap();
-        assert!(!log.refuses_on_failure() && !log.is_enabled() && log.path().is_none());
-    }
-
-    #[test]
-    fn options_deserialize_from_kebab_case_with_defaults() {
-        let options: AuditOptions =
-            serde_json::from_value(json!({"include-input": true, "on-failure": "continue"}))
-                .unwrap();
-        assert_eq!(
-            options,
-            AuditOptions {
-                include_input: true,
-                sync: false,
-                on_failure: OnFailure::Continue
-            }
-        );
-        assert!(serde_json::from_value::<AuditOptions>(json!({"include_input": true})).is_err());
-    }
-}
+#[path = "writer_tests.rs"]
+mod tests;

@@ -106,6 +106,12 @@ pub(super) fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerCon
     if raw.read_timeout_ms == Some(0) {
         return Err(invalid("server.read-timeout-ms", "must be greater than 0"));
     }
+    if raw.approval_timeout_ms == Some(0) {
+        return Err(invalid(
+            "server.approval-timeout-ms",
+            "must be greater than 0",
+        ));
+    }
     Ok(ServerConfig {
         http,
         allowed_origins: raw.allowed_origins.clone(),
@@ -113,6 +119,7 @@ pub(super) fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerCon
         token,
         max_body_bytes: (raw.max_body_kb.unwrap_or(4096) as usize) << 10,
         request_timeout: Duration::from_millis(raw.request_timeout_ms.unwrap_or(300_000)),
+        approval_timeout: Duration::from_millis(raw.approval_timeout_ms.unwrap_or(120_000)),
         read_timeout: Duration::from_millis(raw.read_timeout_ms.unwrap_or(30_000)),
         max_connections,
         max_concurrent_calls,

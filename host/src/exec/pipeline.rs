@@ -1,12 +1,13 @@
 //! The pipeline: find -> validate -> gate -> execute -> shape -> record, for every call from every front end.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::checks::Checks;
-use super::shape;
+use super::shape::{self, error};
 use super::timing::{Stage, StageTimes, Stopwatch};
 use super::types::{ApprovalRequest, CallOutcome, CallRequest, ErrorKind};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
@@ -74,16 +75,47 @@ impl Pipeline {
     }
 
     /// Run one call through every stage. Never panics on bad input or a bad plugin: every failure is an
-    /// outcome with `is_error` set, and every call leaves exactly one audit record.
+    /// outcome with `is_error` set, and every call leaves exactly one end record in the audit log
+    /// (and, when it passes the gate, a begin line written before it runs).
     pub async fn call(&self, req: CallRequest) -> CallOutcome {
         // Boxed: a call's state is over 3 KB, and front ends hold it in tasks that the runtime moves
         // several times (rmcp spawns one per request); moving a pointer instead saved ~100 KB of
         // memcpy per MCP call (callgrind).
-        Box::pin(self.call_timed(req)).await.0
+        Box::pin(self.timed(req, None)).await.0
+    }
+
+    /// [`Self::call`], stopped once it has taken `limit` (a front end's limit on a whole call,
+    /// approval included): it then ends, for the caller and in the audit log and stats alike, as
+    /// `timeout`.
+    pub async fn call_within(&self, req: CallRequest, limit: Duration) -> CallOutcome {
+        Box::pin(self.timed(req, Some(limit))).await.0
     }
 
     /// [`Self::call`], also saying where the time went, stage by stage (for benchmarks and profiling).
     pub async fn call_timed(&self, req: CallRequest) -> (CallOutcome, StageTimes) {
+        self.timed(req, None).await
+    }
+
+    /// Record a call the front end refuses without running it (the daemon is shutting down): one
+    /// end record with `kind`, counted in the stats like any other call.
+    pub fn refuse(&self, req: &CallRequest, kind: ErrorKind, message: String) -> CallOutcome {
+        let call_id = AuditRecord::new_call_id();
+        let mut record = self
+            .audit
+            .begin(&call_id, req.origin, &req.tool, &req.input);
+        record.parent_id = req.parent_id.clone();
+        record.finish(Some(kind), Duration::ZERO);
+        let _ = self.audit.write(&record); // failures are logged by the writer
+        self.stats
+            .record(&req.tool, Err(kind), Duration::ZERO, None);
+        error(&call_id, kind, message)
+    }
+
+    async fn timed(
+        &self,
+        mut req: CallRequest,
+        limit: Option<Duration>,
+    ) -> (CallOutcome, StageTimes) {
         let mut clock = Stopwatch::start();
         let call_id = AuditRecord::new_call_id();
         let mut record = self
@@ -91,7 +123,48 @@ impl Pipeline {
             .begin(&call_id, req.origin, &req.tool, &req.input);
         record.parent_id = req.parent_id.clone();
         clock.mark(Stage::Begin);
-        let finished = self.run(&req, &call_id, &mut record, &mut clock).await;
+        // The caller's token stops the call; so does the deadline, through a child of it, so that the
+        // two can be told apart when the call comes back cancelled.
+        let caller = req.cancel.clone();
+        let stop = caller.child_token();
+        req.cancel = stop.clone();
+        let mut timed_out = false;
+        let mut finished = {
+            let run = self.run(&req, &call_id, &mut record, &mut clock);
+            match limit {
+                None => run.await,
+                Some(limit) => {
+                    tokio::pin!(run);
+                    tokio::select! {
+                        biased;
+                        finished = &mut run => finished,
+                        () = tokio::time::sleep(limit) => {
+                            timed_out = !caller.is_cancelled();
+                            stop.cancel();
+                            run.await
+                        }
+                    }
+                }
+            }
+        };
+        if finished.outcome.error_kind == Some(ErrorKind::Cancelled) {
+            // One place says why a cancelled call stopped: the caller, the deadline, or a question
+            // handed to the client. The caller sees the same kind the audit log and stats record.
+            if let Some(limit) = limit.filter(|_| timed_out) {
+                finished.outcome = error(
+                    &call_id,
+                    ErrorKind::Timeout,
+                    shape::request_timeout(&req.tool, limit),
+                );
+            } else if req.approver.as_ref().is_some_and(|a| a.deferred()) {
+                finished.outcome = error(
+                    &call_id,
+                    ErrorKind::InputRequired,
+                    shape::input_required(&req.tool),
+                );
+                record.decision = AuditDecision::Deferred;
+            }
+        }
         let elapsed = clock.elapsed();
         let kind = finished.outcome.error_kind;
         record.fuel_used = finished.fuel;
@@ -250,7 +323,7 @@ impl Pipeline {
                 ),
             );
         };
-        self.execute(&tool, input, req, call_id, clock).await
+        self.execute(&tool, input, req, record, clock).await
     }
 
     async fn execute(
@@ -258,9 +331,25 @@ impl Pipeline {
         tool: &Arc<Tool>,
         input: Value,
         req: &CallRequest,
-        call_id: &str,
+        record: &AuditRecord,
         clock: &mut Stopwatch,
     ) -> Finished {
+        let call_id = record.call_id.as_str();
+        // Recorded before the plugin runs, so that a daemon killed mid-call still shows the call.
+        if self.audit.write_begin(record).is_err() && self.audit.refuses_on_failure() {
+            return Finished {
+                outcome: error(
+                    call_id,
+                    ErrorKind::AuditUnavailable,
+                    "toolhost cannot write its audit log and is configured to refuse unaudited calls. \
+                     An operator must fix the audit log; retrying now will fail the same way."
+                        .into(),
+                ),
+                fuel: None,
+                peak_memory: None,
+                truncated: false,
+            };
+        }
         let plugin = &tool.plugin;
         let input_text = input.to_string();
         clock.mark(Stage::Instantiate);
@@ -288,8 +377,7 @@ impl Pipeline {
         let name = &tool.spec.name;
         let (outcome, truncated) = match report.result {
             Ok(Ok(out)) => {
-                self.shape_success(tool, out.content, out.structured, call_id)
-                    .await
+                shape::success(&self.checks, tool, out.content, out.structured, call_id).await
             }
             Ok(Err(GuestError::InvalidInput(m))) => (
                 error(
@@ -326,98 +414,5 @@ impl Pipeline {
             peak_memory,
             truncated,
         }
-    }
-
-    async fn shape_success(
-        &self,
-        tool: &Arc<Tool>,
-        mut content: String,
-        structured: Option<String>,
-        call_id: &str,
-    ) -> (CallOutcome, bool) {
-        let name = &tool.spec.name;
-        let limit = tool.plugin.policy.output_bytes;
-        let structured = match structured {
-            None if tool.output.is_some() => {
-                let msg = format!(
-                    "Tool '{name}' declares an output schema but returned no structured output."
-                );
-                return (error(call_id, ErrorKind::BadOutput, msg), false);
-            }
-            None => None,
-            Some(text) if text.len() > limit => {
-                content.push_str(&format!(
-                    "\n\n[structured output of {} bytes omitted: the limit is {limit} bytes]",
-                    text.len()
-                ));
-                None
-            }
-            Some(text) => match serde_json::from_str::<Value>(&text) {
-                Err(e) => {
-                    let msg = format!(
-                        "Tool '{name}' returned structured output that is not valid JSON: {e}"
-                    );
-                    return (error(call_id, ErrorKind::BadOutput, msg), false);
-                }
-                Ok(v) => {
-                    let Some(schema) = &tool.output else {
-                        return success(tool, content, Some(v), call_id);
-                    };
-                    let quick = schema.is_quick(&v);
-                    let checked = tool.clone();
-                    let check = move || {
-                        let verdict = checked.output.as_ref().map(|s| s.check(&v));
-                        (v, verdict)
-                    };
-                    match self.checks.run(quick, check).await {
-                        Ok((_, Some(Err(e)))) => {
-                            let msg = format!(
-                                "Tool '{name}' returned structured output that does not match its output schema:\n- {}",
-                                e.problems().join("\n- ")
-                            );
-                            return (error(call_id, ErrorKind::BadOutput, msg), false);
-                        }
-                        Ok((v, _)) => Some(v),
-                        Err(u) => {
-                            let what = format!("the structured output of '{name}'");
-                            let kind = match u.kind() {
-                                ErrorKind::Timeout => ErrorKind::BadOutput,
-                                other => other,
-                            };
-                            return (error(call_id, kind, u.message(&what)), false);
-                        }
-                    }
-                }
-            },
-        };
-        success(tool, content, structured, call_id)
-    }
-}
-
-/// A successful outcome, its content cut to the plugin's output limit.
-fn success(
-    tool: &Tool,
-    mut content: String,
-    structured: Option<Value>,
-    call_id: &str,
-) -> (CallOutcome, bool) {
-    let truncated = shape::truncate(&mut content, tool.plugin.policy.output_bytes);
-    let outcome = CallOutcome {
-        call_id: call_id.to_string(),
-        content,
-        structured,
-        is_error: false,
-        error_kind: None,
-    };
-    (outcome, truncated)
-}
-
-fn error(call_id: &str, kind: ErrorKind, content: String) -> CallOutcome {
-    CallOutcome {
-        call_id: call_id.to_string(),
-        content,
-        structured: None,
-        is_error: true,
-        error_kind: Some(kind),
     }
 }

@@ -1,6 +1,13 @@
 //! Messages for models: every failure says what went wrong and what to try; long output is cut with a
 //! marker that says how much was cut and how to ask for less.
 
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::checks::Checks;
+use super::types::{CallOutcome, ErrorKind};
+use crate::registry::Tool;
 use crate::sandbox::RunError;
 
 /// Cut `text` to at most `limit` bytes at a character boundary, appending a marker. Returns whether it cut.
@@ -45,6 +52,20 @@ pub(crate) fn run_error(tool: &str, e: &RunError) -> String {
     }
 }
 
+/// The model-facing message for a call stopped by the front end's limit on a whole call.
+pub(crate) fn request_timeout(tool: &str, limit: std::time::Duration) -> String {
+    format!(
+        "The call to '{tool}' took longer than the server's request timeout of {} s and was \
+         stopped. Try a smaller input or a narrower request.",
+        limit.as_secs_f64()
+    )
+}
+
+/// The message for a call that ended by asking the client for approval (2026-07-28).
+pub(crate) fn input_required(tool: &str) -> String {
+    format!("The call to '{tool}' needs the user's approval; the question went to the client.")
+}
+
 /// The model-facing message for an unknown tool: the available names, closest first.
 pub(crate) fn unknown_tool<'a>(name: &str, available: impl Iterator<Item = &'a String>) -> String {
     let mut names: Vec<(f64, &String)> = available
@@ -64,6 +85,92 @@ pub(crate) fn unknown_tool<'a>(name: &str, available: impl Iterator<Item = &'a S
         "Unknown tool '{name}'. Available tools: {}.",
         list.join(", ")
     )
+}
+
+/// A successful run as an outcome: structured output checked against the tool's output schema
+/// (off the runtime unless surely quick, see [`Checks`]), content cut to the output limit.
+/// Returns whether it cut.
+pub(super) async fn success(
+    checks: &Checks,
+    tool: &Arc<Tool>,
+    mut content: String,
+    structured: Option<String>,
+    call_id: &str,
+) -> (CallOutcome, bool) {
+    let name = &tool.spec.name;
+    let limit = tool.plugin.policy.output_bytes;
+    let structured = match structured {
+        None if tool.output.is_some() => {
+            let msg = format!(
+                "Tool '{name}' declares an output schema but returned no structured output."
+            );
+            return (error(call_id, ErrorKind::BadOutput, msg), false);
+        }
+        None => None,
+        Some(text) if text.len() > limit => {
+            content.push_str(&format!(
+                "\n\n[structured output of {} bytes omitted: the limit is {limit} bytes]",
+                text.len()
+            ));
+            None
+        }
+        Some(text) => match serde_json::from_str::<Value>(&text) {
+            Err(e) => {
+                let msg =
+                    format!("Tool '{name}' returned structured output that is not valid JSON: {e}");
+                return (error(call_id, ErrorKind::BadOutput, msg), false);
+            }
+            Ok(v) => match &tool.output {
+                None => Some(v),
+                Some(schema) => {
+                    let quick = schema.is_quick(&v);
+                    let checked = tool.clone();
+                    let check = move || {
+                        let verdict = checked.output.as_ref().map(|s| s.check(&v));
+                        (v, verdict)
+                    };
+                    match checks.run(quick, check).await {
+                        Ok((_, Some(Err(e)))) => {
+                            let msg = format!(
+                                "Tool '{name}' returned structured output that does not match its output schema:\n- {}",
+                                e.problems().join("\n- ")
+                            );
+                            return (error(call_id, ErrorKind::BadOutput, msg), false);
+                        }
+                        Ok((v, _)) => Some(v),
+                        Err(u) => {
+                            let what = format!("the structured output of '{name}'");
+                            let kind = match u.kind() {
+                                ErrorKind::Timeout => ErrorKind::BadOutput,
+                                other => other,
+                            };
+                            return (error(call_id, kind, u.message(&what)), false);
+                        }
+                    }
+                }
+            },
+        },
+    };
+    let truncated = truncate(&mut content, limit);
+    let outcome = CallOutcome {
+        call_id: call_id.to_string(),
+        content,
+        structured,
+        is_error: false,
+        error_kind: None,
+    };
+    (outcome, truncated)
+}
+
+/// A failed call's outcome.
+pub(super) fn error(call_id: &str, kind: ErrorKind, content: String) -> CallOutcome {
+    CallOutcome {
+        call_id: call_id.to_string(),
+        content,
+        structured: None,
+        is_error: true,
+        error_kind: Some(kind),
+    }
 }
 
 #[cfg(test)]

@@ -106,6 +106,13 @@ pub trait Approver: Send + Sync {
         &'a self,
         request: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
+
+    /// True once this approver has handed the question to the client, to be answered in a new
+    /// request (2026-07-28): the front end then cancels the call, and the pipeline records it as
+    /// ended with `input_required` rather than cancelled. By default, never.
+    fn deferred(&self) -> bool {
+        false
+    }
 }
 
 /// Why a call did not succeed. Stable names: they appear in the audit log and in metrics.
@@ -130,8 +137,11 @@ pub enum ErrorKind {
     ToolFailed,
     /// The structured output did not match the tool's output schema, or was not JSON.
     BadOutput,
-    /// The caller cancelled the call.
+    /// The caller cancelled the call (or the daemon did, shutting down).
     Cancelled,
+    /// The call ended by asking the client for input: a 2026-07-28 approval question. Not a
+    /// failure of the tool; the client's retry with the answer is a new call.
+    InputRequired,
     /// Too many calls at once; try again.
     Busy,
     /// The audit log could not be written and the policy refuses unaudited calls.
@@ -154,6 +164,7 @@ impl ErrorKind {
             Self::ToolFailed => "tool_failed",
             Self::BadOutput => "bad_output",
             Self::Cancelled => "cancelled",
+            Self::InputRequired => "input_required",
             Self::Busy => "busy",
             Self::AuditUnavailable => "audit_unavailable",
             Self::Internal => "internal",

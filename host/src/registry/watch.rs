@@ -1,14 +1,21 @@
 //! Hot reload: watch the plugins folder and reload the registry when a `.wasm` file changes.
+//!
+//! Only events that can change what a file holds count (created, written, renamed, removed): a reload
+//! reads every plugin file, so reacting to reads would make the watcher wake itself forever, and any
+//! client that merely opens a plugin would keep an idle daemon busy.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use notify::{RecursiveMode, Watcher};
+use notify::event::{AccessKind, AccessMode, MetadataKind, ModifyKind};
+use notify::{Event, EventKind, RecursiveMode, Watcher};
 
 use super::Registry;
 
-/// Changes closer together than this are handled by one reload (copying a file raises several events).
+/// A reload waits until the folder has been quiet this long (copying a file raises several events).
 const DEBOUNCE: Duration = Duration::from_millis(200);
+/// ... but no longer than this after the first change, so that a file written slowly still shows up.
+const MAX_DELAY: Duration = Duration::from_secs(2);
 
 /// Watch the registry's plugins folder until `stop` is cancelled; returns an error if watching cannot start.
 pub async fn watch(
@@ -16,11 +23,9 @@ pub async fn watch(
     stop: tokio_util::sync::CancellationToken,
 ) -> Result<(), notify::Error> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
         if let Ok(e) = event
-            && e.paths
-                .iter()
-                .any(|p| p.extension().is_some_and(|x| x == "wasm"))
+            && changes_a_plugin(&e)
         {
             let _ = tx.send(());
         }
@@ -32,11 +37,84 @@ pub async fn watch(
             got = rx.recv() => if got.is_none() { return Ok(()) },
         }
         // Let a burst of events (a copy in progress) settle, then reload once.
-        tokio::time::sleep(DEBOUNCE).await;
-        while rx.try_recv().is_ok() {}
+        let latest = tokio::time::Instant::now() + MAX_DELAY;
+        loop {
+            let quiet = tokio::time::sleep(DEBOUNCE);
+            tokio::select! {
+                () = stop.cancelled() => return Ok(()),
+                () = quiet => break,
+                () = tokio::time::sleep_until(latest) => break,
+                got = rx.recv() => if got.is_none() { return Ok(()) },
+            }
+        }
         match registry.reload().await {
             Ok(changed) => tracing::info!(changed, "plugins folder changed; reloaded"),
             Err(e) => tracing::error!("reload failed: {e}"),
         }
+    }
+}
+
+/// Whether `event` may have changed a plugin: a `.wasm` file created, written, renamed or removed.
+/// Opening, reading and closing a file unwritten, and metadata other than the write time, do not.
+fn changes_a_plugin(event: &Event) -> bool {
+    let content = match event.kind {
+        EventKind::Create(_) | EventKind::Remove(_) => true,
+        EventKind::Modify(
+            ModifyKind::Data(_)
+            | ModifyKind::Name(_)
+            | ModifyKind::Any
+            | ModifyKind::Metadata(MetadataKind::WriteTime),
+        ) => true,
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) | EventKind::Modify(_) | EventKind::Any | EventKind::Other => false,
+    };
+    content
+        && event
+            .paths
+            .iter()
+            .any(|p| p.extension().is_some_and(|x| x == "wasm"))
+}
+
+#[cfg(test)]
+mod tests {
+    use notify::event::{CreateKind, DataChange, RemoveKind, RenameMode};
+
+    use super::*;
+
+    fn on(kind: EventKind, file: &str) -> Event {
+        Event::new(kind).add_path(format!("/plugins/{file}").into())
+    }
+
+    #[test]
+    fn writes_renames_and_removals_of_plugins_reload() {
+        for kind in [
+            EventKind::Create(CreateKind::File),
+            EventKind::Remove(RemoveKind::File),
+            EventKind::Modify(ModifyKind::Data(DataChange::Any)),
+            EventKind::Modify(ModifyKind::Name(RenameMode::To)),
+            EventKind::Access(AccessKind::Close(AccessMode::Write)),
+        ] {
+            assert!(changes_a_plugin(&on(kind, "fs.wasm")), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn reads_and_metadata_changes_do_not_reload() {
+        for kind in [
+            EventKind::Access(AccessKind::Open(AccessMode::Any)),
+            EventKind::Access(AccessKind::Read),
+            EventKind::Access(AccessKind::Close(AccessMode::Read)),
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)),
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any)),
+            EventKind::Other,
+        ] {
+            assert!(!changes_a_plugin(&on(kind, "fs.wasm")), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn files_other_than_plugins_do_not_reload() {
+        let kind = EventKind::Create(CreateKind::File);
+        assert!(!changes_a_plugin(&on(kind, "notes.txt")));
     }
 }

@@ -7,8 +7,8 @@
 //!   [`RequestStates::input_required`]); the client retries with the answer, and the retry runs the
 //!   call with that answer ([`RequestStates::answered`]). The state is HMAC-sealed with a per-process
 //!   key, bound to the tool and its arguments, valid for [`STATE_TTL`] and usable once, so a client
-//!   can neither forge an approval nor replay one. The first round leaves no audit record; the retry
-//!   records the call with the user's answer.
+//!   can neither forge an approval nor replay one. The first round is recorded as ended with
+//!   `input_required` (decision `deferred`); the retry records the call with the user's answer.
 //!
 //! A client without form elicitation gets no approver, and the pipeline denies with a message that
 //! says which rule to add instead.
@@ -155,8 +155,15 @@ impl Approver for AskClient {
         {
             let _ = tx.send(request.clone());
         }
-        // The handler ends the request instead; this call never resumes.
+        // The handler cancels the call instead, which ends it as `input_required`.
         Box::pin(std::future::pending())
+    }
+
+    fn deferred(&self) -> bool {
+        self.questions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
     }
 }
 

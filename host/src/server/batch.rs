@@ -50,7 +50,7 @@ const STREAM_BUFFER: usize = 64 << 10;
 /// The batch routes over `pipeline`, behind the same Host, Origin and token checks as `/mcp`, for
 /// tests and embedding. The daemon mounts `routes` on its own listener instead, behind its guard.
 pub fn router(pipeline: Arc<Pipeline>, config: &ServerConfig) -> Router {
-    let shared = Arc::new(Shared::new(pipeline, config.request_timeout));
+    let shared = Arc::new(Shared::new(pipeline, config.approval_timeout));
     routes(shared, config)
         .layer(middleware::from_fn_with_state(
             super::http::body_deadlines(config),

@@ -266,6 +266,7 @@ mod tests {
             token: token.map(str::to_string),
             max_body_bytes: 1024,
             request_timeout: Duration::from_secs(1),
+            approval_timeout: Duration::from_secs(1),
             read_timeout: Duration::from_secs(1),
             max_connections: 1,
             max_concurrent_calls: 1,

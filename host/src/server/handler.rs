@@ -16,6 +16,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::approval::{AskClient, ElicitingApprover};
 use super::listing::{self, PAGE_SIZE};
@@ -94,6 +95,9 @@ pub struct McpServer {
     shared: Arc<Shared>,
     /// How long one `tools/call` may take before it is stopped; `None` for no limit beyond the plugin's.
     call_deadline: Option<Duration>,
+    /// Parent of the cancel token of every call this server runs: the daemon's, or one of its
+    /// children that a transport cancels when its client goes away (stdin closed).
+    calls: CancellationToken,
 }
 
 impl McpServer {
@@ -103,10 +107,18 @@ impl McpServer {
     }
 
     pub(crate) fn with_shared(shared: Arc<Shared>, call_deadline: Option<Duration>) -> Self {
+        let calls = shared.calls.clone();
         Self {
             shared,
             call_deadline,
+            calls,
         }
+    }
+
+    /// This server, its calls cancelled when `calls` is (which must be a child of the daemon's).
+    pub(crate) fn with_calls(mut self, calls: CancellationToken) -> Self {
+        self.calls = calls;
+        self
     }
 
     async fn call(
@@ -116,15 +128,23 @@ impl McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let shared = &self.shared;
         let tool = request.name.to_string();
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
         if shared.stopping.is_cancelled() {
-            return Ok(outcome::error_result(
+            let refused = CallRequest {
+                tool: tool.clone(),
+                input: arguments,
+                origin: "mcp",
+                ..CallRequest::default()
+            };
+            let outcome = shared.pipeline.refuse(
+                &refused,
                 ErrorKind::Busy,
-                "toolhost is shutting down and accepts no new calls; retry once it is back.",
-            )
-            .into());
+                "toolhost is shutting down and accepts no new calls; retry once it is back.".into(),
+            );
+            let era = Era::of(context.protocol_version());
+            return outcome::to_result(&tool, outcome, era).map(Into::into);
         }
         let _in_flight = shared.in_flight.enter();
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
 
         let modern = context
             .protocol_version()
@@ -161,8 +181,8 @@ impl McpServer {
             .meta
             .get_progress_token()
             .map(|token| ProgressRelay::new(token, context.peer.clone()));
-        let cancel = shared.calls.child_token();
-        let call = shared.pipeline.call(CallRequest {
+        let cancel = self.calls.child_token();
+        let request = CallRequest {
             tool: tool.clone(),
             input: arguments.clone(),
             parent_id: None,
@@ -170,7 +190,15 @@ impl McpServer {
             progress: relay.as_ref().map(ProgressRelay::sink),
             cancel: cancel.clone(),
             approver,
-        });
+        };
+        // The pipeline enforces the request timeout itself, so that the client, the audit log and
+        // the stats all see `timeout`.
+        let call = async {
+            match self.call_deadline {
+                Some(limit) => shared.pipeline.call_within(request, limit).await,
+                None => shared.pipeline.call(request).await,
+            }
+        };
         let pump = async {
             match &relay {
                 Some(r) => r.pump().await,
@@ -186,35 +214,36 @@ impl McpServer {
                 None => pending().await,
             }
         };
-        let deadline = async {
-            match self.call_deadline {
-                Some(d) => tokio::time::sleep(d).await,
-                None => pending().await,
-            }
-        };
-        tokio::pin!(call, pump, asked, deadline);
-        let (mut abandoned, mut timed_out) = (false, false);
-        // Never drop `call` once it runs (but for the approval hand-off): cancelling it through its
-        // token lets the pipeline stop the plugin and write the audit record.
+        tokio::pin!(call, pump, asked);
+        let mut abandoned = false;
+        let mut handed = None;
+        // Never drop `call` once it runs: cancelling it through its token lets the pipeline stop
+        // the plugin and write the audit record.
         let outcome = loop {
             tokio::select! {
                 biased;
                 outcome = &mut call => break outcome,
-                q = &mut asked => {
-                    // 2026-07-28: the answer comes in a new request; this one ends here, unrecorded.
-                    return shared.states.input_required(&tool, &arguments, &q).map(Into::into);
+                q = &mut asked, if handed.is_none() => {
+                    // 2026-07-28: the answer comes in a new request. This call ends here; the
+                    // pipeline records it as `input_required`.
+                    handed = Some(q);
+                    cancel.cancel();
                 }
                 () = context.ct.cancelled(), if !abandoned => {
                     abandoned = true;
                     cancel.cancel();
                 }
-                () = &mut deadline, if !timed_out => {
-                    timed_out = true;
-                    cancel.cancel();
-                }
                 () = &mut pump => {}
             }
         };
+        if let Some(q) = handed
+            && outcome.error_kind == Some(ErrorKind::InputRequired)
+        {
+            return shared
+                .states
+                .input_required(&tool, &arguments, &q)
+                .map(Into::into);
+        }
         if let Some(r) = &relay {
             // The pump may be part-way through a send, holding the relay's send lock: keep driving
             // it while the last report goes out, or each would wait for the other forever.
@@ -223,20 +252,6 @@ impl McpServer {
                 () = r.flush() => {}
                 () = &mut pump => {}
             }
-        }
-        if timed_out && !abandoned && outcome.error_kind == Some(ErrorKind::Cancelled) {
-            let limit = self.call_deadline.unwrap_or_default().as_secs_f64();
-            let mut result = outcome::error_result(
-                ErrorKind::Timeout,
-                format!(
-                    "The call to '{tool}' took longer than the server's request timeout of {limit} s and was \
-                     stopped. Try a smaller input or a narrower request."
-                ),
-            );
-            if let Some(meta) = result.meta.as_mut() {
-                meta.insert(outcome::META_CALL_ID.into(), Value::String(outcome.call_id));
-            }
-            return Ok(result.into());
         }
         let era = Era::of(context.protocol_version());
         outcome::to_result(&tool, outcome, era).map(Into::into)

@@ -3,7 +3,8 @@
 //!
 //! Every route sits behind the [`Guard`] (Host, Origin, bearer token). `/mcp` is rmcp's service:
 //! sessions for clients that `initialize`, stateless requests for 2026-07-28 clients, a body limit,
-//! and an idle timeout for sessions; its tool calls are bounded by the request timeout in the
+//! and an idle timeout for sessions, with each revision's rules for priming events and `DELETE`
+//! ([`super::compat`]); its tool calls are bounded by the request timeout in the
 //! handler, so that a call that runs too long is stopped and audited rather than cut off. The
 //! other routes are bounded by the request timeout here. Every route's body is read under the read
 //! timeout first ([`super::body`]), so that a client trickling a body cannot hold a slot.
@@ -39,7 +40,7 @@ const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The daemon's HTTP routes over `pipeline`, configured by `config`, for tests and embedding:
 /// its sessions end when the router is dropped, not on a signal.
 pub fn router(pipeline: Arc<Pipeline>, config: &ServerConfig) -> Router {
-    let shared = Arc::new(Shared::new(pipeline, config.request_timeout));
+    let shared = Arc::new(Shared::new(pipeline, config.approval_timeout));
     app(shared, config, CancellationToken::new())
 }
 
@@ -52,6 +53,7 @@ pub(crate) fn app(
     let guard = Arc::new(Guard::new(config));
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
+    let sessions = Arc::new(sessions);
     let mcp_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(guard.rmcp_hosts())
         .with_allowed_origins(guard.rmcp_origins())
@@ -60,8 +62,7 @@ pub(crate) fn app(
         .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
         .with_cancellation_token(mcp_stop);
     let server = McpServer::with_shared(shared.clone(), Some(config.request_timeout));
-    let mcp =
-        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(sessions), mcp_config);
+    let mcp = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), mcp_config);
 
     let plain = Router::new()
         .route("/health", get(health))
@@ -73,6 +74,10 @@ pub(crate) fn app(
         ));
     let mcp = Router::new()
         .route_service("/mcp", mcp)
+        .route_layer(middleware::from_fn_with_state(
+            sessions,
+            super::compat::revisions,
+        ))
         .route_layer(middleware::from_fn_with_state(
             BodyLimits {
                 bytes: config.max_body_bytes,

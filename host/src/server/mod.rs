@@ -14,6 +14,7 @@
 mod approval;
 pub mod batch;
 mod body;
+mod compat;
 mod guard;
 mod handler;
 mod http;
@@ -23,6 +24,7 @@ mod outcome;
 mod progress;
 mod run;
 mod shared;
+mod stdio;
 
 pub use self::handler::McpServer;
 pub use self::http::router;

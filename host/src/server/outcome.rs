@@ -92,15 +92,6 @@ pub(crate) fn to_result(
     Ok(result)
 }
 
-/// An error result with `kind` for a call that never reached the pipeline's end.
-pub(crate) fn error_result(kind: ErrorKind, message: impl Into<String>) -> CallToolResult {
-    let mut meta = MetaObject::new();
-    meta.insert(META_ERROR_KIND.into(), Value::String(kind.as_str().into()));
-    let mut r = CallToolResult::error(vec![ContentBlock::text(message.into())]);
-    r.meta = Some(meta);
-    r
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

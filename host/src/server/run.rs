@@ -1,10 +1,12 @@
 //! `toolhost serve`: run the transports, hot reload, and shut down gracefully.
 //!
-//! On SIGINT or SIGTERM (or when the stdio client goes away and no HTTP is served), the daemon stops
-//! accepting connections and new calls, lets calls in flight finish for `server.shutdown-grace-ms`,
-//! then cancels the rest (the sandbox interrupts them promptly and the pipeline records them as
-//! cancelled), and only then closes the MCP sessions. The audit log is written and flushed per
-//! record, so nothing is left to flush at exit.
+//! On SIGINT or SIGTERM, the daemon stops accepting connections and new calls (refusals are
+//! recorded), lets calls in flight finish for `server.shutdown-grace-ms`, then cancels the rest (the
+//! sandbox interrupts them promptly and the pipeline records them as cancelled), and only then closes
+//! the MCP sessions. When the stdio client closes stdin, its calls are cancelled at once (it is gone;
+//! nobody waits for their answers), and with no HTTP served the daemon exits right after. The audit
+//! log is written per line: every running call has its begin line on disk (in the kernel) before its
+//! plugin starts, so even a SIGKILL during the grace period leaves a trace of each call.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use super::handler::McpServer;
 use super::http;
 use super::listener::{self, ConnLimits};
 use super::shared::Shared;
+use super::stdio::CancelOnEof;
 use crate::config::ServerConfig;
 use crate::exec::Pipeline;
 
@@ -69,7 +72,7 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
     }
     let shared = Arc::new(Shared::new(
         pipeline.clone(),
-        options.server.request_timeout,
+        options.server.approval_timeout,
     ));
     let stop = CancellationToken::new();
     let mcp_stop = CancellationToken::new();
@@ -126,16 +129,17 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
     };
 
     let stdio_task: Option<JoinHandle<()>> = options.stdio.then(|| {
-        let server = McpServer::with_shared(shared.clone(), None);
+        // The stdio session's calls are cancelled the moment its client closes stdin.
+        let session_calls = shared.calls.child_token();
+        let server = McpServer::with_shared(shared.clone(), None).with_calls(session_calls.clone());
+        let (stdin, stdout) = rmcp::transport::stdio_pipes();
+        let stdin = CancelOnEof::new(stdin, session_calls);
         let ct = mcp_stop.child_token();
         let stop = stop.clone();
         let alone = options.http.is_none();
         tracing::info!("serving {tools} tools over MCP on stdio");
         tokio::spawn(async move {
-            match server
-                .serve_with_ct(rmcp::transport::stdio_pipes(), ct)
-                .await
-            {
+            match server.serve_with_ct((stdin, stdout), ct).await {
                 Ok(running) => {
                     let _ = running.waiting().await;
                 }

@@ -1,0 +1,274 @@
+//! Streamable HTTP as each protocol revision defines it, around rmcp's service at `/mcp`:
+//!
+//! - SSE priming events (an event with an empty `data:`, an `id` and a `retry`) exist only from
+//!   2025-11-25 on; earlier clients parse every `data:` as a JSON-RPC message and fail on them. They
+//!   are removed from the streams of clients that negotiated an earlier revision: the
+//!   `MCP-Protocol-Version` header says which (a client without it is of 2025-03-26, as the
+//!   2025-06-18 revision prescribes), and an `initialize` request says which it asks for.
+//! - `DELETE /mcp` ends a live session with 204 and answers 404 for a session that does not exist
+//!   or has ended (rmcp answers 202 to both).
+//!
+//! It changes nothing else: every other request and response passes through untouched.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Json, Response};
+use bytes::{Bytes, BytesMut};
+use http_body::Frame;
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::{Value, json};
+
+/// The first revision that defines priming events.
+const PRIMING_SINCE: &str = "2025-11-25";
+/// The revision of a client that sends no `MCP-Protocol-Version` header.
+const WITHOUT_HEADER: &str = "2025-03-26";
+/// The most of a request body read to find an `initialize`'s `protocolVersion`; larger bodies are
+/// not initialize requests.
+const INITIALIZE_MAX: usize = 64 << 10;
+
+/// The middleware: see the module documentation.
+pub(crate) async fn revisions(
+    State(sessions): State<Arc<LocalSessionManager>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.method() == Method::DELETE {
+        return delete(&sessions, request, next).await;
+    }
+    let (request, revision) = revision(request).await;
+    let response = next.run(request).await;
+    let is_sse = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !is_sse || revision.as_str() >= PRIMING_SINCE {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    Response::from_parts(parts, Body::new(WithoutPriming::new(body)))
+}
+
+async fn delete(sessions: &LocalSessionManager, request: Request, next: Next) -> Response {
+    let id = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(|s| Arc::<str>::from(s.to_owned()));
+    if let Some(id) = id
+        && !sessions.has_session(&id).await.unwrap_or(false)
+    {
+        let error = json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": { "code": -32001, "message": "Session not found: it does not exist or has ended" },
+        });
+        return (StatusCode::NOT_FOUND, Json(error)).into_response();
+    }
+    let response = next.run(request).await;
+    if response.status() == StatusCode::ACCEPTED {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    response
+}
+
+/// The revision the client speaks: its header, else the one its `initialize` asks for, else 2025-03-26.
+async fn revision(request: Request) -> (Request, String) {
+    if let Some(v) = header_revision(request.headers()) {
+        return (request, v);
+    }
+    // Only a JSON body already read whole (by the JSON-RPC error layer outside this one) and small
+    // enough for an initialize is looked into: reading it again does not wait on the client.
+    let json = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"));
+    let small = http_body::Body::size_hint(request.body())
+        .upper()
+        .is_some_and(|n| n <= INITIALIZE_MAX as u64);
+    if request.method() != Method::POST || !json || !small {
+        return (request, WITHOUT_HEADER.to_owned());
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, INITIALIZE_MAX).await else {
+        return (
+            Request::from_parts(parts, Body::empty()),
+            WITHOUT_HEADER.to_owned(),
+        );
+    };
+    let asked = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .filter(|m| m["method"] == "initialize")
+        .and_then(|m| m["params"]["protocolVersion"].as_str().map(str::to_owned));
+    (
+        Request::from_parts(parts, Body::from(bytes)),
+        asked.unwrap_or_else(|| WITHOUT_HEADER.to_owned()),
+    )
+}
+
+fn header_revision(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_owned())
+}
+
+/// An SSE body without its priming events. Events are cut at blank lines (`\n\n`, as rmcp writes
+/// them); a partial event waits for the rest.
+struct WithoutPriming {
+    inner: Body,
+    pending: BytesMut,
+    done: bool,
+}
+
+impl WithoutPriming {
+    fn new(inner: Body) -> Self {
+        Self {
+            inner,
+            pending: BytesMut::new(),
+            done: false,
+        }
+    }
+
+    /// The complete events buffered so far, priming events left out; `None` when there are none.
+    fn complete_events(&mut self) -> Option<Bytes> {
+        let end = self.pending.windows(2).rposition(|w| w == b"\n\n")? + 2;
+        let complete = self.pending.split_to(end);
+        let kept = strip_priming(&complete);
+        (!kept.is_empty()).then(|| Bytes::from(kept))
+    }
+}
+
+/// `events` (whole events, each ending in a blank line) without those whose `data` is empty.
+fn strip_priming(stream: &[u8]) -> Vec<u8> {
+    let mut kept = Vec::with_capacity(stream.len());
+    for event in events(stream) {
+        if !is_priming(event) {
+            kept.extend_from_slice(event);
+        }
+    }
+    kept
+}
+
+/// An event with at least one `data` field, all of them empty: a priming event (or nothing a
+/// pre-2025-11-25 client can parse). Comments (keep-alives) have no `data` and stay.
+fn is_priming(event: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(event);
+    let data: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+        .collect();
+    !data.is_empty() && data.iter().all(|d| d.is_empty())
+}
+
+/// `bytes` cut after each `\n\n` (the last piece may lack it).
+fn events(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while let Some(at) = bytes[start..].windows(2).position(|w| w == b"\n\n") {
+        out.push(&bytes[start..start + at + 2]);
+        start += at + 2;
+    }
+    if start < bytes.len() {
+        out.push(&bytes[start..]);
+    }
+    out
+}
+
+impl http_body::Body for WithoutPriming {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        loop {
+            if let Some(events) = self.complete_events() {
+                return Poll::Ready(Some(Ok(Frame::data(events))));
+            }
+            if self.done {
+                let rest = self.pending.split().freeze();
+                return Poll::Ready((!rest.is_empty()).then(|| Ok(Frame::data(rest))));
+            }
+            match ready!(Pin::new(&mut self.inner).poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => self.pending.extend_from_slice(&data),
+                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                },
+                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                None => self.done = true,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    #[test]
+    fn strips_priming_events_and_keeps_messages_and_comments() {
+        let stream =
+            b"id: 0\nretry: 3000\ndata:\n\n: keep-alive\n\ndata: {\"jsonrpc\":\"2.0\"}\nid: 1\n\n";
+        let kept = String::from_utf8(strip_priming(stream)).unwrap();
+        assert_eq!(
+            kept,
+            ": keep-alive\n\ndata: {\"jsonrpc\":\"2.0\"}\nid: 1\n\n"
+        );
+    }
+
+    /// A body that yields `chunks` one frame each.
+    struct Chunks(std::collections::VecDeque<&'static [u8]>);
+
+    impl http_body::Body for Chunks {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            Poll::Ready(
+                self.0
+                    .pop_front()
+                    .map(|c| Ok(Frame::data(Bytes::from_static(c)))),
+            )
+        }
+    }
+
+    #[tokio::test]
+    async fn strips_a_priming_event_split_across_chunks() {
+        let chunks = Chunks(
+            [
+                &b"id: 0\nret"[..],
+                b"ry: 3000\ndata:\n\ndata: {\"a\":1}\n",
+                b"\n",
+            ]
+            .into(),
+        );
+        let out = WithoutPriming::new(Body::new(chunks))
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes();
+        assert_eq!(&out[..], b"data: {\"a\":1}\n\n");
+    }
+
+    #[test]
+    fn revisions_compare_as_dates() {
+        assert!("2025-06-18" < PRIMING_SINCE && WITHOUT_HEADER < PRIMING_SINCE);
+        assert!("2026-07-28" >= PRIMING_SINCE);
+    }
+}
