@@ -455,6 +455,7 @@ impl Config {
                             format!("--dir {name}={}", d.host.display())
                         },
                         host: &d.host,
+                        read_only: d.read_only,
                     })
             })
             .collect();

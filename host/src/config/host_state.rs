@@ -5,9 +5,9 @@
 //! handing a plugin the host's state.
 //!
 //! Paths are compared canonicalised (symlinks resolved, so an alias is caught); one that does not exist
-//! yet (a cache or log created later) is judged by its nearest existing ancestor plus the rest. A grant
-//! inside the plugins folder is allowed: only the folder's top-level `*.wasm` files are plugins, so a
-//! subfolder (the demo grants `plugins/examples` read-only) cannot add one.
+//! yet (a cache or log created later) is judged by its nearest existing ancestor plus the rest. A
+//! read-only grant inside the plugins folder is allowed (the demo grants `plugins/examples`): it can
+//! neither add nor change a plugin; a read-write one is refused.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -34,7 +34,7 @@ pub(super) enum Kind {
     Config,
     /// A file a secret is read from.
     Secret,
-    /// The plugins folder: no grant may cover it.
+    /// The plugins folder: no grant may cover it, nor write inside it.
     Plugins,
 }
 
@@ -68,9 +68,12 @@ pub(super) struct GrantRef<'a> {
     pub(super) key: String,
     /// The granted folder.
     pub(super) host: &'a Path,
+    /// Whether the grant refuses every write.
+    pub(super) read_only: bool,
 }
 
-/// Refuse the first grant that covers a protected path (or lies inside the cache), naming both settings.
+/// Refuse the first grant that covers a protected path (or lies inside the cache, or writes inside
+/// the plugins folder), naming both settings.
 pub(super) fn refuse_grants_over(
     grants: &[GrantRef<'_>],
     protected: &[Protected],
@@ -81,7 +84,8 @@ pub(super) fn refuse_grants_over(
         let granted = canonical(grant.host);
         for (p, path) in &protected {
             let covers = path.starts_with(&granted);
-            let inside = p.kind == Kind::Cache && granted.starts_with(path);
+            let inside = granted.starts_with(path)
+                && (p.kind == Kind::Cache || (p.kind == Kind::Plugins && !grant.read_only));
             if covers || inside {
                 let relation = if covers { "covers" } else { "lies inside" };
                 return Err(invalid(
@@ -138,9 +142,14 @@ mod tests {
     }
 
     fn check(grant: &Path, p: Protected) -> Result<(), String> {
+        check_mode(grant, p, true)
+    }
+
+    fn check_mode(grant: &Path, p: Protected, read_only: bool) -> Result<(), String> {
         let grants = [GrantRef {
             key: "plugins.fs.dirs[0].host".into(),
             host: grant,
+            read_only,
         }];
         refuse_grants_over(&grants, &[p]).map_err(|e| e.to_string())
     }
@@ -166,13 +175,15 @@ mod tests {
     }
 
     #[test]
-    fn refuses_a_grant_inside_the_cache_but_not_inside_the_plugins_folder() {
+    fn refuses_a_grant_inside_the_cache_and_a_writable_one_inside_the_plugins_folder() {
         let root = tempfile::tempdir().unwrap();
         let inner = root.path().join("x/inner");
         std::fs::create_dir_all(&inner).unwrap();
         let e = check(&inner, protect(Kind::Cache, root.path().join("x"))).unwrap_err();
         assert!(e.contains("lies inside the compile cache"), "{e}");
         check(&inner, protect(Kind::Plugins, root.path().join("x"))).unwrap();
+        let e = check_mode(&inner, protect(Kind::Plugins, root.path().join("x")), false).unwrap_err();
+        assert!(e.contains("lies inside the plugins folder"), "{e}");
     }
 
     #[cfg(unix)]
