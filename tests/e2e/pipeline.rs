@@ -191,6 +191,66 @@ async fn default_mode_asks_for_writes_and_names_the_rule_that_would_allow() {
     assert_eq!(decisions[2], json!({ "kind": "asked", "answer": false }));
 }
 
+/// Answers yes once told to.
+struct Later(tokio::sync::Notify);
+
+impl Approver for Later {
+    fn approve<'a>(
+        &'a self,
+        _: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+        Box::pin(async move {
+            self.0.notified().await;
+            true
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_for_approval_is_recorded_before_the_answer_comes() {
+    let env = Env::new(&["fs"], FS);
+    let p = Arc::new(env.pipeline(64).await);
+    let later = Arc::new(Later(tokio::sync::Notify::new()));
+    let asked = later.clone();
+    let pipeline = p.clone();
+    let task = tokio::spawn(async move {
+        let approver: Arc<dyn Approver> = asked;
+        pipeline
+            .call(CallRequest {
+                approver: Some(approver),
+                ..req("write_file", json!({ "path": "a.txt", "content": "x" }))
+            })
+            .await
+    });
+    let log = env.path().join(".toolhost/audit.jsonl");
+    let lines = || -> Vec<Value> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let started = std::time::Instant::now();
+    let begin = loop {
+        if let Some(b) = lines().into_iter().find(|l| l["event"] == "begin") {
+            break b;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no begin line while asking");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(begin["decision"]["kind"], "asking", "{begin}");
+    assert!(!env.work().join("a.txt").exists());
+    later.0.notify_one();
+    let o = task.await.unwrap();
+    assert!(!o.is_error, "{}", o.content);
+    let mine: Vec<Value> = lines()
+        .into_iter()
+        .filter(|l| l["call_id"] == o.call_id.as_str())
+        .collect();
+    assert_eq!(mine.len(), 2, "one begin and one end line: {mine:?}");
+    assert_eq!(mine[1]["decision"], json!({ "kind": "asked", "answer": true }));
+}
+
 #[tokio::test]
 async fn accept_edits_allows_edits_but_asks_for_destructive_tools() {
     let env = Env::new(

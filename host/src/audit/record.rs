@@ -156,6 +156,8 @@ pub enum Decision {
         /// The rule or mode that denied it.
         by: String,
     },
+    /// The gate asked an approver whose answer had not come when this (begin) line was written.
+    Asking,
     /// The gate asked an approver, who answered.
     Asked {
         /// True when the approver allowed the call.

@@ -195,9 +195,7 @@ impl Pipeline {
         if self.audit.refuses_on_failure() && self.audit.is_failing() {
             return fail(
                 ErrorKind::AuditUnavailable,
-                "toolhost cannot write its audit log and is configured to refuse unaudited calls. \
-                 An operator must fix the audit log; retrying now will fail the same way."
-                    .into(),
+                audit_unavailable(),
             );
         }
         if req.cancel.is_cancelled() {
@@ -288,6 +286,12 @@ impl Pipeline {
                     input: input.clone(),
                     reason: reason.clone(),
                 };
+                // Recorded before asking: a person may take minutes, and the daemon may be killed
+                // meanwhile. The begin line is then not written again before the call runs.
+                record.decision = AuditDecision::Asking;
+                if self.audit.write_begin(record).is_err() && self.audit.refuses_on_failure() {
+                    return fail(ErrorKind::AuditUnavailable, audit_unavailable());
+                }
                 let answer = tokio::select! {
                     a = approver.approve(&request) => Some(a),
                     () = req.cancel.cancelled() => None,
@@ -335,15 +339,15 @@ impl Pipeline {
         clock: &mut Stopwatch,
     ) -> Finished {
         let call_id = record.call_id.as_str();
-        // Recorded before the plugin runs, so that a daemon killed mid-call still shows the call.
-        if self.audit.write_begin(record).is_err() && self.audit.refuses_on_failure() {
+        // Recorded before the plugin runs, so that a daemon killed mid-call still shows the call
+        // (unless it was recorded before its approval question).
+        let begun = matches!(record.decision, AuditDecision::Asked { .. });
+        if !begun && self.audit.write_begin(record).is_err() && self.audit.refuses_on_failure() {
             return Finished {
                 outcome: error(
                     call_id,
                     ErrorKind::AuditUnavailable,
-                    "toolhost cannot write its audit log and is configured to refuse unaudited calls. \
-                     An operator must fix the audit log; retrying now will fail the same way."
-                        .into(),
+                    audit_unavailable(),
                 ),
                 fuel: None,
                 peak_memory: None,
@@ -415,4 +419,11 @@ impl Pipeline {
             truncated,
         }
     }
+}
+
+/// The refusal of a call that could not be recorded, when the policy refuses unaudited calls.
+fn audit_unavailable() -> String {
+    "toolhost cannot write its audit log and is configured to refuse unaudited calls. \
+     An operator must fix the audit log; retrying now will fail the same way."
+        .into()
 }
