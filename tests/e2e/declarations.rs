@@ -107,7 +107,7 @@ fn a_costly_validation_leaves_health_and_other_calls_answering() {
     let mut d = Daemon::start(&env, &["--no-watch", "--http", "127.0.0.1:0"]);
     let addr = d.http.unwrap();
     let cores = std::thread::available_parallelism().map_or(2, usize::from);
-    let input = json!({"q": vec![1; 10_000]});
+    let input = json!({"q": vec![1; 30_000]});
     // One costly call per core: were validation on the runtime's threads, it would hold them all.
     let calls: Vec<_> = (0..cores)
         .map(|_| {
@@ -144,7 +144,7 @@ fn a_costly_validation_leaves_health_and_other_calls_answering() {
             "{answer}"
         );
         assert!(
-            took > Duration::from_millis(300),
+            took > Duration::from_millis(150),
             "the validation was not costly: {took:?}"
         );
     }
