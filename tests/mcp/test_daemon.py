@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import tempfile
 import urllib.error
 import urllib.request
 
@@ -178,18 +179,34 @@ def test_stdout_carries_only_mcp_messages(ws):
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "log_flood", "arguments": {"count": 50}}},
         {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "stdin", "arguments": {}}},
     ]
-    stdin = "".join(json.dumps(r) + "\n" for r in requests)
-    proc = subprocess.run(
-        [str(BINARY), *params.args], input=stdin, capture_output=True, text=True, timeout=60,
+    log = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: debug logs must never block the daemon
+    proc = subprocess.Popen(
+        [str(BINARY), *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=log, text=True,
         env={"PATH": "/usr/bin:/bin", "TOOLHOST_LOG": "debug"},
     )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    lines = proc.stdout.splitlines()
+    for r in requests:
+        proc.stdin.write(json.dumps(r) + "\n")
+    proc.stdin.flush()
+    # Closing stdin cancels calls in flight (MCP's stdio shutdown): close it once all are answered.
+    lines, answered = [], set()
+    while answered != {1, 2, 3, 4}:
+        line = proc.stdout.readline()
+        assert line, f"stdout ended early: {lines}"
+        lines.append(line.rstrip("\n"))
+        answered |= {json.loads(line).get("id")} - {None}
+    proc.stdin.close()
+    rest = proc.stdout.read()
+    proc.wait(timeout=60)
+    log.seek(0)
+    assert proc.returncode == 0, log.read()[-2000:]
+    lines += rest.splitlines()
+    stdout = "\n".join(lines)
     messages = [json.loads(line) for line in lines]  # every line is JSON
     assert all(m.get("jsonrpc") == "2.0" for m in messages)
     by_id = {m["id"]: m for m in messages if "id" in m}
     assert set(by_id) == {1, 2, 3, 4}, lines
-    assert not by_id[2]["result"]["isError"]
-    assert "hostile stdout line" not in proc.stdout
+    assert not by_id[2]["result"]["isError"], by_id[2]
+    assert "hostile stdout line" not in stdout
     # The stdin tool sees an empty stdin, never the MCP stream.
     assert "tools/call" not in json.dumps(by_id[4]["result"]["structuredContent"])
