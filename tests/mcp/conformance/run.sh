@@ -49,16 +49,31 @@ CARGO_TARGET_DIR="$out" cargo build --quiet --release --target wasm32-wasip2 \
 
 work="$(mktemp -d)"
 daemon=""
+swapper=""
 cleanup() {
+    if [[ -n "$swapper" ]]; then kill "$swapper" 2>/dev/null || true; wait "$swapper" 2>/dev/null || true; fi
     if [[ -n "$daemon" ]]; then kill -TERM "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
 rm -rf "$out/results"
-mkdir -p "$work/plugins" "$out/results"
+mkdir -p "$work/plugins" "$work/requests" "$out/results"
 cp "$out/wasm32-wasip2/release/conformance.wasm" "$work/plugins/"
-# test_trigger_tool_change renames this spare copy in and out of the folder: hot reload does the rest.
-cp "$out/wasm32-wasip2/release/conformance.wasm" "$work/plugins/spare.wasm.off"
+# test_trigger_tool_change asks (a `swap` file in its granted folder) and this operator loop moves a
+# spare copy into or out of the plugins folder, which no grant may reach: hot reload does the rest.
+cp "$out/wasm32-wasip2/release/conformance.wasm" "$work/spare.wasm"
+(
+    while sleep 0.05; do
+        [[ -e "$work/requests/swap" ]] || continue
+        if [[ -e "$work/plugins/spare.wasm" ]]; then
+            mv "$work/plugins/spare.wasm" "$work/spare.wasm"
+        else
+            mv "$work/spare.wasm" "$work/plugins/spare.wasm"
+        fi
+        rm -f "$work/requests/swap"
+    done
+) &
+swapper=$!
 cat > "$work/toolhost.toml" <<'EOF'
 plugins-dir = "plugins"
 
@@ -71,7 +86,7 @@ mode = "bypass"
 ask = ["test_input_required_result_*", "test_streaming_elicitation"]
 
 [plugins.conformance]
-dirs = [{ host = "plugins", mode = "rw" }]
+dirs = [{ host = "requests", mode = "rw" }]
 
 [plugins.spare]
 prefix = "spare_"

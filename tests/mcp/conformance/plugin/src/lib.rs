@@ -80,8 +80,9 @@ impl Guest for Conformance {
             ),
             spec(
                 "test_trigger_tool_change",
-                "Add or remove the spare plugin in the plugins folder (granted to this plugin in the test \
-                 configuration), so that hot reload changes the tool list.",
+                "Ask the test's operator script to add or remove the spare plugin in the plugins folder \
+                 (a request file in this plugin's granted folder; no grant may reach the plugins folder \
+                 itself), so that hot reload changes the tool list.",
                 none.clone(),
             ),
             spec(
@@ -124,14 +125,16 @@ impl Guest for Conformance {
             }
             "json_schema_2020_12_tool" => text("ok"),
             "test_trigger_tool_change" => {
-                let (from, to) = if std::fs::metadata("spare.wasm").is_ok() {
-                    ("spare.wasm", "spare.wasm.off")
-                } else {
-                    ("spare.wasm.off", "spare.wasm")
-                };
-                std::fs::rename(from, to)
-                    .map_err(|e| ToolError::Failed(format!("cannot rename {from} to {to}: {e}")))?;
-                text(&format!("renamed {from} to {to}"))
+                std::fs::write("swap", "")
+                    .map_err(|e| ToolError::Failed(format!("cannot request a swap: {e}")))?;
+                // The operator script swaps the spare plugin, then removes the request.
+                for _ in 0..250 {
+                    if std::fs::metadata("swap").is_err() {
+                        return text("swapped the spare plugin");
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(ToolError::Failed("nobody answered the swap request".into()))
             }
             "test_logging_tool" => {
                 for level in [
