@@ -235,7 +235,10 @@ async fn a_call_waiting_for_approval_is_recorded_before_the_answer_comes() {
         if let Some(b) = lines().into_iter().find(|l| l["event"] == "begin") {
             break b;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "no begin line while asking");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no begin line while asking"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
     assert_eq!(begin["decision"]["kind"], "asking", "{begin}");
@@ -248,7 +251,10 @@ async fn a_call_waiting_for_approval_is_recorded_before_the_answer_comes() {
         .filter(|l| l["call_id"] == o.call_id.as_str())
         .collect();
     assert_eq!(mine.len(), 2, "one begin and one end line: {mine:?}");
-    assert_eq!(mine[1]["decision"], json!({ "kind": "asked", "answer": true }));
+    assert_eq!(
+        mine[1]["decision"],
+        json!({ "kind": "asked", "answer": true })
+    );
 }
 
 #[tokio::test]

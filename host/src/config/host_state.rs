@@ -182,7 +182,8 @@ mod tests {
         let e = check(&inner, protect(Kind::Cache, root.path().join("x"))).unwrap_err();
         assert!(e.contains("lies inside the compile cache"), "{e}");
         check(&inner, protect(Kind::Plugins, root.path().join("x"))).unwrap();
-        let e = check_mode(&inner, protect(Kind::Plugins, root.path().join("x")), false).unwrap_err();
+        let e =
+            check_mode(&inner, protect(Kind::Plugins, root.path().join("x")), false).unwrap_err();
         assert!(e.contains("lies inside the plugins folder"), "{e}");
     }
 

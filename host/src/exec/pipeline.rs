@@ -193,10 +193,7 @@ impl Pipeline {
             truncated: false,
         };
         if self.audit.refuses_on_failure() && self.audit.is_failing() {
-            return fail(
-                ErrorKind::AuditUnavailable,
-                audit_unavailable(),
-            );
+            return fail(ErrorKind::AuditUnavailable, audit_unavailable());
         }
         if req.cancel.is_cancelled() {
             return fail(
@@ -344,11 +341,7 @@ impl Pipeline {
         let begun = matches!(record.decision, AuditDecision::Asked { .. });
         if !begun && self.audit.write_begin(record).is_err() && self.audit.refuses_on_failure() {
             return Finished {
-                outcome: error(
-                    call_id,
-                    ErrorKind::AuditUnavailable,
-                    audit_unavailable(),
-                ),
+                outcome: error(call_id, ErrorKind::AuditUnavailable, audit_unavailable()),
                 fuel: None,
                 peak_memory: None,
                 truncated: false,
