@@ -4,6 +4,7 @@
 //! every value (directories exist, names are sane) and resolves relative paths against the config file's
 //! folder. Nothing here touches wasmtime; the sandbox gets plain [`Grants`] and [`Limits`].
 
+mod grants;
 mod host_state;
 mod network;
 mod server;
@@ -16,11 +17,13 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::audit::AuditOptions;
-use crate::gate::{Denial, InputLimits, Mode, PermissionConfig, guest_root};
-use crate::sandbox::{DirGrant, EngineOptions, Grants, Limits, PoolOptions};
+use crate::gate::{InputLimits, Mode, PermissionConfig};
+use crate::sandbox::{EngineOptions, Grants, Limits, PoolOptions};
 
-use self::host_state::{GrantRef, Kind, Protected};
+use self::grants::{parse_dir_flag, resolve_grants};
+use self::host_state::{GrantRef, protected_paths};
 
+pub use self::grants::RawDir;
 pub use self::network::{RawNetwork, RawSecret};
 
 /// Why a configuration was refused.
@@ -209,22 +212,6 @@ pub struct RawPlugin {
     /// Named secrets, given as env vars or as headers the host adds to requests.
     #[serde(default)]
     pub secrets: BTreeMap<String, RawSecret>,
-}
-
-/// One directory grant as written.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct RawDir {
-    /// Host path, relative to the config file.
-    pub host: PathBuf,
-    /// Guest path. Default ".", so relative guest paths resolve inside this directory.
-    pub guest: Option<String>,
-    /// "ro" (default) or "rw".
-    pub mode: Option<String>,
-    /// Paths inside the directory (globs, relative to it) that the plugin may never touch: the
-    /// sandbox's filesystem refuses them, and everything under them, on every access.
-    #[serde(default)]
-    pub exclude: Vec<String>,
 }
 
 /// What a plugin may do and how far it may go, fully resolved.
@@ -498,55 +485,6 @@ impl Config {
     }
 }
 
-/// toolhost's own files, which no grant may reach, with the settings that name them.
-fn protected_paths(
-    raw: &RawConfig,
-    base: &Path,
-    o: &Overrides,
-    config_file: Option<(&Path, &str)>,
-    plugins_dir: &Path,
-    audit_path: &Option<PathBuf>,
-    cache_dir: &Option<PathBuf>,
-) -> Vec<Protected> {
-    let entry = |setting: &str, path: &Path, kind| Protected {
-        setting: setting.to_string(),
-        path: path.to_path_buf(),
-        kind,
-    };
-    let mut out = vec![entry(
-        if o.plugins_dir.is_some() {
-            "--plugins"
-        } else {
-            "plugins-dir"
-        },
-        plugins_dir,
-        Kind::Plugins,
-    )];
-    if let Some(p) = cache_dir {
-        out.push(entry("cache.dir", p, Kind::Cache));
-    }
-    if let Some(p) = audit_path {
-        let setting = if o.audit_path.is_some() {
-            "--audit"
-        } else {
-            "audit.path"
-        };
-        out.push(entry(setting, p, Kind::Audit));
-    }
-    if let Some((p, setting)) = config_file {
-        out.push(entry(setting, p, Kind::Config));
-    }
-    for (name, plugin) in &raw.plugins {
-        for (secret, s) in &plugin.secrets {
-            if let Some(file) = &s.from_file {
-                let setting = format!("plugins.{name}.secrets.{secret}.from-file");
-                out.push(entry(&setting, &base.join(file), Kind::Secret));
-            }
-        }
-    }
-    out
-}
-
 fn read(path: &Path) -> Result<RawConfig, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.display().to_string(),
@@ -563,34 +501,6 @@ fn parent(p: &Path) -> PathBuf {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     }
-}
-
-/// `PLUGIN=PATH[:ro|:rw]`; the guest sees PATH at ".".
-fn parse_dir_flag(spec: &str) -> Result<(String, RawDir), ConfigError> {
-    let (plugin, rest) = spec
-        .split_once('=')
-        .filter(|(p, r)| !p.is_empty() && !r.is_empty())
-        .ok_or_else(|| {
-            invalid(
-                "--dir",
-                format!("expected PLUGIN=PATH[:ro|:rw], got {spec:?}"),
-            )
-        })?;
-    let (path, mode) = match rest.rsplit_once(':') {
-        Some((p, m @ ("ro" | "rw"))) => (p, Some(m.to_string())),
-        _ => (rest, None),
-    };
-    // Paths given on the command line are relative to the working directory: make them absolute.
-    let host = std::path::absolute(path).map_err(|e| invalid("--dir", e.to_string()))?;
-    Ok((
-        plugin.to_string(),
-        RawDir {
-            host,
-            guest: None,
-            mode,
-            exclude: Vec::new(),
-        },
-    ))
 }
 
 fn resolve_limits(
@@ -638,73 +548,6 @@ fn resolve_limits(
         input.max_depth = positive(v as u64, "max-input-depth")? as usize;
     }
     Ok((limits, output, input))
-}
-
-fn resolve_grants(p: &RawPlugin, base: &Path, key: &str) -> Result<Grants, ConfigError> {
-    let mut grants = Grants::default();
-    for (i, d) in p.dirs.iter().enumerate() {
-        let k = format!("{key}.dirs[{i}]");
-        let host = base.join(&d.host);
-        if !host.is_dir() {
-            return Err(invalid(
-                format!("{k}.host"),
-                format!("{} is not an existing directory", host.display()),
-            ));
-        }
-        let read_only = match d.mode.as_deref() {
-            None | Some("ro") => true,
-            Some("rw") => false,
-            Some(other) => {
-                return Err(invalid(
-                    format!("{k}.mode"),
-                    format!("{other:?} is neither \"ro\" nor \"rw\""),
-                ));
-            }
-        };
-        let guest = d.guest.clone().unwrap_or_else(|| ".".into());
-        if guest.is_empty() || guest.contains('\0') {
-            return Err(invalid(format!("{k}.guest"), "must be a non-empty path"));
-        }
-        if grants.dirs.iter().any(|g: &DirGrant| g.guest == guest) {
-            return Err(invalid(
-                format!("{k}.guest"),
-                format!("{guest:?} is already mounted; give each directory its own guest path"),
-            ));
-        }
-        for (j, entry) in d.exclude.iter().enumerate() {
-            Denial::exclude(&guest_root(&guest), entry)
-                .map_err(|e| invalid(format!("{k}.exclude[{j}]"), e.to_string()))?;
-        }
-        grants.dirs.push(DirGrant {
-            host,
-            guest,
-            read_only,
-            exclude: d.exclude.clone(),
-        });
-    }
-    let valid_name = |k: &str| !k.is_empty() && !k.contains('=') && !k.contains('\0');
-    for (k, v) in &p.env {
-        if !valid_name(k) || v.contains('\0') {
-            return Err(invalid(
-                format!("{key}.env.{k}"),
-                "not a valid environment variable",
-            ));
-        }
-        grants.env.push((k.clone(), v.clone()));
-    }
-    for k in &p.env_from_host {
-        let v = std::env::var(k).map_err(|_| {
-            invalid(
-                format!("{key}.env-from-host"),
-                format!("{k} is not set (or not UTF-8) in the daemon's environment"),
-            )
-        })?;
-        grants.env.push((k.clone(), v));
-    }
-    grants.network = network::resolve_network(p.network.as_ref(), &format!("{key}.network"))?;
-    grants.secrets =
-        network::resolve_secrets(&p.secrets, grants.network.as_ref(), &grants.env, base, key)?;
-    Ok(grants)
 }
 
 #[cfg(test)]

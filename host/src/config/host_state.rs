@@ -11,7 +11,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use super::{ConfigError, invalid};
+use super::{ConfigError, Overrides, RawConfig, invalid};
 
 /// One of toolhost's own files or folders, and the setting that names it.
 pub(super) struct Protected {
@@ -104,6 +104,55 @@ pub(super) fn refuse_grants_over(
         }
     }
     Ok(())
+}
+
+/// toolhost's own files, which no grant may reach, with the settings that name them.
+pub(super) fn protected_paths(
+    raw: &RawConfig,
+    base: &Path,
+    o: &Overrides,
+    config_file: Option<(&Path, &str)>,
+    plugins_dir: &Path,
+    audit_path: &Option<PathBuf>,
+    cache_dir: &Option<PathBuf>,
+) -> Vec<Protected> {
+    let entry = |setting: &str, path: &Path, kind| Protected {
+        setting: setting.to_string(),
+        path: path.to_path_buf(),
+        kind,
+    };
+    let mut out = vec![entry(
+        if o.plugins_dir.is_some() {
+            "--plugins"
+        } else {
+            "plugins-dir"
+        },
+        plugins_dir,
+        Kind::Plugins,
+    )];
+    if let Some(p) = cache_dir {
+        out.push(entry("cache.dir", p, Kind::Cache));
+    }
+    if let Some(p) = audit_path {
+        let setting = if o.audit_path.is_some() {
+            "--audit"
+        } else {
+            "audit.path"
+        };
+        out.push(entry(setting, p, Kind::Audit));
+    }
+    if let Some((p, setting)) = config_file {
+        out.push(entry(setting, p, Kind::Config));
+    }
+    for (name, plugin) in &raw.plugins {
+        for (secret, s) in &plugin.secrets {
+            if let Some(file) = &s.from_file {
+                let setting = format!("plugins.{name}.secrets.{secret}.from-file");
+                out.push(entry(&setting, &base.join(file), Kind::Secret));
+            }
+        }
+    }
+    out
 }
 
 /// `path` absolute, with symlinks resolved as far as it exists, and the rest appended as written.

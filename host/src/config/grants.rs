@@ -1,0 +1,123 @@
+//! Directory, env and secret grants: `[plugins.NAME] dirs`, `env`, `env-from-host`, `network`,
+//! `secrets` and the `--dir` flag, checked once at load (a bad one is a config error, exit 2) and
+//! turned into the sandbox's plain [`Grants`].
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{ConfigError, RawPlugin, invalid, network};
+use crate::gate::{Denial, guest_root};
+use crate::sandbox::{DirGrant, Grants};
+
+/// One directory grant as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawDir {
+    /// Host path, relative to the config file.
+    pub host: PathBuf,
+    /// Guest path. Default ".", so relative guest paths resolve inside this directory.
+    pub guest: Option<String>,
+    /// "ro" (default) or "rw".
+    pub mode: Option<String>,
+    /// Paths inside the directory (globs, relative to it) that the plugin may never touch: the
+    /// sandbox's filesystem refuses them, and everything under them, on every access.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+}
+
+/// `PLUGIN=PATH[:ro|:rw]`; the guest sees PATH at ".".
+pub(super) fn parse_dir_flag(spec: &str) -> Result<(String, RawDir), ConfigError> {
+    let (plugin, rest) = spec
+        .split_once('=')
+        .filter(|(p, r)| !p.is_empty() && !r.is_empty())
+        .ok_or_else(|| {
+            invalid(
+                "--dir",
+                format!("expected PLUGIN=PATH[:ro|:rw], got {spec:?}"),
+            )
+        })?;
+    let (path, mode) = match rest.rsplit_once(':') {
+        Some((p, m @ ("ro" | "rw"))) => (p, Some(m.to_string())),
+        _ => (rest, None),
+    };
+    // Paths given on the command line are relative to the working directory: make them absolute.
+    let host = std::path::absolute(path).map_err(|e| invalid("--dir", e.to_string()))?;
+    Ok((
+        plugin.to_string(),
+        RawDir {
+            host,
+            guest: None,
+            mode,
+            exclude: Vec::new(),
+        },
+    ))
+}
+
+/// The grants of one plugin section (`key` names it in errors), relative paths against `base`.
+pub(super) fn resolve_grants(p: &RawPlugin, base: &Path, key: &str) -> Result<Grants, ConfigError> {
+    let mut grants = Grants::default();
+    for (i, d) in p.dirs.iter().enumerate() {
+        let k = format!("{key}.dirs[{i}]");
+        let host = base.join(&d.host);
+        if !host.is_dir() {
+            return Err(invalid(
+                format!("{k}.host"),
+                format!("{} is not an existing directory", host.display()),
+            ));
+        }
+        let read_only = match d.mode.as_deref() {
+            None | Some("ro") => true,
+            Some("rw") => false,
+            Some(other) => {
+                return Err(invalid(
+                    format!("{k}.mode"),
+                    format!("{other:?} is neither \"ro\" nor \"rw\""),
+                ));
+            }
+        };
+        let guest = d.guest.clone().unwrap_or_else(|| ".".into());
+        if guest.is_empty() || guest.contains('\0') {
+            return Err(invalid(format!("{k}.guest"), "must be a non-empty path"));
+        }
+        if grants.dirs.iter().any(|g: &DirGrant| g.guest == guest) {
+            return Err(invalid(
+                format!("{k}.guest"),
+                format!("{guest:?} is already mounted; give each directory its own guest path"),
+            ));
+        }
+        for (j, entry) in d.exclude.iter().enumerate() {
+            Denial::exclude(&guest_root(&guest), entry)
+                .map_err(|e| invalid(format!("{k}.exclude[{j}]"), e.to_string()))?;
+        }
+        grants.dirs.push(DirGrant {
+            host,
+            guest,
+            read_only,
+            exclude: d.exclude.clone(),
+        });
+    }
+    let valid_name = |k: &str| !k.is_empty() && !k.contains('=') && !k.contains('\0');
+    for (k, v) in &p.env {
+        if !valid_name(k) || v.contains('\0') {
+            return Err(invalid(
+                format!("{key}.env.{k}"),
+                "not a valid environment variable",
+            ));
+        }
+        grants.env.push((k.clone(), v.clone()));
+    }
+    for k in &p.env_from_host {
+        let v = std::env::var(k).map_err(|_| {
+            invalid(
+                format!("{key}.env-from-host"),
+                format!("{k} is not set (or not UTF-8) in the daemon's environment"),
+            )
+        })?;
+        grants.env.push((k.clone(), v));
+    }
+    grants.network = network::resolve_network(p.network.as_ref(), &format!("{key}.network"))?;
+    grants.secrets =
+        network::resolve_secrets(&p.secrets, grants.network.as_ref(), &grants.env, base, key)?;
+    Ok(grants)
+}
