@@ -56,7 +56,7 @@ pub struct AuditRecord {
     pub tool: String,
     /// The plugin providing the tool; `None` when the tool is unknown.
     pub plugin: Option<String>,
-    /// Lowercase hex SHA-256 of the input's [canonical JSON text](canonical_json), as the caller
+    /// Lowercase hex SHA-256 of the input's canonical JSON text (`canonical_json`), as the caller
     /// sent it (before coercion), so equal inputs hash equal whatever their key order.
     pub input_sha256: String,
     /// The input itself, only when the log is configured with `include-input`.

@@ -1,7 +1,7 @@
 //! The sandbox: wasmtime engine, compiled plugins, and one fresh, limited store per call.
 //!
 //! Every wasmtime and WASI type stays inside this module. Callers hand in plain [`Grants`] and
-//! [`Limits`] and get back plain results; [`wasi`] is the only place that turns grants into a WASI context.
+//! [`Limits`] and get back plain results; `wasi` is the only place that turns grants into a WASI context.
 
 mod bindings;
 mod budget;

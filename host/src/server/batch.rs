@@ -10,7 +10,7 @@
 //! A batch is cancelled when the client goes away, when the request timeout passes (the calls
 //! still running are answered as cancelled, and the answer is still sent), and at the end of the
 //! daemon's shutdown grace period. The body is read under the read timeout before any of this
-//! ([`super::body`]): a client that trickles it is answered 408. Bad requests are answered
+//! (`server::body`): a client that trickles it is answered 408. Bad requests are answered
 //! `{"error": "..."}` with a 4xx status; a call that fails is a result, not an HTTP error. Nothing
 //! here decides or runs a call: that is [`crate::batch`] and the pipeline's work.
 
