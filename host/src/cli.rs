@@ -12,7 +12,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
-use toolhost::audit::{self, AuditLog, Filter};
+use toolhost::audit::{self, Filter};
 use toolhost::config::{Config, Overrides};
 use toolhost::exec::{ApprovalRequest, Approver, CallRequest, Pipeline};
 use toolhost::gate::Mode;
@@ -188,13 +188,8 @@ impl Cli {
                 http,
                 no_watch,
             } => {
-                let registry = Arc::new(open_registry(config.clone()).await?);
-                let audit = open_audit(&config)?;
-                let pipeline = Arc::new(Pipeline::new(
-                    registry,
-                    audit,
-                    config.server.max_concurrent_calls,
-                ));
+                let pipeline =
+                    Arc::new(open_host(&config, config.server.max_concurrent_calls).await?);
                 let options = ServeOptions {
                     stdio: stdio || http.is_none(),
                     http: http.is_some().then_some(config.server.http),
@@ -241,9 +236,7 @@ impl Cli {
             } => batch(config, format, concurrency).await,
             Command::Call { tool, input, json } => {
                 let input = read_input(&input)?;
-                let registry = Arc::new(open_registry(config.clone()).await?);
-                let audit = open_audit(&config)?;
-                let pipeline = Pipeline::new(registry, audit, 1);
+                let pipeline = open_host(&config, 1).await?;
                 let approver: Option<Arc<dyn Approver>> =
                     TtyApprover::open().map(|a| Arc::new(a) as _);
                 let outcome = pipeline
@@ -281,9 +274,7 @@ async fn batch(
         .context("cannot read the message from stdin")
         .map_err(usage)?;
     let parsed = toolhost::batch::parse_text(&text, format).map_err(usage)?;
-    let registry = Arc::new(open_registry(config.clone()).await?);
-    let audit = open_audit(&config)?;
-    let pipeline = Arc::new(Pipeline::new(registry, audit, concurrency));
+    let pipeline = Arc::new(open_host(&config, concurrency).await?);
     let options = toolhost::batch::BatchOptions {
         concurrency,
         approver: TtyApprover::open().map(|a| Arc::new(a) as _),
@@ -335,6 +326,7 @@ fn new_project(name: &str, lang: Lang, dirs: &[String]) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// The plugins alone (for `list`, which neither runs nor records a call).
 async fn open_registry(config: Config) -> Result<Registry, Failure> {
     let sandbox = Sandbox::new(&config.engine_options()).map_err(other)?;
     Registry::open(Arc::new(sandbox), Arc::new(config))
@@ -342,11 +334,11 @@ async fn open_registry(config: Config) -> Result<Registry, Failure> {
         .map_err(other)
 }
 
-fn open_audit(config: &Config) -> Result<AuditLog, Failure> {
-    match &config.audit_path {
-        Some(path) => AuditLog::open(path, config.audit.clone()).map_err(other),
-        None => Ok(AuditLog::disabled()),
-    }
+/// The host `config` describes ([`toolhost::host::open`]), running `max_calls` calls at once.
+async fn open_host(config: &Config, max_calls: usize) -> Result<Pipeline, Failure> {
+    toolhost::host::open(config.clone(), max_calls)
+        .await
+        .map_err(other)
 }
 
 fn read_input(arg: &str) -> Result<Value, Failure> {

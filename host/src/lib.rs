@@ -13,6 +13,7 @@ pub mod batch;
 pub mod config;
 pub mod exec;
 pub mod gate;
+pub mod host;
 pub mod registry;
 pub mod sandbox;
 pub mod scaffold;

@@ -2,13 +2,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Arc;
 
-use toolhost::audit::AuditLog;
 use toolhost::config::{Config, Overrides, RawConfig};
 use toolhost::exec::Pipeline;
-use toolhost::registry::Registry;
-use toolhost::sandbox::Sandbox;
 
 /// The repository root.
 pub(crate) fn root() -> PathBuf {
@@ -68,14 +64,9 @@ impl Env {
     /// The library pipeline over this workspace, `max_calls` at once: for tests that drive it
     /// in-process (stage by stage, progress, approvals) rather than through the binary.
     pub(crate) async fn pipeline(&self, max_calls: usize) -> Pipeline {
-        let config = self.config();
-        let sandbox = Sandbox::new(&config.engine_options()).unwrap();
-        let audit =
-            AuditLog::open(config.audit_path.as_ref().unwrap(), config.audit.clone()).unwrap();
-        let registry = Registry::open(Arc::new(sandbox), Arc::new(config))
+        toolhost::host::open(self.config(), max_calls)
             .await
-            .unwrap();
-        Pipeline::new(Arc::new(registry), audit, max_calls)
+            .unwrap()
     }
 
     pub(crate) fn work(&self) -> PathBuf {

@@ -4,10 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use toolhost::audit::AuditLog;
 use toolhost::config::{Config, Overrides};
 use toolhost::exec::Pipeline;
-use toolhost::registry::Registry;
 use toolhost::sandbox::Sandbox;
 
 /// The repository root.
@@ -156,16 +154,11 @@ pub(crate) fn sandbox(config: &Config) -> Result<Sandbox, String> {
 /// A pipeline over the workspace, as `toolhost serve` builds it: its engine, registry and audit log.
 pub(crate) async fn pipeline(ws: &Workspace) -> Result<Arc<Pipeline>, String> {
     let config = ws.config()?;
-    let sandbox = sandbox(&config)?;
-    let audit = match &config.audit_path {
-        Some(p) => AuditLog::open(p, config.audit.clone()).map_err(|e| e.to_string())?,
-        None => AuditLog::disabled(),
-    };
     let max = config.server.max_concurrent_calls;
-    let registry = Registry::open(Arc::new(sandbox), Arc::new(config))
+    let pipeline = toolhost::host::open(config, max)
         .await
         .map_err(|e| e.to_string())?;
-    let rejected: Vec<String> = registry
+    let rejected: Vec<String> = pipeline
         .catalog()
         .plugins
         .iter()
@@ -179,5 +172,5 @@ pub(crate) async fn pipeline(ws: &Workspace) -> Result<Arc<Pipeline>, String> {
     if !rejected.is_empty() {
         return Err(format!("plugins rejected: {}", rejected.join("; ")));
     }
-    Ok(Arc::new(Pipeline::new(Arc::new(registry), audit, max)))
+    Ok(Arc::new(pipeline))
 }

@@ -1,0 +1,37 @@
+//! The one place that wires a host from a [`Config`]: the engine, the plugin registry, the audit
+//! log and the pipeline over them. The CLI commands, the daemon, the end-to-end tests and the
+//! benchmarks all start here, so a host is built the same way everywhere.
+
+use std::sync::Arc;
+
+use crate::audit::{AuditError, AuditLog};
+use crate::config::Config;
+use crate::exec::Pipeline;
+use crate::registry::{Registry, RegistryError};
+use crate::sandbox::{Sandbox, SandboxError};
+
+/// Why a host could not be wired.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The engine could not be configured.
+    #[error(transparent)]
+    Engine(#[from] SandboxError),
+    /// The audit log could not be opened.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+    /// The plugins folder could not be loaded.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+}
+
+/// A pipeline over `config`'s plugins, recording to its audit log (unless disabled), running at
+/// most `max_calls` calls at once.
+pub async fn open(config: Config, max_calls: usize) -> Result<Pipeline, HostError> {
+    let sandbox = Sandbox::new(&config.engine_options())?;
+    let audit = match &config.audit_path {
+        Some(path) => AuditLog::open(path, config.audit.clone())?,
+        None => AuditLog::disabled(),
+    };
+    let registry = Registry::open(Arc::new(sandbox), Arc::new(config)).await?;
+    Ok(Pipeline::new(Arc::new(registry), audit, max_calls))
+}
