@@ -29,17 +29,15 @@ use crate::gate::{PathGuard, Refusal};
 /// Per-call state of the files capability.
 pub(crate) struct Files {
     guard: Arc<PathGuard>,
-    plugin: String,
     /// Open directory listings: the host directory each lists, to judge its entries.
     listings: HashMap<u32, PathBuf>,
     open: OpenFiles,
 }
 
 impl Files {
-    pub(crate) fn new(guard: Arc<PathGuard>, plugin: &str, open: OpenFiles) -> Self {
+    pub(crate) fn new(guard: Arc<PathGuard>, open: OpenFiles) -> Self {
         Self {
             guard,
-            plugin: plugin.to_owned(),
             listings: HashMap::new(),
             open,
         }
@@ -94,6 +92,8 @@ impl HasData for GuardedFs {
 pub(crate) struct GuardedView<'a> {
     fs: WasiFilesystemCtxView<'a>,
     files: &'a mut Files,
+    /// The plugin's name, for the log line of a refusal.
+    plugin: &'a str,
 }
 
 impl<'a> GuardedView<'a> {
@@ -101,6 +101,7 @@ impl<'a> GuardedView<'a> {
         wasi: &'a mut WasiCtx,
         table: &'a mut ResourceTable,
         files: &'a mut Files,
+        plugin: &'a str,
     ) -> Self {
         Self {
             fs: WasiFilesystemCtxView {
@@ -108,6 +109,7 @@ impl<'a> GuardedView<'a> {
                 table,
             },
             files,
+            plugin,
         }
     }
 
@@ -128,7 +130,7 @@ impl<'a> GuardedView<'a> {
     }
 
     fn refuse(&self, refusal: Refusal) -> FsError {
-        tracing::info!(plugin = %self.files.plugin, "filesystem access refused: {refusal}");
+        tracing::info!(plugin = %self.plugin, "filesystem access refused: {refusal}");
         ErrorCode::Access.into()
     }
 }

@@ -230,7 +230,7 @@ impl Sandbox {
             progress_reports: Default::default(),
             http,
             net,
-            files: Files::new(path_guard.clone(), name, files),
+            files: Files::new(path_guard.clone(), files),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);

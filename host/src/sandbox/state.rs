@@ -37,7 +37,12 @@ pub(crate) struct State {
 impl State {
     /// `wasi:filesystem/types` for this store, behind the call's path guard.
     pub(crate) fn guarded_fs(&mut self) -> GuardedView<'_> {
-        GuardedView::new(&mut self.wasi, &mut self.table, &mut self.files)
+        GuardedView::new(
+            &mut self.wasi,
+            &mut self.table,
+            &mut self.files,
+            &self.plugin,
+        )
     }
 }
 
