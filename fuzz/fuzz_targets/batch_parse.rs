@@ -7,10 +7,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use toolhost::batch::{
+use toolhost_policy::batch::{
     self, BatchReport, CallResult, Format, FormatChoice, MAX_CALLS, Sharing, partition,
 };
-use toolhost::exec::CallOutcome;
+use toolhost_policy::call::CallOutcome;
 
 const CHOICES: [FormatChoice; 4] = [
     FormatChoice::Auto,

@@ -10,8 +10,8 @@ use std::sync::OnceLock;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
-use toolhost::gate::{Decision, Mode, PermissionConfig, Permissions, Rule};
-use toolhost::tool::{Hints, ToolSpec};
+use toolhost_policy::gate::{Decision, Mode, PermissionConfig, Permissions, Rule};
+use toolhost_policy::tool::{Hints, ToolSpec};
 
 #[derive(Arbitrary, Debug)]
 struct Input {

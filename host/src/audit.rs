@@ -31,7 +31,7 @@ pub use self::hash::{canonical_json, input_sha256};
 pub use self::reader::{Filter, ReadError, Records, read_records};
 pub use self::record::{AuditRecord, Decision, Event, Outcome, SCHEMA_VERSION, UnknownOutcome};
 pub use self::summary::{Summary, ToolSummary, render_table, summarize};
-pub use self::writer::{AuditError, AuditLog, AuditOptions, OnFailure};
+pub use self::writer::{AuditError, AuditLog};
 
 #[cfg(test)]
 mod testdir {

@@ -13,14 +13,15 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
 use toolhost::audit::{self, Filter};
-use toolhost::config::{Config, Overrides};
 use toolhost::exec::{ApprovalRequest, Approver, CallRequest, Pipeline};
-use toolhost::gate::Mode;
 use toolhost::registry::{PluginStatus, Registry};
-use toolhost::sandbox::{EngineOptions, Sandbox};
+use toolhost::sandbox::Sandbox;
 use toolhost::scaffold::{self, Lang};
 use toolhost::server::ServeOptions;
-use toolhost::text::{multi_line, one_line};
+use toolhost_policy::config::EngineOptions;
+use toolhost_policy::config::{Config, Overrides};
+use toolhost_policy::gate::Mode;
+use toolhost_policy::text::{multi_line, one_line};
 
 /// Hosts AI agent tools as sandboxed WebAssembly components.
 #[derive(Parser, Debug)]
@@ -223,7 +224,8 @@ impl Cli {
                 let registry = open_registry(config).await?;
                 match format {
                     Some(format) => {
-                        let tools = toolhost::batch::definitions(&registry.catalog(), format);
+                        let tools =
+                            toolhost::batch::definitions(registry.catalog().specs(), format);
                         println!("{}", serde_json::to_string_pretty(&tools).map_err(other)?);
                         Ok(0)
                     }

@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use crate::audit::{AuditError, AuditLog};
-use crate::config::Config;
 use crate::exec::Pipeline;
 use crate::registry::{Registry, RegistryError};
 use crate::sandbox::{Sandbox, SandboxError};
+use toolhost_policy::config::Config;
 
 /// Why a host could not be wired.
 #[derive(Debug, thiserror::Error)]

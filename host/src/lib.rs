@@ -10,14 +10,10 @@
 
 pub mod audit;
 pub mod batch;
-pub mod config;
 pub mod exec;
-pub mod gate;
 pub mod host;
 pub mod registry;
 pub mod sandbox;
 pub mod scaffold;
 pub mod server;
 pub mod stats;
-pub mod text;
-pub mod tool;

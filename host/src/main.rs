@@ -12,7 +12,7 @@ fn main() -> ExitCode {
     // Logs go to stderr only: stdout belongs to results and, for `serve --stdio`, to MCP messages.
     // One event, one line: plugin text in a message cannot forge lines or steer the terminal.
     tracing_subscriber::fmt()
-        .with_writer(|| toolhost::text::LogWriter(std::io::stderr()))
+        .with_writer(|| toolhost_policy::text::LogWriter(std::io::stderr()))
         .with_env_filter(
             EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
         )
@@ -37,7 +37,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
             let message = format!("{:#}", f.error);
-            eprintln!("toolhost: {}", toolhost::text::multi_line(&message));
+            eprintln!("toolhost: {}", toolhost_policy::text::multi_line(&message));
             ExitCode::from(f.code)
         }
     }

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 use toolhost::batch::{self, BatchOptions, BatchReport, Format, FormatChoice};
-use toolhost::config::ServerConfig;
 use toolhost::exec::Pipeline;
+use toolhost_policy::config::ServerConfig;
 
 use crate::harness::{Env, root};
 
@@ -139,7 +139,7 @@ async fn answers_each_format_as_its_golden_file() {
         records(&env, &report); // one audit line per call, including the calls that could not run
         check_golden(
             &format!("tools.{format}.json"),
-            &batch::definitions(&p.catalog(), format),
+            &batch::definitions(p.catalog().specs(), format),
         );
     }
 }

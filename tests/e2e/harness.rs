@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use toolhost::config::{Config, Overrides, RawConfig};
 use toolhost::exec::Pipeline;
+use toolhost_policy::config::{Config, Overrides, RawConfig};
 
 /// The repository root.
 pub(crate) fn root() -> PathBuf {

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::audit::{AuditLog, AuditOptions};
+use toolhost::audit::AuditLog;
+use toolhost_policy::config::AuditOptions;
 
 use crate::Options;
 use crate::report::{Report, Row, Section};

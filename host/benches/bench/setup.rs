@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use toolhost::config::{Config, Overrides};
 use toolhost::exec::Pipeline;
 use toolhost::sandbox::Sandbox;
+use toolhost_policy::config::{Config, Overrides};
 
 /// The repository root.
 pub(crate) fn repo_root() -> PathBuf {

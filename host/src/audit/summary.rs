@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::record::{AuditRecord, Outcome};
 use crate::exec::ErrorKind;
-use crate::text::one_line;
+use toolhost_policy::text::one_line;
 
 /// What a set of records says, tool by tool. Serializes to JSON for `--json` output.
 #[derive(Debug, Clone, PartialEq, Serialize)]

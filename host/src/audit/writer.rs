@@ -6,36 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use toolhost_policy::config::{AuditOptions, OnFailure};
+
 use super::record::AuditRecord;
-
-/// What the pipeline should do with a call whose audit record could not be written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OnFailure {
-    /// Refuse the call (`audit_unavailable`): no unaudited calls. The default, because an audit
-    /// log that silently stops recording is worse than a host that stops answering.
-    #[default]
-    Refuse,
-    /// Let the call proceed; the failure is still logged with `tracing::error!`.
-    Continue,
-}
-
-/// How the audit log behaves; embeddable in the config file (kebab-case keys, all optional).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default, rename_all = "kebab-case", deny_unknown_fields)]
-pub struct AuditOptions {
-    /// Store each call's input in its record, not just its hash. By default this is disabled:
-    /// inputs may carry secrets or personal data.
-    pub include_input: bool,
-    /// `fdatasync` after every record, so a record survives a power cut. By default this is
-    /// disabled: each record still reaches the kernel before `write` returns.
-    pub sync: bool,
-    /// What to do with a call when its record cannot be written.
-    pub on_failure: OnFailure,
-}
 
 /// A failure to open or append to the audit log.
 #[derive(Debug, thiserror::Error)]

@@ -13,12 +13,12 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::answer::{BatchReport, CallResult};
-use super::parse::{Batch, CallError, ParsedCall};
-use super::plan::{Sharing, partition};
 use crate::audit::AuditRecord;
 use crate::exec::{Approver, CallOutcome, CallRequest, ErrorKind, Pipeline};
 use crate::registry::Catalog;
+use toolhost_policy::batch::{
+    Batch, BatchReport, CallError, CallResult, ParsedCall, Sharing, partition,
+};
 
 /// Calls of one group running at once, unless the caller says otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 10;

@@ -4,12 +4,11 @@
 
 mod checks;
 mod pipeline;
+mod request;
 mod shape;
 mod timing;
-mod types;
 
 pub use self::pipeline::Pipeline;
+pub use self::request::{CallRequest, ProgressSink};
 pub use self::timing::StageTimes;
-pub use self::types::{
-    ApprovalRequest, Approver, CallOutcome, CallRequest, ErrorKind, Progress, ProgressSink,
-};
+pub use toolhost_policy::call::{ApprovalRequest, Approver, CallOutcome, ErrorKind, Progress};

@@ -7,15 +7,16 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::checks::Checks;
+use super::request::CallRequest;
 use super::shape::{self, error};
 use super::timing::{Stage, StageTimes, Stopwatch};
-use super::types::{ApprovalRequest, CallOutcome, CallRequest, ErrorKind};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
-use crate::gate::{Decision, defaults};
 use crate::registry::{Catalog, Registry, Tool};
 use crate::sandbox::{GuestError, RunError};
 use crate::stats::Stats;
-use crate::text::OneLine;
+use toolhost_policy::call::{ApprovalRequest, CallOutcome, ErrorKind};
+use toolhost_policy::gate::{Decision, defaults};
+use toolhost_policy::text::OneLine;
 
 /// Runs calls. Shared by every front end (`Arc<Pipeline>`); all methods take `&self`.
 pub struct Pipeline {

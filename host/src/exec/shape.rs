@@ -6,9 +6,9 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::checks::Checks;
-use super::types::{CallOutcome, ErrorKind};
 use crate::registry::Tool;
 use crate::sandbox::RunError;
+use toolhost_policy::call::{CallOutcome, ErrorKind};
 
 /// Cut `text` to at most `limit` bytes at a character boundary, appending a marker. Returns whether it cut.
 pub(crate) fn truncate(text: &mut String, limit: usize) -> bool {

@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use crate::gate::{InputValidator, OutputValidator};
 use crate::sandbox::GuestSpec;
-use crate::tool::{ToolSpec, is_valid_name};
+use toolhost_policy::gate::{InputValidator, OutputValidator};
+use toolhost_policy::tool::{ToolSpec, is_valid_name};
 
 /// Most tools one plugin may declare; more is a bug or an attack on the tool list.
 pub(crate) const MAX_TOOLS_PER_PLUGIN: usize = 256;
@@ -169,7 +169,7 @@ fn truncate(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::Hints;
+    use toolhost_policy::tool::Hints;
 
     fn spec(name: &str, schema: &str) -> GuestSpec {
         GuestSpec {

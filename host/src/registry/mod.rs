@@ -20,13 +20,14 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinSet;
 
-use crate::config::{Config, PluginPolicy};
-use crate::gate::{
+use crate::sandbox::{Plugin, Sandbox, sha256_hex};
+use toolhost_policy::config::{Config, PluginPolicy};
+use toolhost_policy::gate::{
     Denial, InputValidator, Mounts, OutputValidator, PathGuard, Permissions, guest_root,
 };
-use crate::sandbox::{Grants, Limits, Plugin, Sandbox, sha256_hex};
-use crate::text::OneLine;
-use crate::tool::ToolSpec;
+use toolhost_policy::grants::{Grants, Limits};
+use toolhost_policy::text::OneLine;
+use toolhost_policy::tool::ToolSpec;
 
 pub use self::watch::watch;
 
@@ -106,6 +107,11 @@ impl Catalog {
     /// The tool named `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
         self.tools.get(name)
+    }
+
+    /// Every servable tool's spec, in name order.
+    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools.values().map(|t| &t.spec)
     }
 }
 

@@ -1,6 +1,5 @@
 //! The engine and linker shared by all plugins, the epoch ticker, and loading components.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -19,25 +18,15 @@ use super::SandboxError;
 use super::bindings::{Plugin as PluginWorld, PluginPre};
 use super::budget::FileBudget;
 use super::cache::{CompileCache, sha256_hex};
-use super::pool::{PoolOptions, pooling_config};
+use super::pool::pooling_config;
 use super::state::State;
+use toolhost_policy::config::{EngineOptions, PoolOptions};
 
 /// How often the epoch advances: the granularity of deadlines, cancellation and yielding.
 pub(crate) const TICK: Duration = Duration::from_millis(5);
 
 /// The export every plugin must provide.
 const TOOL_EXPORT: &str = "toolhost:plugin/tool@0.1.0";
-
-/// Engine-wide settings. The default compiles every time and allocates instances on demand.
-#[derive(Debug, Clone, Default)]
-pub struct EngineOptions {
-    /// Where compiled components are cached; `None` compiles every time.
-    pub cache_dir: Option<PathBuf>,
-    /// Reserve an instance pool of this size; `None` allocates each instance on demand.
-    pub pool: Option<PoolOptions>,
-    /// Descriptors all calls together may hold; `None` derives the budget from the open-files limit.
-    pub open_files: Option<usize>,
-}
 
 /// The engine, the linker with exactly the host interfaces plugins may import, and the epoch ticker.
 pub struct Sandbox {

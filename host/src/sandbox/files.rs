@@ -24,7 +24,7 @@ use wasmtime_wasi::{ResourceTable, WasiCtx};
 use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream};
 
 use super::budget::{BudgetExhausted, FileBudget, FileUnit};
-use crate::gate::{PathGuard, Refusal};
+use toolhost_policy::gate::{PathGuard, Refusal};
 
 /// Per-call state of the files capability.
 pub(crate) struct Files {

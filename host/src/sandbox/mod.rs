@@ -10,16 +10,12 @@ mod engine;
 mod files;
 pub mod network;
 mod output;
-mod policy;
 mod pool;
 mod run;
 mod state;
 mod wasi;
 
-pub use self::engine::{EngineOptions, Inspection, Plugin, Sandbox};
-pub use self::network::{NetworkGrant, SecretGrant};
-pub use self::policy::{DirGrant, Grants, Limits};
-pub use self::pool::PoolOptions;
+pub use self::engine::{Inspection, Plugin, Sandbox};
 pub use self::run::{GuestError, GuestOutput, GuestSpec, RunError, RunReport};
 
 pub(crate) use self::cache::sha256_hex;

@@ -2,17 +2,8 @@
 //! so that a call's fresh instance reuses a warm slot (its memory image mapped copy-on-write and reset in
 //! place) instead of mapping, faulting in and unmapping memory and a stack on every call.
 
+use toolhost_policy::config::PoolOptions;
 use wasmtime::{Enabled, PoolingAllocationConfig};
-
-/// How large the pool is. Plain data, filled in by `config` from `[engine]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolOptions {
-    /// Component instances alive at once: calls running plus plugins being described. One more fails to
-    /// instantiate ("maximum concurrent instance limit"), so size it above `server.max-concurrent-calls`.
-    pub instances: u32,
-    /// The largest linear memory of one instance, in bytes. Every plugin's memory limit must fit.
-    pub memory_bytes: usize,
-}
 
 /// Core module instances a component may hold on average (Rust plugins have three or four; dynamically
 /// linked Python ones more). Slots are counters, not memory, so this is generous.

@@ -13,12 +13,12 @@ use super::budget::BudgetExhausted;
 use super::engine::{Plugin, Sandbox};
 use super::files::{Files, OpenFiles};
 use super::output::CappedOutput;
-use super::policy::{Grants, Limits};
 use super::state::{MemoryLimitHit, MemoryLimiter, State};
 use super::wasi::{build_ctx, build_http};
 use crate::exec::ProgressSink;
-use crate::gate::PathGuard;
-use crate::tool::Hints;
+use toolhost_policy::gate::PathGuard;
+use toolhost_policy::grants::{Grants, Limits};
+use toolhost_policy::tool::Hints;
 
 /// A tool spec as the guest declared it, before the registry checks it.
 #[derive(Debug, Clone, PartialEq)]

@@ -93,9 +93,9 @@ impl Host for State {
             return;
         }
         // One call, one log line, whatever the guest wrote: newlines and controls are escaped.
-        let message =
-            crate::text::one_line(&clip(self.net.redactor().redact(message))).into_owned();
-        let plugin = crate::text::one_line(&self.plugin);
+        let message = toolhost_policy::text::one_line(&clip(self.net.redactor().redact(message)))
+            .into_owned();
+        let plugin = toolhost_policy::text::one_line(&self.plugin);
         let plugin = plugin.as_ref();
         match level {
             LogLevel::Trace => tracing::trace!(plugin, "{message}"),

@@ -11,7 +11,7 @@ use super::SandboxError;
 use super::budget::FileBudget;
 use super::network::NetworkHooks;
 use super::output::CappedOutput;
-use super::policy::Grants;
+use toolhost_policy::grants::Grants;
 
 /// Build the WASI context for one call: granted dirs and env, capped stdout/stderr, empty stdin, no args.
 pub(crate) fn build_ctx(

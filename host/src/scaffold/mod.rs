@@ -11,7 +11,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use crate::tool::is_valid_name;
+use toolhost_policy::tool::is_valid_name;
 
 /// A language `toolhost new` can scaffold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -38,8 +38,8 @@ use crate::batch::{
     self, BatchOptions, BatchReport, CallResult, DEFAULT_CONCURRENCY, Format, FormatChoice,
     ParseError,
 };
-use crate::config::ServerConfig;
 use crate::exec::Pipeline;
+use toolhost_policy::config::ServerConfig;
 
 /// The response header that carries the batch id (every call's `parent_id` in the audit log).
 pub const BATCH_ID_HEADER: &str = "x-toolhost-batch-id";
@@ -128,9 +128,11 @@ async fn tools(
         );
     };
     match name.parse::<Format>() {
-        Ok(format) => {
-            Json(batch::definitions(&api.shared.pipeline.catalog(), format)).into_response()
-        }
+        Ok(format) => Json(batch::definitions(
+            api.shared.pipeline.catalog().specs(),
+            format,
+        ))
+        .into_response(),
         Err(e) => bad_request(e.to_string()),
     }
 }

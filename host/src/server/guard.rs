@@ -9,7 +9,7 @@
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use sha2::{Digest, Sha256};
 
-use crate::config::ServerConfig;
+use toolhost_policy::config::ServerConfig;
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 

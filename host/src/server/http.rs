@@ -28,9 +28,9 @@ use super::body::BodyDeadlines;
 use super::guard::Guard;
 use super::handler::McpServer;
 use super::shared::Shared;
-use crate::config::ServerConfig;
 use crate::exec::Pipeline;
 use crate::registry::PluginStatus;
+use toolhost_policy::config::ServerConfig;
 
 /// An HTTP session that sends nothing for this long is closed (the client may `initialize` again).
 const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(600);

@@ -12,7 +12,7 @@ use rmcp::model::{ListToolsResult, Tool as McpTool, ToolAnnotations};
 
 use super::outcome::Era;
 use crate::registry::Catalog;
-use crate::tool::{ToolSpec, is_valid_name};
+use toolhost_policy::tool::{ToolSpec, is_valid_name};
 
 /// Tools per `tools/list` page.
 pub(crate) const PAGE_SIZE: usize = 100;
@@ -90,7 +90,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tool::Hints;
+    use toolhost_policy::tool::Hints;
 
     fn spec(name: &str) -> ToolSpec {
         ToolSpec {

@@ -23,8 +23,8 @@ use super::http;
 use super::listener::{self, ConnLimits};
 use super::shared::Shared;
 use super::stdio::CancelOnEof;
-use crate::config::ServerConfig;
 use crate::exec::Pipeline;
+use toolhost_policy::config::ServerConfig;
 
 /// How long cancelled calls get to stop and be recorded after the grace period.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);

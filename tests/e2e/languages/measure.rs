@@ -13,8 +13,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolhost::config::{Config, Overrides, RawConfig};
-use toolhost::sandbox::{DirGrant, EngineOptions, Grants, Limits, Plugin, Sandbox};
+use toolhost::sandbox::{Plugin, Sandbox};
+use toolhost_policy::config::EngineOptions;
+use toolhost_policy::config::{Config, Overrides, RawConfig};
+use toolhost_policy::grants::{DirGrant, Grants, Limits};
 
 use super::{C, Example, GO, JS, PYTHON};
 use crate::harness::root;

@@ -8,22 +8,15 @@
 //! The policy pieces (`destination`, `address`, `grant`, `secret`) are pure and testable without
 //! wasmtime; `send` and `body` are the runtime.
 
-mod address;
 mod body;
-mod destination;
-mod grant;
-mod secret;
 mod send;
 
 use wasmtime::component::Linker;
 use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
-pub use self::address::{AddressClass, classify};
-pub use self::destination::{Destination, DestinationError, Host, HostPattern, Scheme, Target};
-pub use self::grant::{NetworkGrant, NetworkLimits, SecretGrant, SecretHeader};
-pub use self::secret::{REDACTED, Redactor, Secret};
 pub use self::send::NetError;
 pub(crate) use self::send::NetworkHooks;
+use toolhost_policy::network::{Redactor, SecretGrant};
 
 use super::state::State;
 

@@ -32,11 +32,11 @@ use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::super::budget::FileBudget;
-use super::address::{AddressClass, classify};
 use super::body::{Direction, Guarded};
-use super::destination::{DestinationError, Host, Target};
-use super::grant::{NetworkGrant, NetworkLimits, SecretGrant};
-use super::secret::Redactor;
+use toolhost_policy::network::{
+    AddressClass, DestinationError, Host, NetworkGrant, NetworkLimits, Redactor, SecretGrant,
+    Target, classify,
+};
 
 /// Why the host refused or failed an outgoing request. The text goes to the guest and the log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -488,7 +488,7 @@ impl Plan {
     }
 
     async fn wrap_tls(&self, tcp: TcpStream) -> Result<Box<dyn Stream>, NetError> {
-        use super::destination::Scheme;
+        use toolhost_policy::network::Scheme;
         if self.target.scheme == Scheme::Http {
             return Ok(Box::new(tcp));
         }
@@ -595,7 +595,7 @@ fn protocol(target: &str, e: &hyper::Error) -> NetError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::network::Destination;
+    use toolhost_policy::network::Destination;
 
     fn hooks(allow: &[&str], allow_private: bool) -> NetworkHooks {
         let mut grant = NetworkGrant::new(
@@ -659,7 +659,7 @@ mod tests {
 
     #[test]
     fn strips_guest_credentials_and_adds_secret_headers_for_their_destination() {
-        use crate::sandbox::network::{Secret, SecretHeader};
+        use toolhost_policy::network::{Secret, SecretHeader};
         let api = Destination::parse("https://api.example.com").unwrap();
         let other = Destination::parse("https://other.example.com:8443").unwrap();
         let mut grant = NetworkGrant::new(vec![api.clone(), other.clone()]);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{ConfigError, invalid};
-use crate::sandbox::network::{
+use crate::network::{
     Destination, NetworkGrant, NetworkLimits, Scheme, Secret, SecretGrant, SecretHeader,
 };
 

@@ -10,18 +10,11 @@
 use serde_json::{Value, json};
 
 use super::format::Format;
-use crate::registry::Catalog;
 use crate::tool::ToolSpec;
 
-/// Every tool of `catalog`, declared for `format`.
-pub fn definitions(catalog: &Catalog, format: Format) -> Value {
-    Value::Array(
-        catalog
-            .tools
-            .values()
-            .map(|t| definition(&t.spec, format))
-            .collect(),
-    )
+/// Every tool of `specs` (a catalog, in name order), declared for `format`.
+pub fn definitions<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>, format: Format) -> Value {
+    Value::Array(specs.into_iter().map(|s| definition(s, format)).collect())
 }
 
 /// One tool, declared for `format`.

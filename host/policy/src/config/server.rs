@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::PoolOptions;
 use super::{ConfigError, Overrides, PluginPolicy, RawEngine, RawServer, ServerConfig, invalid};
-use crate::sandbox::PoolOptions;
 
 /// Instances for plugin loads (each runs `describe`) on top of the calls the server runs at once.
 pub(super) const LOAD_INSTANCES: u32 = 16;

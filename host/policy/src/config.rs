@@ -7,6 +7,7 @@
 mod grants;
 mod host_state;
 mod network;
+mod options;
 mod server;
 
 use std::collections::BTreeMap;
@@ -16,15 +17,15 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::audit::AuditOptions;
 use crate::gate::{InputLimits, Mode, PermissionConfig};
-use crate::sandbox::{EngineOptions, Grants, Limits, PoolOptions};
+use crate::grants::{Grants, Limits};
 
 use self::grants::{parse_dir_flag, resolve_grants};
 use self::host_state::{GrantRef, protected_paths};
 
 pub use self::grants::RawDir;
 pub use self::network::{RawNetwork, RawSecret};
+pub use self::options::{AuditOptions, EngineOptions, OnFailure, PoolOptions};
 
 /// Why a configuration was refused.
 #[derive(Debug, thiserror::Error)]

@@ -1,4 +1,5 @@
-//! What a plugin is granted and how far it may go: plain data, filled in by `config`, read by `wasi` and `run`.
+//! What a plugin is granted and how far it may go: plain data, filled in by
+//! [`config`](crate::config), read by the sandbox.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::format::Format;
-use crate::exec::CallOutcome;
+use crate::call::CallOutcome;
 
 /// The result of one call of a batch.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -80,7 +80,7 @@ pub fn item(format: Format, result: &CallResult) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::ErrorKind;
+    use crate::call::ErrorKind;
 
     fn report(format: Format) -> BatchReport {
         let outcome = |content: &str, kind: Option<ErrorKind>| CallOutcome {

@@ -1,31 +1,11 @@
-//! The call as every front end sees it: a request in, an outcome out.
+//! The types every call shares, from the front end through the pipeline to the audit log: what went
+//! wrong ([`ErrorKind`]), the answer ([`CallOutcome`]), progress, and the approval question.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
-
-/// One tool call, from any front end.
-#[derive(Clone, Default)]
-pub struct CallRequest {
-    /// The tool's name as the caller gave it.
-    pub tool: String,
-    /// The input object (any JSON value; the validator says what is wrong with it).
-    pub input: Value,
-    /// A batch or request this call belongs to, for the audit log.
-    pub parent_id: Option<String>,
-    /// Which front end asked ("cli", "mcp", "batch", ...), for the audit log.
-    pub origin: &'static str,
-    /// Where the plugin's progress reports go, when the caller wants them.
-    pub progress: Option<ProgressSink>,
-    /// Cancelled by the caller to stop the call; the guest is interrupted promptly.
-    pub cancel: CancellationToken,
-    /// Who answers an `ask` decision; with none, ask means deny.
-    pub approver: Option<Arc<dyn Approver>>,
-}
 
 /// A progress report from a running plugin.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,9 +17,6 @@ pub struct Progress {
     /// What is being done.
     pub message: String,
 }
-
-/// Receives progress reports; called on the executing task, so it must not block.
-pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// What the gate asks an approver.
 #[derive(Debug, Clone, Serialize)]

@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::{ConfigError, RawPlugin, invalid, network};
 use crate::gate::{Denial, guest_root};
-use crate::sandbox::{DirGrant, Grants};
+use crate::grants::{DirGrant, Grants};
 
 /// One directory grant as written.
 #[derive(Debug, Clone, Deserialize)]

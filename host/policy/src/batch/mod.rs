@@ -1,0 +1,21 @@
+//! Batches of LLM tool calls, as wire formats: an assistant message from the Anthropic Messages,
+//! OpenAI Chat Completions or OpenAI Responses API in, the tool results in that API's shape out.
+//!
+//! [`parse()`] reads the calls (a broken call is an error result for that call alone),
+//! [`partition`] groups them (consecutive read-only calls run together, anything else alone), and
+//! [`BatchReport::answer`] writes the results back in the order of the calls. [`definitions`]
+//! declares the tools to each API. Running a batch is the host's (`toolhost::batch::run`).
+
+mod answer;
+mod format;
+mod parse;
+mod plan;
+mod tools;
+
+pub use self::answer::{BatchReport, CallResult, item};
+pub use self::format::{Format, FormatChoice, UnknownFormat};
+pub use self::parse::{
+    Batch, CallError, MAX_CALLS, ParseError, ParsedCall, detect, parse, parse_text,
+};
+pub use self::plan::{Sharing, partition};
+pub use self::tools::{definition, definitions};

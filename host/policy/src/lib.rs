@@ -1,0 +1,19 @@
+//! toolhost's policy: everything that decides what a call may do, as pure code.
+//!
+//! Tool specs and hints ([`tool`]), input validation, coercion and permission rules ([`gate`]),
+//! grants and limits ([`grants`]), network destinations, address classes and secret redaction
+//! ([`network`]), the operator's configuration ([`config`]), the LLM batch wire formats ([`batch`])
+//! and the types every call shares ([`call`]).
+//!
+//! No wasmtime, no MCP, no async runtime: the host crate (`toolhost`) runs what this crate decides,
+//! and the compiler keeps the arrows pointing that way. The one thing read from outside is the
+//! filesystem: the config file, secret files, and [`gate::Mounts`] following a path's links.
+
+pub mod batch;
+pub mod call;
+pub mod config;
+pub mod gate;
+pub mod grants;
+pub mod network;
+pub mod text;
+pub mod tool;

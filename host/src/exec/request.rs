@@ -1,0 +1,30 @@
+//! The call as every front end hands it to the pipeline: the request, with its cancellation,
+//! progress sink and approver. What comes back is a [`CallOutcome`](toolhost_policy::call::CallOutcome).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use toolhost_policy::call::{Approver, Progress};
+
+/// One tool call, from any front end.
+#[derive(Clone, Default)]
+pub struct CallRequest {
+    /// The tool's name as the caller gave it.
+    pub tool: String,
+    /// The input object (any JSON value; the validator says what is wrong with it).
+    pub input: Value,
+    /// A batch or request this call belongs to, for the audit log.
+    pub parent_id: Option<String>,
+    /// Which front end asked ("cli", "mcp", "batch", ...), for the audit log.
+    pub origin: &'static str,
+    /// Where the plugin's progress reports go, when the caller wants them.
+    pub progress: Option<ProgressSink>,
+    /// Cancelled by the caller to stop the call; the guest is interrupted promptly.
+    pub cancel: CancellationToken,
+    /// Who answers an `ask` decision; with none, ask means deny.
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+/// Receives progress reports; called on the executing task, so it must not block.
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
