@@ -10,7 +10,7 @@ use serde_json::Value;
 use toolhost_policy::batch::{
     self, BatchReport, CallResult, Format, FormatChoice, MAX_CALLS, Sharing, partition,
 };
-use toolhost_policy::call::CallOutcome;
+use toolhost_policy::call::{CallOutcome, ErrorKind};
 
 const CHOICES: [FormatChoice; 4] = [
     FormatChoice::Auto,
@@ -50,15 +50,9 @@ fuzz_target!(|data: &[u8]| {
             index,
             id: call.id.clone(),
             name: call.name.clone(),
-            outcome: CallOutcome {
-                call_id: format!("c{index}"),
-                content: match &call.input {
-                    Ok(v) => v.to_string(),
-                    Err(e) => e.to_string(),
-                },
-                structured: None,
-                is_error: call.input.is_err(),
-                error_kind: None,
+            outcome: match &call.input {
+                Ok(v) => CallOutcome::ok(format!("c{index}"), v.to_string(), None),
+                Err(e) => CallOutcome::failed(format!("c{index}"), ErrorKind::InvalidInput, e.to_string()),
             },
         })
         .collect();

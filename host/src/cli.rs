@@ -252,12 +252,12 @@ impl Cli {
                     .await;
                 if json {
                     println!("{}", serde_json::to_string_pretty(&outcome).map_err(other)?);
-                } else if outcome.is_error {
+                } else if outcome.is_error() {
                     eprintln!("{}", multi_line(&outcome.content));
                 } else {
                     println!("{}", multi_line(&outcome.content));
                 }
-                Ok(u8::from(outcome.is_error))
+                Ok(u8::from(outcome.is_error()))
             }
         }
     }

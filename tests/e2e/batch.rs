@@ -96,7 +96,7 @@ fn kinds(report: &BatchReport) -> Vec<&str> {
     report
         .results
         .iter()
-        .map(|r| r.outcome.error_kind.map_or("ok", |k| k.as_str()))
+        .map(|r| r.outcome.error_kind().map_or("ok", |k| k.as_str()))
         .collect()
 }
 

@@ -191,7 +191,7 @@ async fn progress_of(env: &Env, tool: &str, input: Value) -> Vec<Progress> {
             ..CallRequest::default()
         })
         .await;
-    assert!(!outcome.is_error, "{}", outcome.content);
+    assert!(!outcome.is_error(), "{}", outcome.content);
     let reports = seen.lock().unwrap().clone();
     assert!(!reports.is_empty(), "{tool} reported no progress");
     reports

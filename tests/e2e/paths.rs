@@ -307,7 +307,7 @@ async fn the_gates_verdict_agrees_with_the_file_the_guest_opens() {
             let path = random_spelling(&mut rng);
             let verdict = gate.decide(&spec, &json!({ "path": path }));
             let real = read(&truth, &path).await;
-            let reached = !real.is_error && real.content.starts_with("FILE secrets/");
+            let reached = !real.is_error() && real.content.starts_with("FILE secrets/");
             let context = format!(
                 "seed {seed}, path {path:?}: {verdict:?} vs {:?}",
                 real.content
@@ -320,12 +320,12 @@ async fn the_gates_verdict_agrees_with_the_file_the_guest_opens() {
                     let unplaceable = reason.contains("cannot be checked");
                     let named = reason.contains("denied by rule");
                     assert!(
-                        reached || real.is_error || named || unplaceable,
+                        reached || real.is_error() || named || unplaceable,
                         "{context}"
                     );
                     if unplaceable {
                         assert!(
-                            real.is_error,
+                            real.is_error(),
                             "the gate could not place a path the guest opened: {context}"
                         );
                     }

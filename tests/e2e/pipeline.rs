@@ -27,9 +27,9 @@ async fn call(p: &Pipeline, tool: &str, input: Value) -> CallOutcome {
 
 #[track_caller]
 fn assert_kind(o: &CallOutcome, kind: &str, needle: &str) {
-    assert!(o.is_error, "expected {kind}, got success: {}", o.content);
+    assert!(o.is_error(), "expected {kind}, got success: {}", o.content);
     assert_eq!(
-        o.error_kind.map(|k| k.as_str()),
+        o.error_kind().map(|k| k.as_str()),
         Some(kind),
         "{}",
         o.content
@@ -39,7 +39,7 @@ fn assert_kind(o: &CallOutcome, kind: &str, needle: &str) {
         "{:?} lacks {needle:?}",
         o.content
     );
-    assert!(o.structured.is_none());
+    assert!(o.structured().is_none());
 }
 
 struct Answer(bool, Mutex<Vec<String>>);
@@ -90,8 +90,8 @@ async fn coerces_what_models_commonly_send_and_records_it() {
     let env = Env::new(&["math"], "");
     let p = env.pipeline(64).await;
     let o = call(&p, "calc", json!({ "op": "add", "a": "2", "b": "3.5" })).await;
-    assert!(!o.is_error, "{}", o.content);
-    assert_eq!(o.structured, Some(json!({ "result": 5.5 })));
+    assert!(!o.is_error(), "{}", o.content);
+    assert_eq!(o.structured(), Some(&json!({ "result": 5.5 })));
     let rec = env.audit().pop().unwrap();
     assert_eq!(rec["coercions"].as_array().unwrap().len(), 2, "{rec}");
     let o = call(&p, "calc", json!({ "op": "add", "a": "two", "b": 1 })).await;
@@ -146,7 +146,11 @@ async fn plan_mode_allows_only_read_only_tools() {
         &format!("[permissions]\nmode = \"plan\"\nallow = [\"write_file\"]\n{FS}"),
     );
     let p = env.pipeline(64).await;
-    assert!(!call(&p, "list_dir", json!({ "path": "." })).await.is_error);
+    assert!(
+        !call(&p, "list_dir", json!({ "path": "." }))
+            .await
+            .is_error()
+    );
     assert_kind(
         &call(&p, "write_file", json!({ "path": "a.txt", "content": "x" })).await,
         "denied",
@@ -175,7 +179,7 @@ async fn default_mode_asks_for_writes_and_names_the_rule_that_would_allow() {
             ..req("write_file", json!({ "path": "a.txt", "content": "x" }))
         })
         .await;
-    assert!(!o.is_error, "{}", o.content);
+    assert!(!o.is_error(), "{}", o.content);
     assert_eq!(yes.1.lock().unwrap().len(), 1);
     let no = Arc::new(Answer(false, Mutex::default()));
     let o = p
@@ -245,7 +249,7 @@ async fn a_call_waiting_for_approval_is_recorded_before_the_answer_comes() {
     assert!(!env.work().join("a.txt").exists());
     later.0.notify_one();
     let o = task.await.unwrap();
-    assert!(!o.is_error, "{}", o.content);
+    assert!(!o.is_error(), "{}", o.content);
     let mine: Vec<Value> = lines()
         .into_iter()
         .filter(|l| l["call_id"] == o.call_id.as_str())
@@ -271,7 +275,7 @@ async fn accept_edits_allows_edits_but_asks_for_destructive_tools() {
         json!({ "path": "f.txt", "old_string": "world", "new_string": "there" }),
     )
     .await;
-    assert!(!o.is_error, "{}", o.content);
+    assert!(!o.is_error(), "{}", o.content);
     assert_kind(
         &call(&p, "write_file", json!({ "path": "f.txt", "content": "x" })).await,
         "denied",
@@ -296,7 +300,7 @@ async fn deny_beats_allow_and_bypass() {
             json!({ "path": "ok.txt", "content": "x" })
         )
         .await
-        .is_error
+        .is_error()
     );
     for path in ["secrets/k", "./secrets/k", "x/../secrets/k", "secrets//k"] {
         let o = call(&p, "write_file", json!({ "path": path, "content": "x" })).await;
@@ -329,7 +333,7 @@ async fn truncates_a_10_mb_output_with_a_marker() {
     let env = Env::new(&["hostile"], "[permissions]\nmode = \"bypass\"\n");
     let p = env.pipeline(64).await;
     let o = call(&p, "big_output", json!({ "bytes": 10 << 20 })).await;
-    assert!(!o.is_error, "{}", o.content);
+    assert!(!o.is_error(), "{}", o.content);
     assert!(o.content.len() < (256 << 10) + 400);
     assert!(
         o.content.contains("bytes cut"),
@@ -360,7 +364,7 @@ async fn concurrent_calls_leave_exactly_one_intact_audit_line_each() {
     let mut ids = std::collections::BTreeSet::new();
     while let Some(o) = tasks.join_next().await {
         let o = o.unwrap();
-        assert!(!o.is_error, "{}", o.content);
+        assert!(!o.is_error(), "{}", o.content);
         ids.insert(o.call_id);
     }
     let audit = env.audit();
@@ -380,7 +384,7 @@ async fn every_call_gets_a_fresh_instance_and_survives_a_timeout() {
     );
     let p = env.pipeline(64).await;
     let first = call(&p, "remember", json!({ "value": "secret" })).await;
-    assert!(!first.is_error);
+    assert!(!first.is_error());
     let second = call(&p, "remember", json!({})).await;
     assert!(
         !second.content.contains("secret"),
@@ -389,7 +393,7 @@ async fn every_call_gets_a_fresh_instance_and_survives_a_timeout() {
     );
     assert_kind(&call(&p, "spin", json!({})).await, "timeout", "200 ms");
     assert!(
-        !call(&p, "remember", json!({})).await.is_error,
+        !call(&p, "remember", json!({})).await.is_error(),
         "the call after a timeout failed"
     );
 }
@@ -432,6 +436,6 @@ async fn forwards_progress_reports() {
             ..req("progress_flood", json!({ "count": 5 }))
         })
         .await;
-    assert!(!o.is_error, "{}", o.content);
+    assert!(!o.is_error(), "{}", o.content);
     assert_eq!(seen.lock().unwrap().len(), 5);
 }

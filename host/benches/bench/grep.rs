@@ -135,7 +135,7 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
 
     // Same answer both ways, or the comparison means nothing.
     let out = p.call(call()).await;
-    if out.is_error {
+    if out.is_error() {
         return Err(format!("grep failed: {}", out.content));
     }
     let nat = native::grep(&dir, PATTERN, 10000);
@@ -158,7 +158,7 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
         let (mut total, mut guest) = (0.0, 0.0);
         for _ in 0..reps {
             let (out, times) = p.call_timed(call()).await;
-            if out.is_error {
+            if out.is_error() {
                 return Err(out.content);
             }
             total += times.total.as_secs_f64() * 1e3;

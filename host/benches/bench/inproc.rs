@@ -68,7 +68,7 @@ async fn calls(
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let (o, t) = p.call_timed(req(tool, input.clone())).await;
-        if o.is_error && !tool_may_fail(tool) {
+        if o.is_error() && !tool_may_fail(tool) {
             return Err(format!("{tool} failed: {}", o.content));
         }
         out.push(t);
@@ -209,7 +209,7 @@ pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), Str
         let mut next = Vec::new();
         for _ in 0..n {
             let (out, times) = p.call_timed(req("trap", empty.clone())).await;
-            if out.error_kind.map(|k| k.as_str()) != Some("trap") {
+            if out.error_kind().map(|k| k.as_str()) != Some("trap") {
                 return Err(format!("trap: {}", out.content));
             }
             t.push(times);

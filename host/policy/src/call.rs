@@ -150,16 +150,104 @@ impl ErrorKind {
 }
 
 /// The answer to a call, shaped for a model: failures are outcomes too, never panics.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// Serialized flat, as front ends and `toolhost call --json` show it:
+/// `{call_id, content, structured, is_error, error_kind}`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct CallOutcome {
     /// The id of this call in the audit log.
     pub call_id: String,
     /// Text for the model: the tool's content, or what went wrong and what to try.
     pub content: String,
-    /// Structured JSON, only on success and only when the tool returned it.
-    pub structured: Option<Value>,
-    /// Set on every failure; `error_kind` then says which.
-    pub is_error: bool,
-    /// Why the call failed.
-    pub error_kind: Option<ErrorKind>,
+    /// Whether the call succeeded, and what it returned or why it failed.
+    pub status: CallStatus,
+}
+
+/// How a call ended: a failure always has its kind, and only a success carries structured output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallStatus {
+    /// The tool ran and succeeded.
+    Ok {
+        /// Structured JSON, when the tool returned it.
+        structured: Option<Value>,
+    },
+    /// The call failed; the kind says why (the content says it for the model).
+    Failed(ErrorKind),
+}
+
+impl CallOutcome {
+    /// A success with `content` and, when the tool returned it, `structured` output.
+    pub fn ok(call_id: impl Into<String>, content: String, structured: Option<Value>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            content,
+            status: CallStatus::Ok { structured },
+        }
+    }
+
+    /// A failure of `kind`, explained to the model by `content`.
+    pub fn failed(call_id: impl Into<String>, kind: ErrorKind, content: String) -> Self {
+        Self {
+            call_id: call_id.into(),
+            content,
+            status: CallStatus::Failed(kind),
+        }
+    }
+
+    /// True on every failure.
+    pub fn is_error(&self) -> bool {
+        matches!(self.status, CallStatus::Failed(_))
+    }
+
+    /// Why the call failed; `None` on success.
+    pub fn error_kind(&self) -> Option<ErrorKind> {
+        match self.status {
+            CallStatus::Ok { .. } => None,
+            CallStatus::Failed(kind) => Some(kind),
+        }
+    }
+
+    /// The structured output of a success, when the tool returned one.
+    pub fn structured(&self) -> Option<&Value> {
+        match &self.status {
+            CallStatus::Ok { structured } => structured.as_ref(),
+            CallStatus::Failed(_) => None,
+        }
+    }
+}
+
+impl Serialize for CallOutcome {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("CallOutcome", 5)?;
+        s.serialize_field("call_id", &self.call_id)?;
+        s.serialize_field("content", &self.content)?;
+        s.serialize_field("structured", &self.structured())?;
+        s.serialize_field("is_error", &self.is_error())?;
+        s.serialize_field("error_kind", &self.error_kind())?;
+        s.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn serializes_outcomes_flat() {
+        let ok = CallOutcome::ok("c1", "hi".into(), Some(json!({"n": 1})));
+        assert_eq!(
+            serde_json::to_value(&ok).unwrap(),
+            json!({"call_id": "c1", "content": "hi", "structured": {"n": 1}, "is_error": false, "error_kind": null})
+        );
+        let failed = CallOutcome::failed("c2", ErrorKind::Timeout, "too slow".into());
+        assert_eq!(
+            serde_json::to_value(&failed).unwrap(),
+            json!({"call_id": "c2", "content": "too slow", "structured": null, "is_error": true, "error_kind": "timeout"})
+        );
+        assert_eq!(failed.error_kind(), Some(ErrorKind::Timeout));
+        assert_eq!(ok.structured(), Some(&json!({"n": 1})));
+    }
 }

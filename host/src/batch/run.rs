@@ -166,23 +166,15 @@ fn reject(pipeline: &Pipeline, batch_id: &str, call: &ParsedCall) -> CallOutcome
             .stats()
             .record(&tool, Err(kind), Duration::ZERO, None);
     }
-    CallOutcome {
-        call_id,
-        content,
-        structured: None,
-        is_error: true,
-        error_kind: Some(kind),
-    }
+    CallOutcome::failed(call_id, kind, content)
 }
 
 fn failed_task(batch_id: &str) -> CallOutcome {
-    CallOutcome {
-        call_id: String::new(),
-        content: format!(
+    CallOutcome::failed(
+        String::new(),
+        ErrorKind::Internal,
+        format!(
             "toolhost failed while running this call (batch {batch_id}); it may not have finished."
         ),
-        structured: None,
-        is_error: true,
-        error_kind: Some(ErrorKind::Internal),
-    }
+    )
 }

@@ -11,4 +11,6 @@ mod timing;
 pub use self::pipeline::Pipeline;
 pub use self::request::{CallRequest, ProgressSink};
 pub use self::timing::StageTimes;
-pub use toolhost_policy::call::{ApprovalRequest, Approver, CallOutcome, ErrorKind, Progress};
+pub use toolhost_policy::call::{
+    ApprovalRequest, Approver, CallOutcome, CallStatus, ErrorKind, Progress,
+};

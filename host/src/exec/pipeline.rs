@@ -148,7 +148,7 @@ impl Pipeline {
                 }
             }
         };
-        if finished.outcome.error_kind == Some(ErrorKind::Cancelled) {
+        if finished.outcome.error_kind() == Some(ErrorKind::Cancelled) {
             // One place says why a cancelled call stopped: the caller, the deadline, or a question
             // handed to the client. The caller sees the same kind the audit log and stats record.
             if let Some(limit) = limit.filter(|_| timed_out) {
@@ -167,7 +167,7 @@ impl Pipeline {
             }
         }
         let elapsed = clock.elapsed();
-        let kind = finished.outcome.error_kind;
+        let kind = finished.outcome.error_kind();
         record.fuel_used = finished.fuel;
         record.peak_memory_bytes = finished.peak_memory;
         record.output_bytes = finished.outcome.content.len() as u64;

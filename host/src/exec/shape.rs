@@ -152,25 +152,12 @@ pub(super) async fn success(
         },
     };
     let truncated = truncate(&mut content, limit);
-    let outcome = CallOutcome {
-        call_id: call_id.to_string(),
-        content,
-        structured,
-        is_error: false,
-        error_kind: None,
-    };
-    (outcome, truncated)
+    (CallOutcome::ok(call_id, content, structured), truncated)
 }
 
 /// A failed call's outcome.
 pub(super) fn error(call_id: &str, kind: ErrorKind, content: String) -> CallOutcome {
-    CallOutcome {
-        call_id: call_id.to_string(),
-        content,
-        structured: None,
-        is_error: true,
-        error_kind: Some(kind),
-    }
+    CallOutcome::failed(call_id, kind, content)
 }
 
 #[cfg(test)]

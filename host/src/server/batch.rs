@@ -342,8 +342,8 @@ fn result_event(format: Format, r: &CallResult) -> Value {
         "index": r.index,
         "id": r.id,
         "name": r.name,
-        "is_error": r.outcome.is_error,
-        "error_kind": r.outcome.error_kind,
+        "is_error": r.outcome.is_error(),
+        "error_kind": r.outcome.error_kind(),
         "call_id": r.outcome.call_id,
         "item": batch::item(format, r),
     })

@@ -237,7 +237,7 @@ impl McpServer {
             }
         };
         if let Some(q) = handed
-            && outcome.error_kind == Some(ErrorKind::InputRequired)
+            && outcome.error_kind() == Some(ErrorKind::InputRequired)
         {
             return shared
                 .states

@@ -12,7 +12,7 @@ use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, ContentBlock, MetaObject, ProtocolVersion};
 use serde_json::{Value, json};
 
-use crate::exec::{CallOutcome, ErrorKind};
+use crate::exec::{CallOutcome, CallStatus, ErrorKind};
 
 /// `_meta` key of the call's id in the audit log.
 pub(crate) const META_CALL_ID: &str = "toolhost/callId";
@@ -54,11 +54,9 @@ pub(crate) fn to_result(
     let CallOutcome {
         call_id,
         content,
-        structured,
-        is_error,
-        error_kind,
+        status,
     } = outcome;
-    if error_kind == Some(ErrorKind::UnknownTool) {
+    if status == CallStatus::Failed(ErrorKind::UnknownTool) {
         return Err(ErrorData::invalid_params(
             content,
             Some(json!({ "tool": tool })),
@@ -66,12 +64,12 @@ pub(crate) fn to_result(
     }
     let mut meta = MetaObject::new();
     meta.insert(META_CALL_ID.into(), Value::String(call_id));
-    let mut result = if is_error {
-        let kind = error_kind.unwrap_or(ErrorKind::Internal);
-        meta.insert(META_ERROR_KIND.into(), Value::String(kind.as_str().into()));
-        CallToolResult::error(vec![ContentBlock::text(content)])
-    } else {
-        match structured {
+    let mut result = match status {
+        CallStatus::Failed(kind) => {
+            meta.insert(META_ERROR_KIND.into(), Value::String(kind.as_str().into()));
+            CallToolResult::error(vec![ContentBlock::text(content)])
+        }
+        CallStatus::Ok { structured } => match structured {
             None => CallToolResult::success(vec![ContentBlock::text(content)]),
             Some(value) => {
                 let json_text = value.to_string();
@@ -86,7 +84,7 @@ pub(crate) fn to_result(
                 }
                 r
             }
-        }
+        },
     };
     result.meta = Some(meta);
     Ok(result)
@@ -96,37 +94,27 @@ pub(crate) fn to_result(
 mod tests {
     use super::*;
 
-    fn outcome(is_error: bool, kind: Option<ErrorKind>, structured: Option<Value>) -> CallOutcome {
-        CallOutcome {
-            call_id: "c1".into(),
-            content: "2 + 3 = 5".into(),
-            structured,
-            is_error,
-            error_kind: kind,
+    fn outcome(kind: Option<ErrorKind>, structured: Option<Value>) -> CallOutcome {
+        let content = "2 + 3 = 5".to_owned();
+        match kind {
+            Some(kind) => CallOutcome::failed("c1", kind, content),
+            None => CallOutcome::ok("c1", content, structured),
         }
     }
 
     #[test]
     fn sends_non_object_structured_output_as_text_before_2026() {
         for value in [json!([1, 2]), json!("five"), json!(5), json!(null)] {
-            let r = to_result(
-                "calc",
-                outcome(false, None, Some(value.clone())),
-                Era::ObjectsOnly,
-            );
+            let r = to_result("calc", outcome(None, Some(value.clone())), Era::ObjectsOnly);
             let v = serde_json::to_value(r.unwrap()).unwrap();
             assert!(v.get("structuredContent").is_none(), "{v}");
             assert_eq!(v["content"][1]["text"], value.to_string(), "{v}");
-            let r = to_result(
-                "calc",
-                outcome(false, None, Some(value.clone())),
-                Era::AnyValue,
-            );
+            let r = to_result("calc", outcome(None, Some(value.clone())), Era::AnyValue);
             let v = serde_json::to_value(r.unwrap()).unwrap();
             assert_eq!(v["structuredContent"], value, "{v}");
         }
         let object = Some(json!({"n": 1}));
-        let r = to_result("calc", outcome(false, None, object), Era::ObjectsOnly).unwrap();
+        let r = to_result("calc", outcome(None, object), Era::ObjectsOnly).unwrap();
         assert_eq!(r.structured_content, Some(json!({"n": 1})));
     }
 
@@ -148,7 +136,7 @@ mod tests {
     fn structured_output_comes_with_its_json_text() {
         let r = to_result(
             "calc",
-            outcome(false, None, Some(json!({"result": 5.0}))),
+            outcome(None, Some(json!({"result": 5.0}))),
             Era::ObjectsOnly,
         )
         .unwrap();
@@ -164,7 +152,7 @@ mod tests {
     fn errors_carry_their_kind_and_no_structured_content() {
         let r = to_result(
             "calc",
-            outcome(true, Some(ErrorKind::Denied), None),
+            outcome(Some(ErrorKind::Denied), None),
             Era::AnyValue,
         )
         .unwrap();
@@ -178,7 +166,7 @@ mod tests {
     fn unknown_tool_is_invalid_params() {
         let e = to_result(
             "nope",
-            outcome(true, Some(ErrorKind::UnknownTool), None),
+            outcome(Some(ErrorKind::UnknownTool), None),
             Era::AnyValue,
         )
         .unwrap_err();

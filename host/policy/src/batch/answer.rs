@@ -49,7 +49,7 @@ impl BatchReport {
 
     /// Whether any call's result is an error.
     pub fn has_errors(&self) -> bool {
-        self.results.iter().any(|r| r.outcome.is_error)
+        self.results.iter().any(|r| r.outcome.is_error())
     }
 }
 
@@ -62,7 +62,7 @@ pub fn item(format: Format, result: &CallResult) -> Value {
             "type": "tool_result",
             "tool_use_id": result.id,
             "content": o.content,
-            "is_error": o.is_error,
+            "is_error": o.is_error(),
         }),
         Format::OpenAi => json!({
             "role": "tool",
@@ -83,12 +83,9 @@ mod tests {
     use crate::call::ErrorKind;
 
     fn report(format: Format) -> BatchReport {
-        let outcome = |content: &str, kind: Option<ErrorKind>| CallOutcome {
-            call_id: "audit-id".into(),
-            content: content.into(),
-            structured: None,
-            is_error: kind.is_some(),
-            error_kind: kind,
+        let outcome = |content: &str, kind: Option<ErrorKind>| match kind {
+            Some(kind) => CallOutcome::failed("audit-id", kind, content.into()),
+            None => CallOutcome::ok("audit-id", content.into(), None),
         };
         BatchReport {
             batch_id: "b".into(),
