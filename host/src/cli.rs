@@ -17,7 +17,7 @@ use toolhost::exec::{ApprovalRequest, Approver, CallRequest, Pipeline};
 use toolhost::registry::{PluginStatus, Registry};
 use toolhost::sandbox::Sandbox;
 use toolhost::scaffold::{self, Lang};
-use toolhost::server::ServeOptions;
+use toolhost::server::{ServeOptions, Server};
 use toolhost_policy::config::EngineOptions;
 use toolhost_policy::config::{Config, Overrides};
 use toolhost_policy::gate::Mode;
@@ -194,10 +194,10 @@ impl Cli {
                 let options = ServeOptions {
                     stdio: stdio || http.is_none(),
                     http: http.is_some().then_some(config.server.http),
-                    server: config.server.clone(),
                     hot_reload: !no_watch,
                 };
-                toolhost::server::serve(pipeline, options)
+                let server = Server::new(pipeline, config.server.clone());
+                toolhost::server::serve(server, options)
                     .await
                     .map_err(other)?;
                 Ok(0)
@@ -328,12 +328,9 @@ fn new_project(name: &str, lang: Lang, dirs: &[String]) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// The plugins alone (for `list`, which neither runs nor records a call).
+/// The plugins alone ([`toolhost::host::open_registry`]), for `list`.
 async fn open_registry(config: Config) -> Result<Registry, Failure> {
-    let sandbox = Sandbox::new(&config.engine_options()).map_err(other)?;
-    Registry::open(Arc::new(sandbox), Arc::new(config))
-        .await
-        .map_err(other)
+    toolhost::host::open_registry(config).await.map_err(other)
 }
 
 /// The host `config` describes ([`toolhost::host::open`]), running `max_calls` calls at once.

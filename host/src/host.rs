@@ -24,14 +24,19 @@ pub enum HostError {
     Registry(#[from] RegistryError),
 }
 
+/// `config`'s plugins alone, for commands that neither run nor record a call (`list`).
+pub async fn open_registry(config: Config) -> Result<Registry, HostError> {
+    let sandbox = Sandbox::new(&config.engine_options())?;
+    Ok(Registry::open(Arc::new(sandbox), Arc::new(config)).await?)
+}
+
 /// A pipeline over `config`'s plugins, recording to its audit log (unless disabled), running at
 /// most `max_calls` calls at once.
 pub async fn open(config: Config, max_calls: usize) -> Result<Pipeline, HostError> {
-    let sandbox = Sandbox::new(&config.engine_options())?;
     let audit = match &config.audit_path {
         Some(path) => AuditLog::open(path, config.audit.clone())?,
         None => AuditLog::disabled(),
     };
-    let registry = Registry::open(Arc::new(sandbox), Arc::new(config)).await?;
+    let registry = open_registry(config).await?;
     Ok(Pipeline::new(Arc::new(registry), audit, max_calls))
 }

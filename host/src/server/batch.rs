@@ -38,7 +38,6 @@ use crate::batch::{
     self, BatchOptions, BatchReport, CallResult, DEFAULT_CONCURRENCY, Format, FormatChoice,
     ParseError,
 };
-use crate::exec::Pipeline;
 use toolhost_policy::config::ServerConfig;
 
 /// The response header that carries the batch id (every call's `parent_id` in the audit log).
@@ -47,10 +46,10 @@ pub const BATCH_ID_HEADER: &str = "x-toolhost-batch-id";
 /// Bytes of stream output buffered for a slow reader before the writer waits.
 const STREAM_BUFFER: usize = 64 << 10;
 
-/// The batch routes over `pipeline`, behind the same Host, Origin and token checks as `/mcp`, for
-/// tests and embedding. The daemon mounts `routes` on its own listener instead, behind its guard.
-pub fn router(pipeline: Arc<Pipeline>, config: &ServerConfig) -> Router {
-    let shared = Arc::new(Shared::new(pipeline, config.approval_timeout));
+/// The batch routes over `shared`, behind the same Host, Origin and token checks as `/mcp`, for
+/// tests and embedding ([`Server::batch_router`](super::Server::batch_router)). The daemon mounts
+/// `routes` on its own listener instead, behind its guard.
+pub(crate) fn router(shared: Arc<Shared>, config: &ServerConfig) -> Router {
     routes(shared, config)
         .layer(middleware::from_fn_with_state(
             super::http::body_deadlines(config),

@@ -23,7 +23,7 @@ use super::listing::{self, PAGE_SIZE};
 use super::outcome::{self, Era};
 use super::progress::ProgressRelay;
 use super::shared::Shared;
-use crate::exec::{Approver, CallRequest, ErrorKind, Pipeline};
+use crate::exec::{Approver, CallRequest, ErrorKind};
 
 /// What clients read about this server at connection time.
 const INSTRUCTIONS: &str = "toolhost runs each tool in its own WebAssembly sandbox with only the files and \
@@ -101,11 +101,6 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    /// A server for `pipeline`; approvals wait at most `approval_timeout` for the user.
-    pub fn new(pipeline: Arc<Pipeline>, approval_timeout: Duration) -> Self {
-        Self::with_shared(Arc::new(Shared::new(pipeline, approval_timeout)), None)
-    }
-
     pub(crate) fn with_shared(shared: Arc<Shared>, call_deadline: Option<Duration>) -> Self {
         let calls = shared.calls.clone();
         Self {

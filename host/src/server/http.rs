@@ -28,7 +28,6 @@ use super::body::BodyDeadlines;
 use super::guard::Guard;
 use super::handler::McpServer;
 use super::shared::Shared;
-use crate::exec::Pipeline;
 use crate::registry::PluginStatus;
 use toolhost_policy::config::ServerConfig;
 
@@ -36,13 +35,6 @@ use toolhost_policy::config::ServerConfig;
 const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// Keep-alive comments on open event streams, so that proxies do not close them.
 const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
-
-/// The daemon's HTTP routes over `pipeline`, configured by `config`, for tests and embedding:
-/// its sessions end when the router is dropped, not on a signal.
-pub fn router(pipeline: Arc<Pipeline>, config: &ServerConfig) -> Router {
-    let shared = Arc::new(Shared::new(pipeline, config.approval_timeout));
-    app(shared, config, CancellationToken::new())
-}
 
 /// The routes over `shared`; cancelling `mcp_stop` ends every MCP session and stream.
 pub(crate) fn app(

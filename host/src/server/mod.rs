@@ -12,7 +12,7 @@
 //! It must not reach past [`crate::exec`]: no gate decisions, no sandbox, no audit writes of its own.
 
 mod approval;
-pub mod batch;
+mod batch;
 mod body;
 mod compat;
 mod guard;
@@ -26,6 +26,7 @@ mod run;
 mod shared;
 mod stdio;
 
+pub use self::batch::BATCH_ID_HEADER;
 pub use self::handler::McpServer;
-pub use self::http::router;
 pub use self::run::{ServeError, ServeOptions, serve};
+pub use self::shared::Server;

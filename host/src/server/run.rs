@@ -9,7 +9,6 @@
 //! plugin starts, so even a SIGKILL during the grace period leaves a trace of each call.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
@@ -21,10 +20,8 @@ use tokio_util::sync::CancellationToken;
 use super::handler::McpServer;
 use super::http;
 use super::listener::{self, ConnLimits};
-use super::shared::Shared;
+use super::shared::{Server, Shared};
 use super::stdio::CancelOnEof;
-use crate::exec::Pipeline;
-use toolhost_policy::config::ServerConfig;
 
 /// How long cancelled calls get to stop and be recorded after the grace period.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
@@ -40,8 +37,6 @@ pub struct ServeOptions {
     pub stdio: bool,
     /// Serve Streamable HTTP (and `/health`, `/metrics`) on this address.
     pub http: Option<SocketAddr>,
-    /// Limits, allowed hosts and origins, token, grace period.
-    pub server: ServerConfig,
     /// Reload plugins when the plugins folder changes.
     pub hot_reload: bool,
 }
@@ -65,15 +60,13 @@ pub enum ServeError {
     NoTransport,
 }
 
-/// Serve `pipeline` until a signal (or, on stdio alone, until the client closes stdin).
-pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(), ServeError> {
+/// Serve until a signal (or, on stdio alone, until the client closes stdin).
+pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeError> {
     if !options.stdio && options.http.is_none() {
         return Err(ServeError::NoTransport);
     }
-    let shared = Arc::new(Shared::new(
-        pipeline.clone(),
-        options.server.approval_timeout,
-    ));
+    let Server { shared, config } = server;
+    let pipeline = shared.pipeline.clone();
     let stop = CancellationToken::new();
     let mcp_stop = CancellationToken::new();
     let watch_stop = CancellationToken::new();
@@ -114,10 +107,10 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
                 .map_err(|source| ServeError::Bind { addr, source })?;
             // On stderr: the one line a person starting the daemon needs (and tests read the port from).
             eprintln!("toolhost: serving {tools} tools over MCP at http://{local}/mcp");
-            let app = http::app(shared.clone(), &options.server, mcp_stop.clone());
+            let app = http::app(shared.clone(), &config, mcp_stop.clone());
             let limits = ConnLimits {
-                read_timeout: options.server.read_timeout,
-                max_connections: options.server.max_connections,
+                read_timeout: config.read_timeout,
+                max_connections: config.max_connections,
             };
             Some(tokio::spawn(listener::serve(
                 listener,
@@ -154,7 +147,7 @@ pub async fn serve(pipeline: Arc<Pipeline>, options: ServeOptions) -> Result<(),
 
     stop.cancelled().await;
     watch_stop.cancel();
-    if drain(&shared, options.server.shutdown_grace).await {
+    if drain(&shared, config.shutdown_grace).await {
         // Answers to the calls that just ended are on their way to the clients; ending the
         // sessions now would cut their streams before the last message is written.
         tokio::time::sleep(FLUSH_WAIT).await;

@@ -1,5 +1,5 @@
-//! State shared by every MCP session of one daemon: the pipeline, the calls in flight, and the
-//! shutdown signals. Sessions hold it in an `Arc`; it owns no sockets.
+//! State shared by every MCP session, route and transport of one daemon: the pipeline, the calls
+//! in flight, and the shutdown signals, built once ([`Server::new`]). It owns no sockets.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,8 +8,50 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use axum::Router;
+use toolhost_policy::config::ServerConfig;
+
 use super::approval::RequestStates;
+use super::handler::McpServer;
 use crate::exec::Pipeline;
+
+/// One daemon's server state over a pipeline, built once: [`serve`](super::serve) runs it, and
+/// tests and embedders take its routes or an MCP handler from it. Cheap to clone.
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) config: Arc<ServerConfig>,
+}
+
+impl Server {
+    /// The server state for `pipeline`, limited and guarded as `config` says.
+    pub fn new(pipeline: Arc<Pipeline>, config: ServerConfig) -> Self {
+        Self {
+            shared: Arc::new(Shared::new(pipeline, config.approval_timeout)),
+            config: Arc::new(config),
+        }
+    }
+
+    /// Every HTTP route (`/mcp`, `/health`, `/metrics`, `/v1/`) behind the guard. Its MCP sessions
+    /// end when the router is dropped, not on a signal.
+    pub fn router(&self) -> Router {
+        super::http::app(
+            self.shared.clone(),
+            &self.config,
+            tokio_util::sync::CancellationToken::new(),
+        )
+    }
+
+    /// The batch API routes alone, behind the same guard as `/mcp`.
+    pub fn batch_router(&self) -> Router {
+        super::batch::router(self.shared.clone(), &self.config)
+    }
+
+    /// An MCP handler for one in-process transport (a call has no deadline beyond the plugin's).
+    pub fn mcp(&self) -> McpServer {
+        McpServer::with_shared(self.shared.clone(), None)
+    }
+}
 
 /// What every session of one daemon shares.
 pub(crate) struct Shared {
@@ -29,7 +71,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// State for a daemon serving `pipeline`.
-    pub(crate) fn new(pipeline: Arc<Pipeline>, approval_timeout: Duration) -> Self {
+    fn new(pipeline: Arc<Pipeline>, approval_timeout: Duration) -> Self {
         Self {
             pipeline,
             states: RequestStates::new(),
