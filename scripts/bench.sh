@@ -10,10 +10,7 @@
 #
 # TOOLHOST_BENCH_TOML adds config to every benchmark workspace, to compare settings in otherwise identical
 # runs, e.g. TOOLHOST_BENCH_TOML=$'[engine]\npooling = false' scripts/bench.sh --only pipeline
-set -euo pipefail
-
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 scripts/build-plugins.sh >/dev/null
 

@@ -3,10 +3,7 @@
 #   example plugins -> plugins/{echo,math,fs,fetch,github}.wasm
 #   test fixtures   -> target/fixtures/{hostile,describe_traps,...}.wasm
 # Needs only rustup and cargo; callable from any directory.
-set -euo pipefail
-
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 # Plugins in other languages (the section at the end): --langs LIST or TOOLHOST_LANGS=LIST picks them
 # (python,js,c,go, or "none"); by default every one whose toolchain scripts/toolchains.sh finds ready.
@@ -25,8 +22,7 @@ fixtures=(hostile)
 # Example targets of the contract crate, one component each.
 contract=(describe_traps describe_spins bad_schema dup_names bad_name many_tools net_import)
 
-# Cheap when the target is already installed; RUSTUP_AUTO_INSTALL=0 means nothing else installs it.
-rustup target add "$target" >/dev/null 2>&1 || rustup target add "$target"
+wasm_target
 
 start=$SECONDS
 # --lib builds every selected package's cdylib, --examples the contract crate's components.

@@ -10,8 +10,7 @@
 # Prints the report (calls answered, outcomes by kind, healthy-call latency calm vs under attack,
 # daemon RSS before/after/peak, audit lines vs calls) and writes it to target/soak-report.json.
 # The CI runs the same test with 2,000 calls as part of `cargo test`.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 export TOOLHOST_SOAK_CALLS="${1:-100000}"
 export TOOLHOST_SOAK_CLIENTS="${2:-16}"
@@ -19,9 +18,7 @@ export TOOLHOST_SOAK_HOSTILE_PERCENT="${TOOLHOST_SOAK_HOSTILE_PERCENT:-10}"
 export TOOLHOST_SOAK_MAX_SECS="${TOOLHOST_SOAK_MAX_SECS:-1800}"
 export TOOLHOST_SOAK_REPORT="${TOOLHOST_SOAK_REPORT:-$PWD/target/soak-report.json}"
 
-rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
-scripts/build-plugins.sh >/dev/null
-cargo build --release --locked --bin toolhost --test e2e
+build_plugins_and_host --test e2e >/dev/null
 echo "soak: $TOOLHOST_SOAK_CALLS calls, $TOOLHOST_SOAK_CLIENTS clients, ${TOOLHOST_SOAK_HOSTILE_PERCENT}% hostile, at most ${TOOLHOST_SOAK_MAX_SECS}s"
 timeout --kill-after=30 "$((TOOLHOST_SOAK_MAX_SECS + 300))" \
   cargo test --release --locked --test e2e soak::soak_under_faults -- --exact --nocapture --test-threads 1

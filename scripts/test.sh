@@ -2,17 +2,14 @@
 # Runs every test on a fresh machine: installs what it needs, builds the plugins and the host once,
 # then runs the Rust tests (unit + end-to-end), the tests with real MCP clients and the MCP
 # conformance suite.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
-rustup target add wasm32-wasip2 >/dev/null
 # The Python, JavaScript, C and Go toolchains (pinned, project-local) for the plugins in those languages
 # and their tests (tests/e2e/languages.rs). On a fresh 2-core machine about 6-9 min, most of it building
 # wit-bindgen-cli once; then about a second. What cannot be installed here is reported, and its tests
 # print SKIPPED (or fail, for the languages TOOLHOST_REQUIRE_LANGS lists).
 scripts/toolchains.sh
-scripts/build-plugins.sh
-cargo build --release --locked --bin toolhost
+build_plugins_and_host
 cargo test --release --locked
 if [ -x tests/mcp/run.sh ]; then
   tests/mcp/run.sh

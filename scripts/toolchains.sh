@@ -16,10 +16,7 @@
 # script exits 0 either way (a skipped language is reported, not fatal).
 # Cost on a fresh 2-core machine: python 10 s, js 30 s, c 30 s (apt) + 5-8 min (wit-bindgen from
 # source, shared with go), go 15 s; a second run takes about a second.
-set -euo pipefail
-
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 # Pinned versions. Change them here, together with the TOOLCHAINS notes in plugins/README.md.
 COMPONENTIZE_PY=0.25.1
@@ -37,7 +34,7 @@ while [ $# -gt 0 ]; do
         --langs) langs="$2"; shift 2 ;;
         --langs=*) langs="${1#--langs=}"; shift ;;
         --check) check=1; shift ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "toolchains: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
 done

@@ -3,7 +3,6 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,7 +15,8 @@ use toolhost::batch::{self, BatchOptions, BatchReport, Format, FormatChoice};
 use toolhost::exec::Pipeline;
 use toolhost_policy::config::ServerConfig;
 
-use crate::harness::{Env, root};
+use crate::golden;
+use crate::harness::Env;
 
 /// The hostile fixture, allowed everything, with a read-write `work/` as its `.`.
 const HOSTILE: &str = "[permissions]\nmode = \"bypass\"\n[plugins.hostile]\ndirs = [{ host = \"work\", mode = \"rw\" }]\n";
@@ -100,45 +100,18 @@ fn kinds(report: &BatchReport) -> Vec<&str> {
         .collect()
 }
 
-fn golden(name: &str) -> PathBuf {
-    root().join("tests/golden/batch").join(name)
-}
-
-/// Compares `actual` with the golden file `name`; `BLESS=1` rewrites the file instead.
-#[track_caller]
-fn check_golden(name: &str, actual: &Value) {
-    let path = golden(name);
-    let text = serde_json::to_string_pretty(actual).unwrap() + "\n";
-    if std::env::var_os("BLESS").is_some() {
-        std::fs::write(&path, &text).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; run with BLESS=1 to create it", path.display()));
-    let expected: Value = serde_json::from_str(&expected).unwrap();
-    assert!(
-        expected == *actual,
-        "{} differs (BLESS=1 accepts the new one):\n{text}",
-        path.display()
-    );
-}
-
-fn read_golden(name: &str) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(golden(name)).unwrap()).unwrap()
-}
-
 #[tokio::test]
 async fn answers_each_format_as_its_golden_file() {
     let env = Env::new(&["echo", "math"], "");
     let p = Arc::new(env.pipeline(64).await);
     for format in Format::ALL {
-        let input = read_golden(&format!("{format}.input.json"));
+        let input = golden::read_json(&format!("batch/{format}.input.json"));
         let report = run(&p, &input).await;
         assert_eq!(report.format, format);
-        check_golden(&format!("{format}.answer.json"), &report.answer());
+        golden::check_json(&format!("batch/{format}.answer.json"), &report.answer());
         records(&env, &report); // one audit line per call, including the calls that could not run
-        check_golden(
-            &format!("tools.{format}.json"),
+        golden::check_json(
+            &format!("batch/tools.{format}.json"),
             &batch::definitions(p.catalog().specs(), format),
         );
     }
@@ -375,12 +348,10 @@ fn run_stdin(env: &Env, args: &[&str], stdin: &str) -> std::process::Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    // The binary may exit (bad usage) before it reads its input: a closed pipe is no failure here.
+    if let Err(e) = child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+    }
     child.wait_with_output().unwrap()
 }
 
@@ -411,7 +382,7 @@ fn cli_batch_prints_the_answer_and_exits_by_outcome() {
     );
 
     // The golden message through the real binary gives the golden answer (exit 1: it has errors).
-    let input = std::fs::read_to_string(golden("openai.input.json")).unwrap();
+    let input = std::fs::read_to_string(golden::path("batch/openai.input.json")).unwrap();
     let out = run_stdin(
         &env,
         &["batch", "--format", "openai", "--concurrency", "2"],
@@ -420,7 +391,7 @@ fn cli_batch_prints_the_answer_and_exits_by_outcome() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         serde_json::from_slice::<Value>(&out.stdout).unwrap(),
-        read_golden("openai.answer.json")
+        golden::read_json("batch/openai.answer.json")
     );
 
     let out = run_stdin(
@@ -466,7 +437,7 @@ fn cli_list_prints_tool_definitions_for_each_api() {
         let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(
             tools,
-            read_golden(&format!("tools.{format}.json")),
+            golden::read_json(&format!("batch/tools.{format}.json")),
             "{format}"
         );
     }
@@ -576,7 +547,7 @@ async fn http_answers_a_batch_in_the_api_shape() {
     let env = Env::new(&["echo", "math"], "");
     let p = Arc::new(env.pipeline(64).await);
     let addr = serve(p, &env.config().server).await;
-    let input = std::fs::read_to_string(golden("anthropic.input.json")).unwrap();
+    let input = std::fs::read_to_string(golden::path("batch/anthropic.input.json")).unwrap();
     let reply = request(
         addr,
         "POST",
@@ -586,7 +557,10 @@ async fn http_answers_a_batch_in_the_api_shape() {
     )
     .await;
     assert_eq!(reply.status, 200, "{}", reply.body);
-    assert_eq!(reply.json(), read_golden("anthropic.answer.json"));
+    assert_eq!(
+        reply.json(),
+        golden::read_json("batch/anthropic.answer.json")
+    );
     let batch_id = reply.header("x-toolhost-batch-id").unwrap();
     let records: Vec<Value> = env
         .audit()
@@ -597,7 +571,10 @@ async fn http_answers_a_batch_in_the_api_shape() {
 
     let reply = request(addr, "GET", "/v1/tools?format=openai-responses", &[], "").await;
     assert_eq!(reply.status, 200);
-    assert_eq!(reply.json(), read_golden("tools.openai-responses.json"));
+    assert_eq!(
+        reply.json(),
+        golden::read_json("batch/tools.openai-responses.json")
+    );
 
     for (path, body, needle) in [
         ("/v1/tool-calls", "{not json", "not valid JSON"),

@@ -2,6 +2,7 @@
 //! `plugins/examples` and `tests/plugins` by `scripts/build-plugins.sh`.
 
 mod daemon;
+mod golden;
 mod harness;
 
 mod batch;

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import signal
 import subprocess
-import threading
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,6 +18,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+from http_daemon import HttpDaemon
 
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = Path(os.environ.get("TOOLHOST_BIN", ROOT / "target" / "release" / "toolhost"))
@@ -131,65 +130,13 @@ def ws(tmp_path: Path, cache_dir: Path) -> Workspace:
     return Workspace(tmp_path, cache_dir)
 
 
-class Daemon:
-    """`toolhost serve --http 127.0.0.1:0` in the background; the URL is read from its stderr."""
+class Daemon(HttpDaemon):
+    """`toolhost serve --http 127.0.0.1:0` over a workspace, logging at info unless TOOLHOST_LOG says."""
 
     def __init__(self, ws: Workspace, extra_args: list[str] | None = None, env: dict[str, str] | None = None):
         args = [str(BINARY), "--config", str(ws.config), "serve", "--http", "127.0.0.1:0", *(extra_args or [])]
         full_env = {**os.environ, "TOOLHOST_LOG": os.environ.get("TOOLHOST_LOG", "info"), **(env or {})}
-        self.process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, text=True
-        )
-        self.stderr_lines: list[str] = []
-        self.stdout = ""
-        self._url: str | None = None
-        self._ready = threading.Event()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-        if not self._ready.wait(timeout=120):
-            self.stop()
-            raise AssertionError("toolhost did not start:\n" + "".join(self.stderr_lines))
-        if self._url is None:
-            raise AssertionError("toolhost exited:\n" + "".join(self.stderr_lines))
-
-    def _read_stderr(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.stderr_lines.append(line)
-            match = re.search(r"(http://\S+/mcp)", line)
-            if match and self._url is None:
-                self._url = match.group(1)
-                self._ready.set()
-        self._ready.set()
-
-    @property
-    def url(self) -> str:
-        assert self._url is not None
-        return self._url
-
-    @property
-    def base(self) -> str:
-        return self.url.removesuffix("/mcp")
-
-    def signal(self, sig: int = signal.SIGTERM) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-
-    def wait(self, timeout: float = 30) -> int:
-        code = self.process.wait(timeout=timeout)
-        assert self.process.stdout is not None
-        self.stdout = self.process.stdout.read()
-        return code
-
-    def stop(self) -> int:
-        self.signal()
-        try:
-            return self.wait()
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            raise
-
-    def log(self) -> str:
-        return "".join(self.stderr_lines)
+        super().__init__(args, env=full_env)
 
 
 @pytest.fixture

@@ -6,21 +6,10 @@
 # Needs: target/release/toolhost (cargo build --release) and the plugins from scripts/build-plugins.sh.
 # Creates the venv .venv at the repository root on first use and installs tests/mcp/requirements.txt
 # into it (PyPI only). TOOLHOST_BIN overrides the binary; PYTHON the interpreter used for the venv.
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh" || exit 1
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 venv="$root/.venv"
-requirements="$root/tests/mcp/requirements.txt"
-stamp="$venv/.mcp-requirements.sha256"
-
-if [[ ! -x "$venv/bin/python" ]]; then
-    "${PYTHON:-python3}" -m venv "$venv"
-fi
-want="$(sha256sum "$requirements" | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-    echo "$want" > "$stamp"
-fi
+python_venv "$venv" "$root/tests/mcp/requirements.txt" .mcp-requirements.sha256
 
 bin="${TOOLHOST_BIN:-$root/target/release/toolhost}"
 for need in "$bin" "$root/plugins/echo.wasm" "$root/target/fixtures/hostile.wasm"; do

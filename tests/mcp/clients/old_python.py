@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
-import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +19,10 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
+
+# tests/mcp/http_daemon.py, shared with the 2.x suite (standard library only).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from http_daemon import HttpDaemon  # noqa: E402
 
 TIMEOUT = 60
 
@@ -91,20 +93,9 @@ async def over_stdio(binary: str, workdir: Path) -> None:
 
 
 async def over_http(binary: str, workdir: Path) -> None:
-    daemon = subprocess.Popen(
-        [binary, "serve", "--http", "127.0.0.1:0", "--no-watch"],
-        cwd=workdir,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    daemon = HttpDaemon([binary, "serve", "--http", "127.0.0.1:0", "--no-watch"], cwd=workdir)
     try:
-        url = None
-        for line in daemon.stderr:
-            found = re.search(r"at (http://\S+/mcp)", line)
-            if found:
-                url = found.group(1)
-                break
-        assert url, "no URL on stderr"
+        url = daemon.url
         async with streamablehttp_client(url) as (read, write, get_session_id):
             async with ClientSession(read, write, read_timeout_seconds=timedelta(seconds=TIMEOUT)) as session:
                 await exercise(session, workdir, "http")
@@ -116,8 +107,7 @@ async def over_http(binary: str, workdir: Path) -> None:
         assert gone.status_code == 404, gone
         print("python mcp 1.12 http: session close: ok")
     finally:
-        daemon.terminate()
-        daemon.wait(timeout=30)
+        daemon.stop()
 
 
 def main() -> None:

@@ -7,22 +7,11 @@
 # conformance suite is tests/mcp/conformance/run.sh. About 20 s once installed.
 #
 # Needs target/release/toolhost and the plugins (scripts/build-plugins.sh). TOOLHOST_BIN overrides the binary.
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/lib.sh" || exit 1
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 here="$root/tests/mcp/clients"
 venv="$root/.venv-mcp1"
-requirements="$here/requirements-mcp1.txt"
-stamp="$venv/.requirements.sha256"
-
-if [[ ! -x "$venv/bin/python" ]]; then
-    "${PYTHON:-python3}" -m venv "$venv"
-fi
-want="$(sha256sum "$requirements" | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-    echo "$want" > "$stamp"
-fi
+python_venv "$venv" "$here/requirements-mcp1.txt" .requirements.sha256
 
 bin="${TOOLHOST_BIN:-$root/target/release/toolhost}"
 work="$(mktemp -d)"

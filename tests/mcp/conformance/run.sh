@@ -10,10 +10,9 @@
 # expected-failures.yaml as the baseline. Exits 1 on a failure not in the baseline, and on a baseline
 # entry that passes or names a scenario not run here. Results land in target/conformance/results/.
 # About 30 s once built; the first run also fetches 60 MB from npm and builds the plugin (1-2 min).
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/lib.sh" || exit 1
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../../.." && pwd)"
+here="$root/tests/mcp/conformance"
 bin="${TOOLHOST_BIN:-$root/target/release/toolhost}"
 out="$root/target/conformance"
 
@@ -43,7 +42,7 @@ for entry in $(sed -n 's/^  - \([^:# ]*\).*/\1/p' "$baseline"); do
     fi
 done
 
-rustup target add wasm32-wasip2 >/dev/null 2>&1 || rustup target add wasm32-wasip2
+wasm_target
 CARGO_TARGET_DIR="$out" cargo build --quiet --release --target wasm32-wasip2 \
     --manifest-path "$here/plugin/Cargo.toml"
 
