@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use super::rejection::DeclarationError;
 use crate::sandbox::GuestSpec;
 use toolhost_policy::gate::{InputValidator, OutputValidator};
 use toolhost_policy::tool::{ToolSpec, is_valid_name};
@@ -30,7 +31,11 @@ pub(crate) struct CheckedTool {
 }
 
 /// Check every spec; the first problem rejects the whole plugin with a message naming the tool.
-pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedTool>, String> {
+pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedTool>, DeclarationError> {
+    check_all(specs).map_err(DeclarationError)
+}
+
+fn check_all(specs: Vec<GuestSpec>) -> Result<Vec<CheckedTool>, String> {
     if specs.is_empty() {
         return Err("describe returned no tools".into());
     }
@@ -187,7 +192,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_names_duplicates_and_schemas() {
-        let e = |specs| check_specs(specs).err().unwrap();
+        let e = |specs| check_specs(specs).err().unwrap().0;
         assert!(e(vec![spec("read file!", OBJ)]).contains("not accepted by LLM APIs"));
         assert!(e(vec![spec("a", OBJ), spec("a", OBJ)]).contains("declared twice"));
         assert!(e(vec![spec("a", "{nope")]).contains("not valid JSON"));
@@ -206,7 +211,7 @@ mod tests {
 
     #[test]
     fn refuses_oversized_declarations() {
-        let e = |s| check_specs(vec![s]).err().unwrap();
+        let e = |s| check_specs(vec![s]).err().unwrap().0;
         let big = format!(
             r#"{{"type":"object","description":"{}"}}"#,
             "x".repeat(MAX_SCHEMA)
@@ -247,7 +252,7 @@ mod tests {
             "x".repeat(60_000)
         );
         let many: Vec<GuestSpec> = (0..20).map(|i| spec(&format!("t{i}"), &schema)).collect();
-        let err = check_specs(many).err().unwrap();
+        let err = check_specs(many).err().unwrap().0;
         assert!(err.starts_with("describe returned 12"), "{err}");
         assert!(
             err.ends_with("a plugin may declare at most 1048576"),
@@ -271,7 +276,7 @@ mod tests {
             "$defs": defs,
         })
         .to_string();
-        let err = check_specs(vec![spec("explode", &schema)]).err().unwrap();
+        let err = check_specs(vec![spec("explode", &schema)]).err().unwrap().0;
         assert!(
             err.starts_with("tool 'explode': input-schema: validating one value could take"),
             "{err}"
@@ -283,7 +288,7 @@ mod tests {
             ),
             ..spec("loop", OBJ)
         };
-        let err = check_specs(vec![output]).err().unwrap();
+        let err = check_specs(vec![output]).err().unwrap().0;
         assert!(
             err.starts_with("tool 'loop': output-schema: the references"),
             "{err}"

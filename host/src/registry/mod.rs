@@ -10,6 +10,7 @@
 //! and logged; give one of them a `prefix` in the config to serve both.
 
 mod check;
+mod rejection;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -29,6 +30,7 @@ use toolhost_policy::grants::{Grants, Limits};
 use toolhost_policy::text::OneLine;
 use toolhost_policy::tool::ToolSpec;
 
+pub use self::rejection::{DeclarationError, Rejection};
 pub use self::watch::watch;
 
 /// Largest plugin file accepted.
@@ -138,9 +140,9 @@ struct Entry {
 }
 
 /// A file that could not be loaded.
-struct Rejection {
+struct Rejected {
     file: PathBuf,
-    reason: String,
+    why: Rejection,
 }
 
 /// Loaded plugins, ready to serve; reloadable.
@@ -196,7 +198,7 @@ impl Registry {
         let mut loaded = self.loaded.lock().await;
         let files = scan(&self.config.plugins_dir)?;
         let mut next: BTreeMap<String, Entry> = BTreeMap::new();
-        let mut rejected: BTreeMap<String, Rejection> = BTreeMap::new();
+        let mut rejected: BTreeMap<String, Rejected> = BTreeMap::new();
         let mut jobs = JoinSet::new();
         for (name, path) in files {
             let policy = self.config.policy(&name).clone();
@@ -205,8 +207,8 @@ impl Registry {
             }
             let bytes = match read_plugin(&path) {
                 Ok(b) => b,
-                Err(reason) => {
-                    rejected.insert(name, Rejection { file: path, reason });
+                Err(why) => {
+                    rejected.insert(name, Rejected { file: path, why });
                     continue;
                 }
             };
@@ -244,8 +246,8 @@ impl Registry {
                         },
                     );
                 }
-                Err(reason) => {
-                    rejected.insert(name, Rejection { file: path, reason });
+                Err(why) => {
+                    rejected.insert(name, Rejected { file: path, why });
                 }
             }
         }
@@ -253,7 +255,7 @@ impl Registry {
         for (name, r) in &rejected {
             let kept = loaded.get(name);
             tracing::error!(plugin = %OneLine(name), file = %OneLine(&r.file.display().to_string()),
-                kept_previous = kept.is_some(), "plugin rejected: {}", OneLine(&r.reason));
+                kept_previous = kept.is_some(), "plugin rejected: {}", OneLine(&r.why.reason()));
             if let Some(old) = kept {
                 next.insert(name.clone(), old.clone());
             }
@@ -281,7 +283,7 @@ impl Registry {
 /// Build the served catalog; plugins are visited in name order, so the first to claim a name keeps it.
 fn build_catalog(
     entries: &BTreeMap<String, Entry>,
-    rejected: &BTreeMap<String, Rejection>,
+    rejected: &BTreeMap<String, Rejected>,
 ) -> Catalog {
     let mut catalog = Catalog::default();
     for (name, e) in entries {
@@ -316,7 +318,7 @@ fn build_catalog(
             name.clone(),
             PluginStatus::Rejected {
                 file: r.file.clone(),
-                reason: r.reason.clone(),
+                reason: r.why.reason(),
                 kept_previous: entries.contains_key(name),
             },
         );
@@ -354,28 +356,31 @@ fn mounts(grants: &Grants) -> Mounts {
 }
 
 /// The grants' `exclude` entries (checked when the config was loaded).
-fn excludes(grants: &Grants) -> Result<Vec<Denial>, String> {
+fn excludes(grants: &Grants) -> Result<Vec<Denial>, Rejection> {
     let mut out = Vec::new();
     for d in &grants.dirs {
         for entry in &d.exclude {
-            let denials = Denial::exclude(&guest_root(&d.guest), entry)
-                .map_err(|e| format!("exclude {entry:?}: {e}"))?;
+            let denials = Denial::exclude(&guest_root(&d.guest), entry).map_err(|source| {
+                Rejection::Exclude {
+                    entry: entry.clone(),
+                    source,
+                }
+            })?;
             out.extend(denials);
         }
     }
     Ok(out)
 }
 
-fn read_plugin(path: &Path) -> Result<Vec<u8>, String> {
-    let len = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read: {e}"))?
-        .len();
+fn read_plugin(path: &Path) -> Result<Vec<u8>, Rejection> {
+    let len = std::fs::metadata(path).map_err(Rejection::Read)?.len();
     if len > MAX_PLUGIN_BYTES {
-        return Err(format!(
-            "the file is {len} bytes; the limit is {MAX_PLUGIN_BYTES}"
-        ));
+        return Err(Rejection::TooLarge {
+            len,
+            limit: MAX_PLUGIN_BYTES,
+        });
     }
-    std::fs::read(path).map_err(|e| format!("cannot read: {e}"))
+    std::fs::read(path).map_err(Rejection::Read)
 }
 
 /// Compile, describe and check one plugin.
@@ -387,26 +392,31 @@ async fn load(
     bytes: Vec<u8>,
     content_hash: String,
     policy: PluginPolicy,
-) -> Result<(Arc<LoadedPlugin>, Vec<Arc<Tool>>, bool), String> {
+) -> Result<(Arc<LoadedPlugin>, Vec<Arc<Tool>>, bool), Rejection> {
     let permissions = Permissions::new(&config.permissions, policy.permissions.as_ref())
-        .map_err(|e| format!("permission rules: {e}"))?
+        .map_err(Rejection::Rules)?
         .with_files(mounts(&policy.grants), excludes(&policy.grants)?);
     let compiler = sandbox.clone();
     let component = tokio::task::spawn_blocking(move || compiler.load(&bytes))
         .await
-        .map_err(|e| format!("compiler crashed: {e}"))?
-        .map_err(|e| e.to_string())?;
+        .map_err(|source| Rejection::Crashed {
+            stage: "the compiler",
+            source,
+        })??;
     let from_cache = component.from_cache;
     let limits = Limits {
         timeout: policy.limits.timeout.min(DESCRIBE_TIMEOUT),
         ..policy.limits
     };
     let report = sandbox.describe(&component, name, &limits).await;
-    let specs = report.result.map_err(|e| format!("describe {e}"))?;
+    let specs = report.result.map_err(Rejection::Describe)?;
     // Compiling schemas and bounding their cost is CPU work on plugin-chosen input: off the runtime.
     let checked = tokio::task::spawn_blocking(move || check::check_specs(specs))
         .await
-        .map_err(|e| format!("schema check crashed: {e}"))??;
+        .map_err(|source| Rejection::Crashed {
+            stage: "the schema check",
+            source,
+        })??;
     let plugin = Arc::new(LoadedPlugin {
         name: name.to_string(),
         path: path.to_path_buf(),

@@ -1,0 +1,126 @@
+//! The command line as clap parses it: global flags and one subcommand. No behaviour here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use toolhost::audit;
+use toolhost::scaffold::Lang;
+use toolhost_policy::gate::Mode;
+
+/// Hosts AI agent tools as sandboxed WebAssembly components.
+#[derive(Parser, Debug)]
+#[command(name = "toolhost", version, about)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(super) global: Global,
+    #[command(subcommand)]
+    pub(super) command: Command,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct Global {
+    /// Plugins folder [default: ./plugins, or `plugins-dir` in the config].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(super) plugins: Option<PathBuf>,
+    /// Config file [default: ./toolhost.toml when present].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(super) config: Option<PathBuf>,
+    /// Global permission mode: plan, default, accept-edits or bypass.
+    #[arg(long, global = true, value_name = "MODE")]
+    pub(super) mode: Option<Mode>,
+    /// Grant a plugin a directory, seen by the guest as ".": PLUGIN=PATH[:ro|:rw] (read-only by default).
+    #[arg(long = "dir", global = true, value_name = "PLUGIN=PATH[:rw]")]
+    pub(super) dirs: Vec<String>,
+    /// Grant a plugin an env var: PLUGIN=NAME (passed through) or PLUGIN=NAME=VALUE.
+    #[arg(long = "env", global = true, value_name = "PLUGIN=NAME[=VALUE]")]
+    pub(super) env: Vec<String>,
+    /// Audit log file [default: .toolhost/audit.jsonl next to the config].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(super) audit: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum Command {
+    /// Create a plugin project: the contract, one tool with a schema, build.sh and test.sh.
+    ///
+    /// The project goes into ./NAME, or into the directory given with `--dir DIR`, which must be
+    /// absent or empty. For `new`, --dir names that directory; it grants nothing.
+    New {
+        /// The plugin's name, which is also its tool's name and its .wasm file's name.
+        name: String,
+        /// The language: rust, python, js or c.
+        #[arg(long, value_name = "LANG")]
+        lang: Lang,
+    },
+    /// Run the MCP daemon: on stdio by default, over Streamable HTTP with --http, or both.
+    Serve {
+        /// Serve MCP on stdin/stdout (the default when --http is not given).
+        #[arg(long)]
+        stdio: bool,
+        /// Serve Streamable HTTP at /mcp (with /health and /metrics) on ADDR
+        /// [default: `server.http` in the config, else 127.0.0.1:8750].
+        #[arg(long, value_name = "ADDR", num_args = 0..=1)]
+        http: Option<Option<String>>,
+        /// Do not reload plugins when the plugins folder changes.
+        #[arg(long)]
+        no_watch: bool,
+    },
+    /// List the tools, their plugin, hints and grants (and every rejected plugin with its reason).
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Print the tool definitions for an LLM API: anthropic, openai or openai-responses.
+        #[arg(long, value_name = "FORMAT", conflicts_with = "json")]
+        format: Option<toolhost::batch::Format>,
+    },
+    /// Run the tool calls of an LLM assistant message read from stdin; print the answer for the API.
+    /// Exits 1 when any call's result is an error, 2 when the message holds no batch.
+    Batch {
+        /// The message's API: auto (detect it), anthropic, openai or openai-responses.
+        #[arg(long, value_name = "FORMAT", default_value = "auto")]
+        format: toolhost::batch::FormatChoice,
+        /// Read-only calls running at once.
+        #[arg(long, value_name = "N", default_value_t = toolhost::batch::DEFAULT_CONCURRENCY,
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
+        concurrency: usize,
+    },
+    /// Call one tool and print its result; exits 1 when the result is an error.
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// The input object as JSON, or "-" to read it from stdin.
+        #[arg(long, short, default_value = "{}")]
+        input: String,
+        /// Print the whole outcome as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show what a component imports and exports, and whether it fits the contract.
+    Inspect {
+        /// The `.wasm` file.
+        file: PathBuf,
+    },
+    /// Read the audit log: matching records, or a per-tool summary.
+    Audit {
+        /// Only this tool.
+        #[arg(long)]
+        tool: Option<String>,
+        /// Only this outcome: ok, error, cancelled, input_required or unfinished (began, never ended).
+        #[arg(long)]
+        outcome: Option<audit::Outcome>,
+        /// Only calls that started at or after this RFC 3339 time.
+        #[arg(long)]
+        since: Option<chrono::DateTime<chrono::Utc>>,
+        /// Only calls that started before this RFC 3339 time.
+        #[arg(long)]
+        until: Option<chrono::DateTime<chrono::Utc>>,
+        /// Print matching records as JSONL instead of the summary.
+        #[arg(long)]
+        records: bool,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}

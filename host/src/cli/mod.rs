@@ -1,0 +1,243 @@
+//! The command line: flags in, one of the commands run, an exit code out.
+//!
+//! Exit codes: 0 success; 1 the call ran and returned an error result (or a plugin was rejected, for
+//! `inspect`); 2 bad usage or configuration; 3 anything else (I/O, the plugins folder, the audit log).
+
+mod approver;
+mod args;
+mod rendering;
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use serde_json::Value;
+
+use toolhost::audit::Filter;
+use toolhost::exec::{CallRequest, Pipeline};
+use toolhost::registry::Registry;
+use toolhost::scaffold::{self, Lang};
+use toolhost::server::{ServeOptions, Server};
+use toolhost_policy::config::{Config, Overrides};
+use toolhost_policy::text::multi_line;
+
+use self::approver::TtyApprover;
+pub(crate) use self::args::Cli;
+use self::args::Command;
+use self::rendering::{inspect, list, show_audit};
+
+/// An error with the exit code it maps to.
+pub(crate) struct Failure {
+    pub(crate) code: u8,
+    pub(crate) error: anyhow::Error,
+}
+
+fn usage(error: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        code: 2,
+        error: error.into(),
+    }
+}
+
+fn other(error: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        code: 3,
+        error: error.into(),
+    }
+}
+
+impl Cli {
+    /// Run the command; `Ok(code)` for normal exits (0 or 1).
+    pub(crate) async fn run(self) -> Result<u8, Failure> {
+        // `new` only writes files: a broken toolhost.toml in the current directory must not stop it.
+        if let Command::New { name, lang } = &self.command {
+            return new_project(name, *lang, &self.global.dirs);
+        }
+        let g = &self.global;
+        let overrides = Overrides {
+            plugins_dir: g.plugins.clone(),
+            mode: g.mode,
+            dirs: g.dirs.clone(),
+            env: g.env.clone(),
+            audit_path: g.audit.clone(),
+            http: match &self.command {
+                Command::Serve {
+                    http: Some(addr), ..
+                } => addr.clone(),
+                _ => None,
+            },
+        };
+        let config = Config::load(g.config.as_deref(), &overrides).map_err(usage)?;
+        match self.command {
+            Command::New { name, lang } => new_project(&name, lang, &overrides.dirs),
+            Command::Serve {
+                stdio,
+                http,
+                no_watch,
+            } => {
+                let pipeline =
+                    Arc::new(open_host(&config, config.server.max_concurrent_calls).await?);
+                let options = ServeOptions {
+                    stdio: stdio || http.is_none(),
+                    http: http.is_some().then_some(config.server.http),
+                    hot_reload: !no_watch,
+                };
+                let server = Server::new(pipeline, config.server.clone());
+                toolhost::server::serve(server, options)
+                    .await
+                    .map_err(other)?;
+                Ok(0)
+            }
+            Command::Inspect { file } => inspect(&config, &file),
+            Command::Audit {
+                tool,
+                outcome,
+                since,
+                until,
+                records,
+                json,
+            } => {
+                let filter = Filter {
+                    tool,
+                    outcome,
+                    since,
+                    until,
+                    ..Filter::default()
+                };
+                show_audit(&config, &filter, records, json)
+            }
+            Command::List { json, format } => {
+                let registry = open_registry(config).await?;
+                match format {
+                    Some(format) => {
+                        let tools =
+                            toolhost::batch::definitions(registry.catalog().specs(), format);
+                        println!("{}", serde_json::to_string_pretty(&tools).map_err(other)?);
+                        Ok(0)
+                    }
+                    None => list(&registry, json),
+                }
+            }
+            Command::Batch {
+                format,
+                concurrency,
+            } => batch(config, format, concurrency).await,
+            Command::Call { tool, input, json } => {
+                let input = read_input(&input)?;
+                let pipeline = open_host(&config, 1).await?;
+                let approver = TtyApprover::open();
+                let outcome = pipeline
+                    .call(CallRequest {
+                        tool,
+                        input,
+                        origin: "cli",
+                        approver,
+                        ..CallRequest::default()
+                    })
+                    .await;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&outcome).map_err(other)?);
+                } else if outcome.is_error() {
+                    eprintln!("{}", multi_line(&outcome.content));
+                } else {
+                    println!("{}", multi_line(&outcome.content));
+                }
+                Ok(u8::from(outcome.is_error()))
+            }
+        }
+    }
+}
+
+/// `toolhost batch`: the message from stdin, the answer on stdout; Ctrl-C cancels the batch and
+/// still prints the answer, with the calls it stopped answered as cancelled.
+async fn batch(
+    config: Config,
+    format: toolhost::batch::FormatChoice,
+    concurrency: usize,
+) -> Result<u8, Failure> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("cannot read the message from stdin")
+        .map_err(usage)?;
+    let parsed = toolhost::batch::parse_text(&text, format).map_err(usage)?;
+    let pipeline = Arc::new(open_host(&config, concurrency).await?);
+    let options = toolhost::batch::BatchOptions {
+        concurrency,
+        approver: TtyApprover::open(),
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let on_signal = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+        }
+    });
+    let batch_id = toolhost::batch::new_batch_id();
+    let report =
+        toolhost::batch::run(&pipeline, &batch_id, parsed, &options, &cancel, |_| {}).await;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&report.answer()).map_err(other)?
+    );
+    Ok(u8::from(report.has_errors()))
+}
+
+/// `new`: the global `--dir` (a grant, PLUGIN=PATH, for the other commands) names the project's directory.
+fn new_project(name: &str, lang: Lang, dirs: &[String]) -> Result<u8, Failure> {
+    let dir = match dirs {
+        [] => PathBuf::from(name),
+        [dir] if !dir.contains('=') => PathBuf::from(dir),
+        _ => {
+            return Err(usage(anyhow::anyhow!(
+                "`new` takes at most one --dir DIR, the directory to create the project in \
+                 (PLUGIN=PATH grants are for the other commands)"
+            )));
+        }
+    };
+    let project = scaffold::create(name, lang, &dir).map_err(|e| match e {
+        scaffold::ScaffoldError::Io { .. } => other(e),
+        _ => usage(e),
+    })?;
+    let shown = project.dir.display();
+    println!("created the {lang} plugin '{}' in {shown}:", project.name);
+    for file in &project.files {
+        println!("  {}", file.display());
+    }
+    println!("{}", lang.toolchain());
+    println!(
+        "next: cd {shown} && ./build.sh   (writes {}.wasm; copy it into your plugins folder)",
+        project.name
+    );
+    println!("      ./test.sh                  (builds, then calls the tool through toolhost)");
+    Ok(0)
+}
+
+/// The plugins alone ([`toolhost::host::open_registry`]), for `list`.
+async fn open_registry(config: Config) -> Result<Registry, Failure> {
+    toolhost::host::open_registry(config).await.map_err(other)
+}
+
+/// The host `config` describes ([`toolhost::host::open`]), running `max_calls` calls at once.
+async fn open_host(config: &Config, max_calls: usize) -> Result<Pipeline, Failure> {
+    toolhost::host::open(config.clone(), max_calls)
+        .await
+        .map_err(other)
+}
+
+fn read_input(arg: &str) -> Result<Value, Failure> {
+    let text = if arg == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("cannot read the input from stdin")
+            .map_err(usage)?;
+        s
+    } else {
+        arg.to_string()
+    };
+    serde_json::from_str(&text)
+        .with_context(|| "the input is not valid JSON")
+        .map_err(usage)
+}
