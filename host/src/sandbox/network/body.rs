@@ -1,5 +1,5 @@
 //! A body wrapper that enforces a size cap and a deadline while bytes flow, for request bodies (written
-//! by the guest) and response bodies (read by the guest).
+//! by the guest) and response bodies (read by the guest). Must not decide the limits: the plan does.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -10,7 +10,7 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 use wasmtime_wasi_http::Error as HttpError;
 
-use super::send::NetError;
+use super::refusal::NetError;
 
 /// Which way a guarded body flows, for the error it ends with.
 #[derive(Debug, Clone, Copy)]
