@@ -83,17 +83,10 @@ impl WasiHttpHooks for NetworkHooks {
         let budget = self.budget.clone();
         Box::new(async move {
             let result = match plan {
-                Ok(plan) => transport::send(plan, budget, request, options).await,
+                Ok(plan) => transport::send(plugin.clone(), plan, budget, request, options).await,
                 Err(e) => Err(e),
             };
-            result.map_err(|e| {
-                if e.is_denial() {
-                    tracing::warn!(plugin, "outgoing request refused: {e}");
-                } else {
-                    tracing::info!(plugin, "outgoing request failed: {e}");
-                }
-                e.into_http()
-            })
+            result.map_err(|e| e.report(&plugin))
         })
     }
 }
@@ -119,6 +112,19 @@ mod tests {
                 .to_string()
                 .starts_with("network is not granted to plugin p"),
         );
+    }
+
+    #[tokio::test]
+    async fn a_refused_request_reaches_the_guest_as_denied() {
+        use http_body_util::BodyExt;
+        let body = http_body_util::Empty::new()
+            .map_err(|e: std::convert::Infallible| -> HttpError { match e {} })
+            .boxed_unsync();
+        let req = Request::get("https://example.com/").body(body).unwrap();
+        let mut h = NetworkHooks::new("p", None, &[]);
+        let sent = h.send_request(req, None, Box::new(async { Ok(()) }));
+        let e = Box::into_pin(sent).await.err().unwrap();
+        assert!(matches!(e, HttpError::HttpRequestDenied), "{e:?}");
     }
 
     #[test]

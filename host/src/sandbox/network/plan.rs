@@ -80,6 +80,7 @@ impl Plan {
     pub(super) fn check_request_length(&self, headers: &HeaderMap) -> Result<(), NetError> {
         match content_length(headers) {
             Some(n) if n > self.limits.max_request_bytes => Err(NetError::RequestTooLarge {
+                declared: Some(n),
                 limit: self.limits.max_request_bytes,
             }),
             _ => Ok(()),
@@ -320,7 +321,10 @@ mod tests {
         h.insert(header::CONTENT_LENGTH, HeaderValue::from_static("11"));
         assert_eq!(
             p.check_request_length(&h),
-            Err(NetError::RequestTooLarge { limit: 10 })
+            Err(NetError::RequestTooLarge {
+                declared: Some(11),
+                limit: 10
+            })
         );
         assert!(p.check_response_length(&h).is_ok());
         h.insert(header::CONTENT_LENGTH, HeaderValue::from_static("21"));
