@@ -2,7 +2,7 @@
 //!
 //! Three phases, as in Spin's factors: link once (`wasi:http` for every plugin, since many toolchains
 //! import it by default; raw `wasi:sockets` is linked for no one), validate
-//! once (`config` parses [`Destination`] patterns and reads secrets), prepare per call
+//! once (`config` parses `Destination` patterns and reads secrets), prepare per call
 //! (`NetworkHooks` with the grant, the secret headers and a request counter, enforced in `hooks`:
 //! without a grant every request is refused there, naming the plugin).
 //! The policy pieces (destinations, address classes, grants, secrets) live in the pure
