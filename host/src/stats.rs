@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use self::histogram::{LogHistogram, nearest_rank};
 use self::prometheus::BUCKETS;
+pub use self::prometheus::Exposition;
 use crate::exec::ErrorKind;
 
 /// Durations kept exactly per tool; past this many calls percentiles come from the histogram.

@@ -20,9 +20,9 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::{BytesRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
@@ -33,6 +33,7 @@ use tokio_util::codec::{BytesCodec, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 use super::guard::Guard;
+use super::reply::error;
 use super::shared::Shared;
 use crate::batch::{
     self, BatchOptions, BatchReport, CallResult, DEFAULT_CONCURRENCY, Format, FormatChoice,
@@ -57,7 +58,7 @@ pub(crate) fn router(shared: Arc<Shared>, config: &ServerConfig) -> Router {
         ))
         .layer(middleware::from_fn_with_state(
             Arc::new(Guard::new(config)),
-            check,
+            super::reply::guarded,
         ))
 }
 
@@ -104,10 +105,6 @@ struct CallParams {
 #[derive(Debug, Default, Deserialize)]
 struct ToolsParams {
     format: Option<String>,
-}
-
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "error": message.into() }))).into_response()
 }
 
 fn bad_request(message: impl Into<String>) -> Response {
@@ -353,22 +350,6 @@ fn frame(delivery: Delivery, event: &str, value: &Value) -> String {
     match delivery {
         Delivery::Sse => format!("event: {event}\ndata: {value}\n\n"),
         _ => format!("{value}\n"),
-    }
-}
-
-async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    match guard.check(request.headers(), request.uri()) {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => {
-            let (status, message) = refusal.status_and_message();
-            let mut response = error(status, message);
-            if status == StatusCode::UNAUTHORIZED {
-                response
-                    .headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            }
-            response
-        }
     }
 }
 

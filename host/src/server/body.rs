@@ -12,10 +12,9 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Json, Response};
+use axum::response::Response;
 use http_body::Body as _;
 use http_body_util::BodyExt;
-use serde_json::json;
 use tokio::time::Instant;
 
 /// The longest a body may stall between two chunks, whatever the total deadline.
@@ -71,7 +70,7 @@ impl BodyError {
                 format!("cannot read the request body: {e}"),
             ),
         };
-        let mut response = (status, Json(json!({ "error": message }))).into_response();
+        let mut response = super::reply::error(status, message);
         // The rest of the body is never read: the connection cannot carry another request.
         response
             .headers_mut()

@@ -15,7 +15,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
@@ -27,8 +27,10 @@ use tokio_util::sync::CancellationToken;
 use super::body::BodyDeadlines;
 use super::guard::Guard;
 use super::handler::McpServer;
+use super::reply::error;
 use super::shared::Shared;
 use crate::registry::PluginStatus;
+use crate::stats::Exposition;
 use toolhost_policy::config::ServerConfig;
 
 /// An HTTP session that sends nothing for this long is closed (the client may `initialize` again).
@@ -87,7 +89,7 @@ pub(crate) fn app(
             body_deadlines(config),
             super::body::bounded,
         ))
-        .layer(middleware::from_fn_with_state(guard, check))
+        .layer(middleware::from_fn_with_state(guard, super::reply::guarded))
 }
 
 /// Every route's body must arrive within the read timeout, and never stall for long.
@@ -96,29 +98,6 @@ pub(crate) fn body_deadlines(config: &ServerConfig) -> BodyDeadlines {
         max_bytes: config.max_body_bytes,
         total: config.read_timeout,
         idle: config.read_timeout.min(super::body::IDLE),
-    }
-}
-
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "error": message.into() }))).into_response()
-}
-
-async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    match guard.check(request.headers(), request.uri()) {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => {
-            let (status, message) = refusal.status_and_message();
-            if status == StatusCode::FORBIDDEN {
-                tracing::warn!(path = %request.uri().path(), "refused: {message}");
-            }
-            let mut response = error(status, message);
-            if status == StatusCode::UNAUTHORIZED {
-                response
-                    .headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            }
-            response
-        }
     }
 }
 
@@ -243,49 +222,48 @@ async fn health(State(shared): State<Arc<Shared>>) -> Response {
 }
 
 /// A gauge for `/metrics`: name, help text, and (labels, value) samples.
-type Gauge = (&'static str, &'static str, Vec<(&'static str, usize)>);
+type Gauge = (
+    &'static str,
+    &'static str,
+    Vec<(&'static [(&'static str, &'static str)], usize)>,
+);
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
-    let mut text = shared.pipeline.stats().render_prometheus();
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
+    let mut text = Exposition::new();
+    shared.pipeline.stats().write_prometheus(&mut text);
     let (loaded, rejected) = plugin_counts(&shared);
     let gauges: [Gauge; 4] = [
         (
             "toolhost_calls_running",
             "Tool calls executing in the sandbox now.",
-            vec![("", shared.pipeline.running())],
+            vec![(&[], shared.pipeline.running())],
         ),
         (
             "toolhost_calls_in_flight",
             "MCP tool calls in flight, including those waiting for an approval.",
-            vec![("", shared.in_flight.count())],
+            vec![(&[], shared.in_flight.count())],
         ),
         (
             "toolhost_tools",
             "Tools served.",
-            vec![("", shared.pipeline.catalog().tools.len())],
+            vec![(&[], shared.pipeline.catalog().tools.len())],
         ),
         (
             "toolhost_plugins",
             "Plugin files, by load status.",
             vec![
-                ("status=\"loaded\"", loaded),
-                ("status=\"rejected\"", rejected.len()),
+                (&[("status", "loaded")], loaded),
+                (&[("status", "rejected")], rejected.len()),
             ],
         ),
     ];
     for (name, help, samples) in gauges {
-        text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+        text.family(name, "gauge", help);
         for (labels, value) in samples {
-            if labels.is_empty() {
-                text.push_str(&format!("{name} {value}\n"));
-            } else {
-                text.push_str(&format!("{name}{{{labels}}} {value}\n"));
-            }
+            text.sample(name, labels, value);
         }
     }
+    let text = text.into_text();
     (
         [(
             header::CONTENT_TYPE,

@@ -22,6 +22,7 @@ mod listener;
 mod listing;
 mod outcome;
 mod progress;
+mod reply;
 mod run;
 mod shared;
 mod stdio;

@@ -1,6 +1,7 @@
-//! The statistics in the Prometheus text exposition format, for the daemon's `/metrics`.
+//! The Prometheus text exposition format, written in one place ([`Exposition`]): the statistics'
+//! families here, and the daemon's gauges through the same writer. Formats; never counts.
 
-use std::fmt::Write as _;
+use std::fmt::{Display, Write as _};
 
 use super::Stats;
 
@@ -23,116 +24,130 @@ pub(super) const BUCKETS: [(u64, &str); 15] = [
     (60_000_000, "60"),
 ];
 
+/// Text in the Prometheus exposition format (version 0.0.4), written family by family: the one
+/// writer of `/metrics`, for the call statistics here and the daemon's own gauges.
+#[derive(Debug, Default)]
+pub struct Exposition {
+    text: String,
+}
+
+impl Exposition {
+    /// Nothing written yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Start a family: its HELP and TYPE lines (`kind` is `counter`, `gauge` or `histogram`).
+    pub fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.text, "# HELP {name} {help}");
+        let _ = writeln!(self.text, "# TYPE {name} {kind}");
+    }
+
+    /// One sample line; label values are escaped here, names are the caller's constants.
+    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl Display) {
+        self.text.push_str(name);
+        if !labels.is_empty() {
+            let labels: Vec<String> = labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+                .collect();
+            let _ = write!(self.text, "{{{}}}", labels.join(","));
+        }
+        let _ = writeln!(self.text, " {value}");
+    }
+
+    /// The text written so far.
+    pub fn into_text(self) -> String {
+        self.text
+    }
+}
+
 impl Stats {
     /// The statistics in the Prometheus text exposition format (version 0.0.4), families
     /// `toolhost_calls_total`, `toolhost_call_errors_total`, `toolhost_call_duration_seconds`
     /// and `toolhost_fuel_consumed_total`, each with its HELP and TYPE lines.
     pub fn render_prometheus(&self) -> String {
+        let mut out = Exposition::new();
+        self.write_prometheus(&mut out);
+        out.into_text()
+    }
+
+    /// The same families, written to `out`.
+    pub fn write_prometheus(&self, out: &mut Exposition) {
         let tools = self.copy();
-        let mut out = String::new();
-        family(
-            &mut out,
+        out.family(
             "toolhost_calls_total",
             "counter",
             "Tool calls finished, by outcome.",
         );
         for (tool, t) in &tools {
-            let tool = escape_label(tool);
             let error = t.calls - t.successes - t.cancelled;
             for (outcome, n) in [
                 ("ok", t.successes),
                 ("error", error),
                 ("cancelled", t.cancelled),
             ] {
-                sample(
-                    &mut out,
+                out.sample(
                     "toolhost_calls_total",
-                    &tool,
-                    &format!("outcome=\"{outcome}\""),
+                    &[("tool", tool), ("outcome", outcome)],
                     n,
                 );
             }
         }
-        family(
-            &mut out,
+        out.family(
             "toolhost_call_errors_total",
             "counter",
             "Failed tool calls, by error kind.",
         );
         for (tool, t) in &tools {
-            let tool = escape_label(tool);
             for (kind, n) in &t.failures {
-                let kind = format!("kind=\"{}\"", kind.as_str());
-                sample(&mut out, "toolhost_call_errors_total", &tool, &kind, *n);
+                out.sample(
+                    "toolhost_call_errors_total",
+                    &[("tool", tool), ("kind", kind.as_str())],
+                    n,
+                );
             }
         }
-        family(
-            &mut out,
+        out.family(
             "toolhost_call_duration_seconds",
             "histogram",
             "Tool call duration.",
         );
         for (tool, t) in &tools {
-            let tool = escape_label(tool);
             let mut cumulative = 0;
             for ((_, le), n) in BUCKETS.iter().zip(t.buckets) {
                 cumulative += n;
-                sample(
-                    &mut out,
+                out.sample(
                     "toolhost_call_duration_seconds_bucket",
-                    &tool,
-                    &format!("le=\"{le}\""),
+                    &[("tool", tool), ("le", le)],
                     cumulative,
                 );
             }
-            sample(
-                &mut out,
+            out.sample(
                 "toolhost_call_duration_seconds_bucket",
-                &tool,
-                "le=\"+Inf\"",
+                &[("tool", tool), ("le", "+Inf")],
                 t.calls,
             );
-            let _ = writeln!(
-                out,
-                "toolhost_call_duration_seconds_sum{{tool=\"{tool}\"}} {}",
-                t.total_us as f64 / 1e6
+            out.sample(
+                "toolhost_call_duration_seconds_sum",
+                &[("tool", tool)],
+                t.total_us as f64 / 1e6,
             );
-            sample(
-                &mut out,
+            out.sample(
                 "toolhost_call_duration_seconds_count",
-                &tool,
-                "",
+                &[("tool", tool)],
                 t.calls,
             );
         }
-        family(
-            &mut out,
+        out.family(
             "toolhost_fuel_consumed_total",
             "counter",
             "Fuel consumed by tool calls.",
         );
         for (tool, t) in &tools {
-            sample(
-                &mut out,
-                "toolhost_fuel_consumed_total",
-                &escape_label(tool),
-                "",
-                t.fuel,
-            );
+            out.sample("toolhost_fuel_consumed_total", &[("tool", tool)], t.fuel);
         }
-        out
     }
-}
-
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-/// One sample line; `tool` is already escaped, `extra` is `""` or more `name="value"` labels.
-fn sample(out: &mut String, name: &str, tool: &str, extra: &str, value: u64) {
-    let comma = if extra.is_empty() { "" } else { "," };
-    let _ = writeln!(out, "{name}{{tool=\"{tool}\"{comma}{extra}}} {value}");
 }
 
 /// A label value escaped per the text format: backslash, double quote and newline.

@@ -1,5 +1,9 @@
 //! A body wrapper that enforces a size cap and a deadline while bytes flow, for request bodies (written
-//! by the guest) and response bodies (read by the guest).
+//! by the guest) and response bodies (read by the guest). Must not decide the limits: the plan does.
+//!
+//! A cut body ends with the matching `wasi:http` error ([`NetError::code`]). A cut response body
+//! reaches the guest only through its stream, so it is logged here, naming the plugin; a cut request
+//! body fails the exchange, which the hook logs.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -10,7 +14,7 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 use wasmtime_wasi_http::Error as HttpError;
 
-use super::send::NetError;
+use super::refusal::NetError;
 
 /// Which way a guarded body flows, for the error it ends with.
 #[derive(Debug, Clone, Copy)]
@@ -25,6 +29,7 @@ pub(super) enum Direction {
 pub(super) struct Guarded<B> {
     inner: B,
     direction: Direction,
+    plugin: String,
     target: String,
     limit: u64,
     seen: u64,
@@ -34,10 +39,11 @@ pub(super) struct Guarded<B> {
 
 impl<B> Guarded<B> {
     /// Cap `inner` at `limit` bytes; `deadline` (with the timeout it stands for, for the message) ends
-    /// it when reached.
+    /// it when reached. `plugin` and `target` are named in the log.
     pub(super) fn new(
         inner: B,
         direction: Direction,
+        plugin: String,
         target: String,
         limit: u64,
         deadline: Option<(Instant, Duration)>,
@@ -45,6 +51,7 @@ impl<B> Guarded<B> {
         Self {
             inner,
             direction,
+            plugin,
             target,
             limit,
             seen: 0,
@@ -55,7 +62,11 @@ impl<B> Guarded<B> {
 
     fn fail(&mut self, e: NetError) -> Poll<Option<Result<Frame<Bytes>, HttpError>>> {
         self.ended = true;
-        Poll::Ready(Some(Err(e.into_http())))
+        let code = match self.direction {
+            Direction::Request => e.code(),
+            Direction::Response => e.report(&self.plugin),
+        };
+        Poll::Ready(Some(Err(code)))
     }
 }
 
@@ -98,7 +109,10 @@ where
                     this.seen += data.len() as u64;
                     if this.seen > this.limit {
                         let e = match this.direction {
-                            Direction::Request => NetError::RequestTooLarge { limit: this.limit },
+                            Direction::Request => NetError::RequestTooLarge {
+                                declared: None,
+                                limit: this.limit,
+                            },
                             Direction::Response => NetError::ResponseTooLarge {
                                 target: this.target.clone(),
                                 declared: None,

@@ -2,20 +2,26 @@
 //!
 //! Three phases, as in Spin's factors: link once (`wasi:http` for every plugin, since many toolchains
 //! import it by default; raw `wasi:sockets` is linked for no one), validate
-//! once (`config` parses [`Destination`] patterns and reads secrets), prepare per call
-//! (`NetworkHooks` with the grant, the secret headers and a request counter, enforced in `send`:
+//! once (`config` parses `Destination` patterns and reads secrets), prepare per call
+//! (`NetworkHooks` with the grant, the secret headers and a request counter, enforced in `hooks`:
 //! without a grant every request is refused there, naming the plugin).
-//! The policy pieces (`destination`, `address`, `grant`, `secret`) are pure and testable without
-//! wasmtime; `send` and `body` are the runtime.
+//! The policy pieces (destinations, address classes, grants, secrets) live in the pure
+//! `toolhost_policy::network`; here `plan` applies them to one request (pure: no I/O), `transport`
+//! resolves, connects and speaks TLS and HTTP, `body` caps the bodies while they flow, `refusal` says
+//! why a request did not go and what the guest receives for it, and `hooks` is the entry that ties
+//! them together for each request.
 
 mod body;
-mod send;
+mod hooks;
+mod plan;
+mod refusal;
+mod transport;
 
 use wasmtime::component::Linker;
 use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
-pub use self::send::NetError;
-pub(crate) use self::send::NetworkHooks;
+pub(crate) use self::hooks::NetworkHooks;
+pub use self::refusal::NetError;
 use toolhost_policy::network::{Redactor, SecretGrant};
 
 use super::state::State;

@@ -1,5 +1,5 @@
 //! A small blocking HTTP GET over `wasi:http/outgoing-handler`, and just enough URL handling to
-//! follow redirects. The host decides where requests may go; errors it reports come back verbatim.
+//! follow redirects. The host decides where requests may go; a refusal comes back as its error code.
 
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{ErrorCode, Fields, Method, OutgoingRequest, Scheme};
@@ -196,7 +196,7 @@ fn read_capped(
     }
 }
 
-/// The host's message when it sent one (every refusal carries one), else the error code's name.
+/// The host's message when it sent one, else the error code's name (toolhost sends the code; its log says why).
 pub fn describe(e: &ErrorCode) -> String {
     match e {
         ErrorCode::InternalError(Some(m)) => m.clone(),

@@ -1,0 +1,142 @@
+//! The per-call `WasiHttpHooks`: every outgoing `wasi:http` request of a plugin passes here, and only
+//! here (wasi:http does not go through wasi:sockets' checks).
+//!
+//! It counts the request, has the [`Plan`] decide, has the transport send, and logs every refusal or
+//! failure with the plugin's name and the destination (`scheme://host:port` only, never a path or
+//! query, which may carry secrets). Redirects are not followed: a 3xx goes back to the guest, and a
+//! guest that follows it sends a new request through this same hook, checked from scratch. Must not
+//! decide policy itself nor do I/O itself.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use http::{Request, Response};
+use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
+
+use super::super::budget::FileBudget;
+use super::plan::Plan;
+use super::refusal::NetError;
+use super::transport::{self, IoFuture};
+use toolhost_policy::network::{NetworkGrant, Redactor, SecretGrant};
+
+type SendFuture =
+    Box<dyn Future<Output = Result<(Response<WasiBody>, IoFuture), HttpError>> + Send>;
+
+/// The per-call `WasiHttpHooks`: the plugin's grant, its secret headers, and the request count.
+pub(crate) struct NetworkHooks {
+    plugin: String,
+    grant: Option<Arc<NetworkGrant>>,
+    secrets: Arc<[SecretGrant]>,
+    redactor: Redactor,
+    sent: u32,
+    /// The daemon-wide descriptor budget each connection counts against; `None` in unit tests.
+    budget: Option<Arc<FileBudget>>,
+}
+
+impl NetworkHooks {
+    /// Hooks for one call of `plugin`; `grant: None` refuses every request.
+    pub(crate) fn new(plugin: &str, grant: Option<&NetworkGrant>, secrets: &[SecretGrant]) -> Self {
+        Self {
+            plugin: plugin.to_string(),
+            grant: grant.cloned().map(Arc::new),
+            secrets: secrets
+                .iter()
+                .filter(|s| s.header.is_some())
+                .cloned()
+                .collect(),
+            redactor: Redactor::new(secrets.iter().map(|s| &s.value)),
+            sent: 0,
+            budget: None,
+        }
+    }
+
+    /// Count each connection against the daemon-wide descriptor budget.
+    pub(crate) fn with_budget(mut self, budget: Arc<FileBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Replaces the plugin's secrets in text leaving the sandbox.
+    pub(crate) fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// The checks before any lookup: grant, request count, URL, allowlist.
+    fn plan<B>(&mut self, req: &Request<B>) -> Result<Plan, NetError> {
+        let Some(grant) = self.grant.as_deref() else {
+            return Err(NetError::NotGranted(self.plugin.clone()));
+        };
+        self.sent += 1;
+        Plan::new(grant, &self.secrets, self.sent, req.uri())
+    }
+}
+
+impl WasiHttpHooks for NetworkHooks {
+    fn send_request(
+        &mut self,
+        request: Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ) -> SendFuture {
+        let plan = self.plan(&request);
+        let plugin = self.plugin.clone();
+        let budget = self.budget.clone();
+        Box::new(async move {
+            let result = match plan {
+                Ok(plan) => transport::send(plugin.clone(), plan, budget, request, options).await,
+                Err(e) => Err(e),
+            };
+            result.map_err(|e| e.report(&plugin))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_policy::network::Destination;
+
+    fn request(url: &str) -> Request<()> {
+        Request::get(url).body(()).unwrap()
+    }
+
+    #[test]
+    fn no_grant_refuses_everything() {
+        let mut h = NetworkHooks::new("p", None, &[]);
+        assert_eq!(
+            h.plan(&request("https://example.com/")).unwrap_err(),
+            NetError::NotGranted("p".into())
+        );
+        assert!(
+            NetError::NotGranted("p".into())
+                .to_string()
+                .starts_with("network is not granted to plugin p"),
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_request_reaches_the_guest_as_denied() {
+        use http_body_util::BodyExt;
+        let body = http_body_util::Empty::new()
+            .map_err(|e: std::convert::Infallible| -> HttpError { match e {} })
+            .boxed_unsync();
+        let req = Request::get("https://example.com/").body(body).unwrap();
+        let mut h = NetworkHooks::new("p", None, &[]);
+        let sent = h.send_request(req, None, Box::new(async { Ok(()) }));
+        let e = Box::into_pin(sent).await.err().unwrap();
+        assert!(matches!(e, HttpError::HttpRequestDenied), "{e:?}");
+    }
+
+    #[test]
+    fn counts_requests_per_call() {
+        let mut grant = NetworkGrant::new(vec![Destination::parse("https://example.com").unwrap()]);
+        grant.limits.max_requests = 2;
+        let mut h = NetworkHooks::new("p", Some(&grant), &[]);
+        assert!(h.plan(&request("https://example.com/")).is_ok());
+        assert!(h.plan(&request("https://example.com/")).is_ok());
+        assert_eq!(
+            h.plan(&request("https://example.com/")).unwrap_err(),
+            NetError::TooManyRequests(2)
+        );
+    }
+}
