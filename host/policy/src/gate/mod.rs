@@ -9,6 +9,7 @@ pub mod defaults;
 mod guard;
 mod limits;
 mod mounts;
+mod path;
 mod permission;
 mod rule;
 mod subject;
