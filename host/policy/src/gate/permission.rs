@@ -14,7 +14,8 @@
 //!    read-only tools and ask for the rest.
 //!
 //! A tool is *read-only* when its hints say `read_only` and not `destructive` (a contradiction is
-//! resolved towards caution). How rules match is documented in [`Rule`].
+//! resolved towards caution: [`Hints::is_read_only`](crate::tool::Hints::is_read_only)). How rules
+//! match is documented in [`Rule`].
 
 use std::fmt;
 
@@ -172,7 +173,7 @@ impl Permissions {
         let name = tool.name.as_str();
         let subject =
             Subject::of(input, tool.permission_subject.as_deref()).with_mounts(Some(&self.mounts));
-        let read_only = tool.hints.read_only && !tool.hints.destructive;
+        let read_only = tool.hints.is_read_only();
 
         if let Some(refusal) = self.unplaceable(name, &subject) {
             return refusal;
