@@ -57,12 +57,7 @@ impl ApprovalRequest {
             None => "Input",
         };
         let mut shown = serde_json::to_string_pretty(&rest).unwrap_or_else(|_| rest.to_string());
-        if shown.len() > MAX_SHOWN_INPUT {
-            let mut cut = MAX_SHOWN_INPUT;
-            while !shown.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            shown.truncate(cut);
+        if crate::text::truncate_at_boundary(&mut shown, MAX_SHOWN_INPUT) {
             shown.push_str("\n[... input shortened]");
         }
         question.push_str(&format!("\n{label}:\n{shown}"));

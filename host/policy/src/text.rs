@@ -7,6 +7,9 @@
 //! shown. A newline in a log message forges a whole log line. Every such character is shown as an
 //! escape instead (`\n`, `\r`, `\t`, else `\u{1b}`), so the text keeps its information and loses
 //! its power. `--json` output needs none of this: it is JSON-escaped, and read by programs.
+//!
+//! Text kept short (a message, a shown input, a tool's result) is cut by [`prefix`] and
+//! [`truncate_at_boundary`], never in the middle of a character.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -67,6 +70,19 @@ fn write_char(out: &mut impl fmt::Write, c: char, keep_lines: bool) -> fmt::Resu
         c if is_unsafe(c) => write!(out, "\\u{{{:x}}}", u32::from(c)),
         c => out.write_char(c),
     }
+}
+
+/// The longest start of `text` that is at most `max` bytes and does not split a character.
+pub fn prefix(text: &str, max: usize) -> &str {
+    &text[..text.floor_char_boundary(max)]
+}
+
+/// Cut `text` to at most `max` bytes without splitting a character; returns whether it cut.
+pub fn truncate_at_boundary(text: &mut String, max: usize) -> bool {
+    let cut = prefix(text, max).len();
+    let cuts = cut < text.len();
+    text.truncate(cut);
+    cuts
 }
 
 /// Stderr for the daemon's log: each write is one formatted event, written as one line. Control
@@ -143,5 +159,22 @@ mod tests {
             "\x1b[32mINFO\x1b[0m plugin said: a\\nFAKE ERROR line\\r\\u{7}\n"
         );
         assert_eq!(text.lines().count(), 1);
+    }
+
+    #[test]
+    fn cuts_at_a_character_boundary_at_or_below_the_limit() {
+        let text = "aé🙂"; // 1 + 2 + 4 bytes
+        assert_eq!(prefix(text, 0), "");
+        assert_eq!(prefix(text, 2), "a");
+        assert_eq!(prefix(text, 3), "aé");
+        assert_eq!(prefix(text, 6), "aé");
+        assert_eq!(prefix(text, 7), text);
+        assert_eq!(prefix(text, 100), text);
+        let mut s = "é".repeat(10);
+        assert!(truncate_at_boundary(&mut s, 5));
+        assert_eq!(s, "éé");
+        let mut short = String::from("abc");
+        assert!(!truncate_at_boundary(&mut short, 3));
+        assert_eq!(short, "abc");
     }
 }

@@ -17,6 +17,15 @@ pub struct Hints {
     pub open_world: bool,
 }
 
+impl Hints {
+    /// Whether the tool only reads: `read_only` and not `destructive`. A tool that claims both is
+    /// treated as destructive (a contradiction is resolved towards caution) by the gate, the batch
+    /// planner and the MCP listing alike.
+    pub fn is_read_only(self) -> bool {
+        self.read_only && !self.destructive
+    }
+}
+
 /// One tool, as checked by the registry when its plugin was loaded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
@@ -57,5 +66,20 @@ mod tests {
         assert!(!is_valid_name("read.file"));
         assert!(!is_valid_name(&"x".repeat(65)));
         assert!(!is_valid_name("é"));
+    }
+
+    #[test]
+    fn read_only_and_destructive_together_are_not_read_only() {
+        let read_only = Hints {
+            read_only: true,
+            ..Hints::default()
+        };
+        assert!(read_only.is_read_only());
+        let both = Hints {
+            destructive: true,
+            ..read_only
+        };
+        assert!(!both.is_read_only());
+        assert!(!Hints::default().is_read_only());
     }
 }

@@ -138,7 +138,7 @@ fn sharing(catalog: &Catalog, calls: &[ParsedCall]) -> Vec<Sharing> {
             };
             match catalog.get(name) {
                 // Read-only and destructive at once counts as destructive, as in the gate.
-                Some(t) if t.spec.hints.read_only && !t.spec.hints.destructive => Sharing::Shared,
+                Some(t) if t.spec.hints.is_read_only() => Sharing::Shared,
                 _ => Sharing::Exclusive,
             }
         })

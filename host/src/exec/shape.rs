@@ -16,10 +16,7 @@ pub(crate) fn truncate(text: &mut String, limit: usize) -> bool {
         return false;
     }
     let total = text.len();
-    let mut cut = limit;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
+    let cut = toolhost_policy::text::prefix(text, limit).len();
     text.truncate(cut);
     text.push_str(&format!(
         "\n\n[output truncated: showing the first {cut} of {total} bytes ({} bytes cut). \

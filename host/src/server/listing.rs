@@ -64,7 +64,7 @@ pub(crate) fn to_mcp(spec: &ToolSpec, era: Era) -> McpTool {
     };
     let h = spec.hints;
     // A tool that says both read-only and destructive is treated as destructive, as the gate does.
-    let read_only = h.read_only && !h.destructive;
+    let read_only = h.is_read_only();
     let annotations = ToolAnnotations::from_raw(
         spec.title.clone(),
         Some(read_only),

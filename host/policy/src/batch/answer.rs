@@ -1,16 +1,14 @@
-//! The answer to a batch, in the shape its API expects, in the order the calls were given. Pure.
-//!
-//! - Anthropic: one user message, one `tool_result` block per `tool_use`
-//!   (`tool_use_id`, `content`, `is_error`).
-//! - OpenAI Chat: one `{"role":"tool","tool_call_id","content"}` message per call, errors as text.
-//! - OpenAI Responses: one `{"type":"function_call_output","call_id","output"}` item per call.
+//! The answer to a batch, in the shape its API expects, in the order the calls were given. Pure: it
+//! writes results, it never runs a call. Each API's shape is in its own module (`anthropic`,
+//! `openai`, `responses`).
 //!
 //! A call that had no id is answered with a `null` id; the content says what was wrong.
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::format::Format;
+use super::{anthropic, openai, responses};
 use crate::call::CallOutcome;
 
 /// The result of one call of a batch.
@@ -42,8 +40,9 @@ impl BatchReport {
     pub fn answer(&self) -> Value {
         let items: Vec<Value> = self.results.iter().map(|r| item(self.format, r)).collect();
         match self.format {
-            Format::Anthropic => json!({ "role": "user", "content": items }),
-            Format::OpenAi | Format::OpenAiResponses => Value::Array(items),
+            Format::Anthropic => anthropic::answer(items),
+            Format::OpenAi => openai::answer(items),
+            Format::OpenAiResponses => responses::answer(items),
         }
     }
 
@@ -56,33 +55,19 @@ impl BatchReport {
 /// One call's result as its API shapes it: a `tool_result` block, a `tool` message, or a
 /// `function_call_output` item.
 pub fn item(format: Format, result: &CallResult) -> Value {
-    let o = &result.outcome;
     match format {
-        Format::Anthropic => json!({
-            "type": "tool_result",
-            "tool_use_id": result.id,
-            "content": o.content,
-            "is_error": o.is_error(),
-        }),
-        Format::OpenAi => json!({
-            "role": "tool",
-            "tool_call_id": result.id,
-            "content": o.content,
-        }),
-        Format::OpenAiResponses => json!({
-            "type": "function_call_output",
-            "call_id": result.id,
-            "output": o.content,
-        }),
+        Format::Anthropic => anthropic::item(result),
+        Format::OpenAi => openai::item(result),
+        Format::OpenAiResponses => responses::item(result),
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::call::ErrorKind;
 
-    fn report(format: Format) -> BatchReport {
+    pub(in crate::batch) fn report(format: Format) -> BatchReport {
         let outcome = |content: &str, kind: Option<ErrorKind>| match kind {
             Some(kind) => CallOutcome::failed("audit-id", kind, content.into()),
             None => CallOutcome::ok("audit-id", content.into(), None),
@@ -105,40 +90,5 @@ mod tests {
                 },
             ],
         }
-    }
-
-    #[test]
-    fn anthropic_answers_with_one_user_message_of_tool_results() {
-        assert_eq!(
-            report(Format::Anthropic).answer(),
-            json!({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "a", "content": "hi", "is_error": false},
-                {"type": "tool_result", "tool_use_id": null, "content": "no id", "is_error": true}
-            ]})
-        );
-    }
-
-    #[test]
-    fn openai_answers_with_one_tool_message_per_call() {
-        assert_eq!(
-            report(Format::OpenAi).answer(),
-            json!([
-                {"role": "tool", "tool_call_id": "a", "content": "hi"},
-                {"role": "tool", "tool_call_id": null, "content": "no id"}
-            ])
-        );
-    }
-
-    #[test]
-    fn responses_answers_with_function_call_outputs() {
-        let r = report(Format::OpenAiResponses);
-        assert!(r.has_errors());
-        assert_eq!(
-            r.answer(),
-            json!([
-                {"type": "function_call_output", "call_id": "a", "output": "hi"},
-                {"type": "function_call_output", "call_id": null, "output": "no id"}
-            ])
-        );
     }
 }

@@ -1,5 +1,5 @@
 //! The three LLM API shapes a batch can come in, and how a caller names one ("auto" to detect it).
-//! Pure names and parsing; what each shape looks like is in `parse`, `answer` and `tools`.
+//! Pure names and parsing; what each shape looks like is in `anthropic`, `openai` and `responses`.
 
 use std::fmt;
 use std::str::FromStr;

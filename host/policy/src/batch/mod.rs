@@ -4,12 +4,18 @@
 //! [`parse()`] reads the calls (a broken call is an error result for that call alone),
 //! [`partition`] groups them (consecutive read-only calls run together, anything else alone), and
 //! [`BatchReport::answer`] writes the results back in the order of the calls. [`definitions`]
-//! declares the tools to each API. Running a batch is the host's (`toolhost::batch::run`).
+//! declares the tools to each API. Each API's shapes (its calls, its answer, its tool declarations)
+//! are in one module: `anthropic`, `openai` (Chat Completions), `responses` (OpenAI Responses);
+//! what they share (the batch, its errors, detection, the plan) is apart. Running a batch is the
+//! host's (`toolhost::batch::run`).
 
 mod answer;
+mod anthropic;
 mod format;
+mod openai;
 mod parse;
 mod plan;
+mod responses;
 mod tools;
 
 pub use self::answer::{BatchReport, CallResult, item};

@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::format::{Format, FormatChoice};
+use super::{anthropic, openai, responses};
 
 /// The most calls one batch may hold; larger batches are refused whole, before anything runs.
 pub const MAX_CALLS: usize = 1024;
@@ -121,12 +122,6 @@ pub enum ParseError {
     },
 }
 
-const ANTHROPIC_SHAPE: &str =
-    "an assistant message with a `content` array of blocks, or that array";
-const OPENAI_SHAPE: &str = "an assistant message with `tool_calls`, a chat completion with `choices`, or the `tool_calls` array";
-const RESPONSES_SHAPE: &str =
-    "an array of output items, or a response object with an `output` array";
-
 /// Parses `text` as JSON, then as [`parse()`] does.
 pub fn parse_text(text: &str, choice: FormatChoice) -> Result<Batch, ParseError> {
     let value: Value =
@@ -142,9 +137,9 @@ pub fn parse(message: &Value, choice: FormatChoice) -> Result<Batch, ParseError>
         FormatChoice::Auto => detect(message)?,
     };
     let mut calls = match format {
-        Format::Anthropic => anthropic(message)?,
-        Format::OpenAi => openai(message)?,
-        Format::OpenAiResponses => responses(message)?,
+        Format::Anthropic => anthropic::calls(message)?,
+        Format::OpenAi => openai::calls(message)?,
+        Format::OpenAiResponses => responses::calls(message)?,
     };
     mark_duplicates(&mut calls);
     Ok(Batch { format, calls })
@@ -196,132 +191,9 @@ pub fn detect(message: &Value) -> Result<Format, ParseError> {
     }
 }
 
-fn anthropic(message: &Value) -> Result<Vec<ParsedCall>, ParseError> {
-    let shape = || ParseError::Shape {
-        format: Format::Anthropic,
-        expected: ANTHROPIC_SHAPE,
-    };
-    let blocks: &[Value] = match message {
-        Value::Array(blocks) => blocks,
-        Value::Object(map) => match map.get("content") {
-            Some(Value::Array(blocks)) => blocks,
-            // A text-only message: no calls.
-            Some(Value::String(_)) => &[],
-            _ => return Err(shape()),
-        },
-        _ => return Err(shape()),
-    };
-    let mut calls = Vec::new();
-    for block in blocks.iter().filter(|b| type_of(b) == Some("tool_use")) {
-        push(&mut calls, tool_use(block))?;
-    }
-    Ok(calls)
-}
-
-fn tool_use(block: &Value) -> ParsedCall {
-    let id = text(block, "id");
-    let name = text(block, "name");
-    let input = match (&id, &name) {
-        (None, _) => Err(CallError::MissingId { field: "id" }),
-        (_, None) => Err(CallError::MissingName { field: "name" }),
-        _ => Ok(match block.get("input") {
-            None | Some(Value::Null) => empty_object(),
-            Some(v) => v.clone(),
-        }),
-    };
-    ParsedCall { id, name, input }
-}
-
-fn openai(message: &Value) -> Result<Vec<ParsedCall>, ParseError> {
-    let shape = || ParseError::Shape {
-        format: Format::OpenAi,
-        expected: OPENAI_SHAPE,
-    };
-    let message = match message.get("choices") {
-        // A whole chat completion: the first choice's message.
-        Some(choices) => choices
-            .get(0)
-            .and_then(|c| c.get("message"))
-            .filter(|m| m.is_object())
-            .ok_or_else(shape)?,
-        None => message,
-    };
-    let tool_calls: &[Value] = match message {
-        Value::Array(calls) => calls,
-        Value::Object(map) => match map.get("tool_calls") {
-            Some(Value::Array(calls)) => calls,
-            // A message without calls.
-            None | Some(Value::Null) if map.contains_key("role") || map.contains_key("content") => {
-                &[]
-            }
-            _ => return Err(shape()),
-        },
-        _ => return Err(shape()),
-    };
-    let mut calls = Vec::new();
-    for call in tool_calls {
-        push(&mut calls, tool_call(call))?;
-    }
-    Ok(calls)
-}
-
-fn tool_call(call: &Value) -> ParsedCall {
-    let id = text(call, "id");
-    let function = call.get("function");
-    let name = function.and_then(|f| text(f, "name"));
-    let input = match (&id, type_of(call), &name) {
-        (None, _, _) => Err(CallError::MissingId { field: "id" }),
-        (_, Some(kind), _) if kind != "function" => Err(CallError::UnsupportedType {
-            kind: kind.to_string(),
-        }),
-        (_, _, None) => Err(CallError::MissingName {
-            field: "function.name",
-        }),
-        (_, _, Some(tool)) => arguments(tool, function.and_then(|f| f.get("arguments"))),
-    };
-    ParsedCall { id, name, input }
-}
-
-fn responses(message: &Value) -> Result<Vec<ParsedCall>, ParseError> {
-    let items: &[Value] = match message {
-        Value::Array(items) => items,
-        Value::Object(map) => match map.get("output") {
-            Some(Value::Array(items)) => items,
-            _ => {
-                return Err(ParseError::Shape {
-                    format: Format::OpenAiResponses,
-                    expected: RESPONSES_SHAPE,
-                });
-            }
-        },
-        _ => {
-            return Err(ParseError::Shape {
-                format: Format::OpenAiResponses,
-                expected: RESPONSES_SHAPE,
-            });
-        }
-    };
-    let mut calls = Vec::new();
-    for item in items.iter().filter(|i| type_of(i) == Some("function_call")) {
-        push(&mut calls, function_call(item))?;
-    }
-    Ok(calls)
-}
-
-fn function_call(item: &Value) -> ParsedCall {
-    let id = text(item, "call_id");
-    let name = text(item, "name");
-    let input = match (&id, &name) {
-        (None, _) => Err(CallError::MissingId { field: "call_id" }),
-        (_, None) => Err(CallError::MissingName { field: "name" }),
-        (_, Some(tool)) => arguments(tool, item.get("arguments")),
-    };
-    ParsedCall { id, name, input }
-}
-
 /// OpenAI sends arguments as a JSON string; some compatible servers send the object itself, or
 /// nothing (or an empty string) for a tool without parameters.
-fn arguments(tool: &str, arguments: Option<&Value>) -> Result<Value, CallError> {
+pub(super) fn arguments(tool: &str, arguments: Option<&Value>) -> Result<Value, CallError> {
     match arguments {
         None | Some(Value::Null) => Ok(empty_object()),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(empty_object()),
@@ -336,7 +208,8 @@ fn arguments(tool: &str, arguments: Option<&Value>) -> Result<Value, CallError> 
     }
 }
 
-fn push(calls: &mut Vec<ParsedCall>, call: ParsedCall) -> Result<(), ParseError> {
+/// Add `call`, unless the batch already holds [`MAX_CALLS`].
+pub(super) fn push(calls: &mut Vec<ParsedCall>, call: ParsedCall) -> Result<(), ParseError> {
     if calls.len() == MAX_CALLS {
         return Err(ParseError::TooManyCalls { max: MAX_CALLS });
     }
@@ -356,12 +229,13 @@ fn mark_duplicates(calls: &mut [ParsedCall]) {
     }
 }
 
-fn type_of(value: &Value) -> Option<&str> {
+/// The `type` field of `value`, when it is a string.
+pub(super) fn type_of(value: &Value) -> Option<&str> {
     value.get("type").and_then(Value::as_str)
 }
 
 /// A non-empty string field.
-fn text(value: &Value, field: &str) -> Option<String> {
+pub(super) fn text(value: &Value, field: &str) -> Option<String> {
     value
         .get(field)
         .and_then(Value::as_str)
@@ -369,135 +243,33 @@ fn text(value: &Value, field: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-fn empty_object() -> Value {
+/// `{}`: the input of a call that gives none.
+pub(super) fn empty_object() -> Value {
     Value::Object(Map::new())
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use serde_json::json;
 
     use super::*;
 
-    fn auto(v: Value) -> Batch {
+    pub(in crate::batch) fn auto(v: Value) -> Batch {
         parse(&v, FormatChoice::Auto).unwrap()
     }
 
     /// (id, name, input) of every call.
-    type Summary<'a> = (
+    pub(in crate::batch) type Summary<'a> = (
         Option<&'a str>,
         Option<&'a str>,
         Result<&'a Value, &'a CallError>,
     );
 
-    fn summary(b: &Batch) -> Vec<Summary<'_>> {
+    pub(in crate::batch) fn summary(b: &Batch) -> Vec<Summary<'_>> {
         b.calls
             .iter()
             .map(|c| (c.id.as_deref(), c.name.as_deref(), c.input.as_ref()))
             .collect()
-    }
-
-    #[test]
-    fn reads_anthropic_messages_and_content_arrays() {
-        let content = json!([
-            {"type": "text", "text": "Let me look."},
-            {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}},
-            {"type": "tool_use", "id": "toolu_2", "name": "list_dir"}
-        ]);
-        let message = json!({"role": "assistant", "content": content.clone()});
-        for v in [content, message] {
-            let b = auto(v);
-            assert_eq!(b.format, Format::Anthropic);
-            assert_eq!(
-                summary(&b),
-                vec![
-                    (
-                        Some("toolu_1"),
-                        Some("read_file"),
-                        Ok(&json!({"path": "a"}))
-                    ),
-                    (Some("toolu_2"), Some("list_dir"), Ok(&json!({}))),
-                ]
-            );
-        }
-    }
-
-    #[test]
-    fn reads_openai_chat_messages_completions_and_call_arrays() {
-        let calls = json!([
-            {"id": "call_1", "type": "function", "function": {"name": "calc", "arguments": "{\"a\":1}"}},
-            {"id": "call_2", "type": "function", "function": {"name": "now", "arguments": ""}}
-        ]);
-        let message = json!({"role": "assistant", "content": null, "tool_calls": calls.clone()});
-        let completion = json!({"object": "chat.completion", "choices": [{"index": 0, "message": message.clone()}]});
-        for v in [calls, message, completion] {
-            let b = auto(v);
-            assert_eq!(b.format, Format::OpenAi);
-            assert_eq!(
-                summary(&b),
-                vec![
-                    (Some("call_1"), Some("calc"), Ok(&json!({"a": 1}))),
-                    (Some("call_2"), Some("now"), Ok(&json!({}))),
-                ]
-            );
-        }
-    }
-
-    #[test]
-    fn reads_responses_items_and_response_objects() {
-        let items = json!([
-            {"type": "reasoning", "id": "rs_1", "summary": []},
-            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "echo", "arguments": "{\"text\":\"hi\"}"}
-        ]);
-        let response = json!({"object": "response", "output": items.clone()});
-        for v in [items, response] {
-            let b = auto(v);
-            assert_eq!(b.format, Format::OpenAiResponses);
-            assert_eq!(
-                summary(&b),
-                vec![(Some("call_1"), Some("echo"), Ok(&json!({"text": "hi"})))]
-            );
-        }
-    }
-
-    #[test]
-    fn a_broken_call_is_an_error_for_that_call_alone() {
-        let b = auto(json!({"tool_calls": [
-            {"id": "a", "type": "function", "function": {"name": "calc", "arguments": "{\"a\": 1,"}},
-            {"type": "function", "function": {"name": "calc", "arguments": "{}"}},
-            {"id": "c", "type": "function", "function": {"arguments": "{}"}},
-            {"id": "d", "type": "custom", "custom": {"name": "x", "input": "y"}},
-            {"id": "e", "type": "function", "function": {"name": "calc", "arguments": "{}"}},
-            7
-        ]}));
-        let errors: Vec<Option<&CallError>> =
-            b.calls.iter().map(|c| c.input.as_ref().err()).collect();
-        assert!(
-            matches!(errors[0], Some(CallError::ArgumentsNotJson { tool, .. }) if tool == "calc")
-        );
-        assert_eq!(errors[1], Some(&CallError::MissingId { field: "id" }));
-        assert_eq!(
-            errors[2],
-            Some(&CallError::MissingName {
-                field: "function.name"
-            })
-        );
-        assert_eq!(
-            errors[3],
-            Some(&CallError::UnsupportedType {
-                kind: "custom".into()
-            })
-        );
-        assert_eq!(errors[4], None);
-        assert_eq!(errors[5], Some(&CallError::MissingId { field: "id" }));
-        assert!(
-            errors[0]
-                .unwrap()
-                .to_string()
-                .contains("not valid JSON (EOF while parsing"),
-            "{:?}",
-            errors[0]
-        );
     }
 
     #[test]

@@ -1,15 +1,11 @@
 //! The tools as each LLM API wants them declared, so that an agent can pass the list straight to
-//! the API. Pure; in catalog (name) order.
-//!
-//! - `anthropic`: `{name, description, input_schema}`
-//! - `openai` (Chat Completions): `{type: "function", function: {name, description, parameters}}`
-//! - `openai-responses`: `{type: "function", name, description, parameters, strict: false}`;
-//!   `strict` is explicit because the Responses API assumes strict schemas otherwise, and tool
-//!   schemas are not written to its strict subset.
+//! the API. Pure; in catalog (name) order. Each API's shape is in its own module (`anthropic`,
+//! `openai`, `responses`); this one only lists and dispatches.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::format::Format;
+use super::{anthropic, openai, responses};
 use crate::tool::ToolSpec;
 
 /// Every tool of `specs` (a catalog, in name order), declared for `format`.
@@ -19,33 +15,23 @@ pub fn definitions<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>, format: Fo
 
 /// One tool, declared for `format`.
 pub fn definition(spec: &ToolSpec, format: Format) -> Value {
-    let (name, description, schema) = (&spec.name, &spec.description, &spec.input_schema);
     match format {
-        Format::Anthropic => {
-            json!({ "name": name, "description": description, "input_schema": schema })
-        }
-        Format::OpenAi => json!({
-            "type": "function",
-            "function": { "name": name, "description": description, "parameters": schema },
-        }),
-        Format::OpenAiResponses => json!({
-            "type": "function",
-            "name": name,
-            "description": description,
-            "parameters": schema,
-            "strict": false,
-        }),
+        Format::Anthropic => anthropic::definition(spec),
+        Format::OpenAi => openai::definition(spec),
+        Format::OpenAiResponses => responses::definition(spec),
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::tool::Hints;
 
-    #[test]
-    fn declares_a_tool_in_each_format() {
-        let spec = ToolSpec {
+    /// A tool to declare.
+    pub(in crate::batch) fn echo() -> ToolSpec {
+        ToolSpec {
             name: "echo".into(),
             title: Some("Echo".into()),
             description: "Returns the text.".into(),
@@ -53,20 +39,6 @@ mod tests {
             output_schema: None,
             hints: Hints::default(),
             permission_subject: None,
-        };
-        assert_eq!(
-            definition(&spec, Format::Anthropic),
-            json!({"name": "echo", "description": "Returns the text.", "input_schema": {"type": "object"}})
-        );
-        assert_eq!(
-            definition(&spec, Format::OpenAi),
-            json!({"type": "function", "function": {"name": "echo", "description": "Returns the text.",
-                   "parameters": {"type": "object"}}})
-        );
-        assert_eq!(
-            definition(&spec, Format::OpenAiResponses),
-            json!({"type": "function", "name": "echo", "description": "Returns the text.",
-                   "parameters": {"type": "object"}, "strict": false})
-        );
+        }
     }
 }

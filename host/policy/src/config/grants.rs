@@ -1,6 +1,6 @@
-//! Directory, env and secret grants: `[plugins.NAME] dirs`, `env`, `env-from-host`, `network`,
-//! `secrets` and the `--dir` flag, checked once at load (a bad one is a config error, exit 2) and
-//! turned into the sandbox's plain [`Grants`].
+//! Directory, env and secret grants: `[plugins.NAME] dirs`, `env`, `env-from-host`, `network` and
+//! `secrets` (the `--dir` flag adds to `dirs`), checked once at load (a bad one is a config error,
+//! exit 2) and turned into the sandbox's plain [`Grants`].
 
 use std::path::{Path, PathBuf};
 
@@ -24,34 +24,6 @@ pub struct RawDir {
     /// sandbox's filesystem refuses them, and everything under them, on every access.
     #[serde(default)]
     pub exclude: Vec<String>,
-}
-
-/// `PLUGIN=PATH[:ro|:rw]`; the guest sees PATH at ".".
-pub(super) fn parse_dir_flag(spec: &str) -> Result<(String, RawDir), ConfigError> {
-    let (plugin, rest) = spec
-        .split_once('=')
-        .filter(|(p, r)| !p.is_empty() && !r.is_empty())
-        .ok_or_else(|| {
-            invalid(
-                "--dir",
-                format!("expected PLUGIN=PATH[:ro|:rw], got {spec:?}"),
-            )
-        })?;
-    let (path, mode) = match rest.rsplit_once(':') {
-        Some((p, m @ ("ro" | "rw"))) => (p, Some(m.to_string())),
-        _ => (rest, None),
-    };
-    // Paths given on the command line are relative to the working directory: make them absolute.
-    let host = std::path::absolute(path).map_err(|e| invalid("--dir", e.to_string()))?;
-    Ok((
-        plugin.to_string(),
-        RawDir {
-            host,
-            guest: None,
-            mode,
-            exclude: Vec::new(),
-        },
-    ))
 }
 
 /// The grants of one plugin section (`key` names it in errors), relative paths against `base`.

@@ -11,7 +11,8 @@ use std::path::Path;
 use globset::GlobMatcher;
 
 use super::mounts::Mounts;
-use super::rule::{RuleProblem, compile_glob, is_match};
+use super::path::{compile_glob, is_match};
+use super::rule::RuleProblem;
 
 /// What one call's filesystem may not touch.
 #[derive(Debug, Clone, Default)]

@@ -5,10 +5,13 @@
 
 mod coerce;
 mod cost;
+mod decision;
 pub mod defaults;
 mod guard;
 mod limits;
+mod mode;
 mod mounts;
+mod path;
 mod permission;
 mod rule;
 mod subject;
@@ -16,12 +19,12 @@ mod validate;
 
 pub use self::coerce::Coercion;
 pub use self::cost::{CostError, INLINE_EVALUATIONS, MAX_EVALUATIONS};
+pub use self::decision::{Decision, MatchedRule};
 pub use self::guard::{Denial, PathGuard, Refusal};
 pub use self::limits::InputLimits;
+pub use self::mode::{Mode, UnknownMode};
 pub use self::mounts::{Mounts, Resolved, Unresolved, guest_root};
-pub use self::permission::{
-    Decision, MatchedRule, Mode, PermissionConfig, Permissions, UnknownMode,
-};
+pub use self::permission::{PermissionConfig, Permissions};
 pub use self::rule::{Rule, RuleError, RuleKind, RuleProblem, Scope};
 pub use self::validate::{
     InputValidator, InvalidInput, InvalidOutput, OutputValidator, SchemaError, Validated,

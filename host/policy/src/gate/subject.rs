@@ -9,7 +9,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::mounts::{Mounts, Resolved, Unresolved};
-use super::rule::NormalPath;
+use super::path::NormalPath;
 
 /// The subject of one call.
 #[derive(Debug)]
@@ -133,8 +133,8 @@ impl SubjectText<'_> {
             return None;
         }
         Some(match path.anchor {
-            super::rule::Anchor::Home if path.rest.is_empty() => "~".to_owned(),
-            super::rule::Anchor::Home => format!("~/{}", path.rest),
+            super::path::Anchor::Home if path.rest.is_empty() => "~".to_owned(),
+            super::path::Anchor::Home => format!("~/{}", path.rest),
             _ => path.rest.clone(),
         })
     }

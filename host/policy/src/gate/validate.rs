@@ -344,12 +344,8 @@ fn plain_message(error: &ValidationError<'_>) -> String {
         return error.to_string();
     }
     let shown = String::from_utf8_lossy(&head.0);
-    let cut = (0..=MAX_SHOWN.min(shown.len()))
-        .rev()
-        .find(|&i| shown.is_char_boundary(i))
-        .unwrap_or(0);
     error
-        .masked_with(format!("{}...", &shown[..cut]))
+        .masked_with(format!("{}...", crate::text::prefix(&shown, MAX_SHOWN)))
         .to_string()
 }
 

@@ -1,0 +1,176 @@
+//! The file as written: serde structs for `toolhost.toml`, each field optional so that a missing
+//! setting takes its default later, and the reading of the file into them.
+//!
+//! Nothing here checks a value or resolves a path: [`Config::from_raw`](super::Config::from_raw) does.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{AuditOptions, ConfigError, RawDir, RawNetwork, RawSecret};
+use crate::gate::PermissionConfig;
+
+/// The file as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawConfig {
+    /// Where plugins are found, relative to the config file.
+    pub plugins_dir: Option<PathBuf>,
+    /// Global limits, the default for every plugin.
+    #[serde(default)]
+    pub limits: RawLimits,
+    /// Global permission mode and rules.
+    #[serde(default)]
+    pub permissions: PermissionConfig,
+    /// The audit log.
+    #[serde(default)]
+    pub audit: RawAudit,
+    /// The compile cache.
+    #[serde(default)]
+    pub cache: RawCache,
+    /// The daemon.
+    #[serde(default)]
+    pub server: RawServer,
+    /// How instances are allocated.
+    #[serde(default)]
+    pub engine: RawEngine,
+    /// Per-plugin grants, limits and rules, keyed by plugin name (the file stem).
+    #[serde(default)]
+    pub plugins: BTreeMap<String, RawPlugin>,
+}
+
+/// Limits as written; every field optional so that plugins inherit the global ones.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawLimits {
+    /// Wall-clock deadline of one call.
+    pub timeout_ms: Option<u64>,
+    /// Fuel for one call.
+    pub fuel: Option<u64>,
+    /// Guest memory, in MiB.
+    pub memory_mb: Option<u64>,
+    /// Result text kept before truncation, in KiB.
+    pub output_kb: Option<u64>,
+    /// Guest stdout/stderr kept per call, in KiB.
+    pub stdio_kb: Option<u64>,
+    /// Largest accepted input, in KiB.
+    pub max_input_kb: Option<u64>,
+    /// Deepest accepted input nesting.
+    pub max_input_depth: Option<usize>,
+}
+
+/// `[audit]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawAudit {
+    /// The JSONL file; relative to the config file. Default `.toolhost/audit.jsonl`.
+    pub path: Option<PathBuf>,
+    /// Turn the log off.
+    #[serde(default)]
+    pub disabled: bool,
+    /// Writer options.
+    #[serde(flatten)]
+    pub options: AuditOptions,
+}
+
+/// `[cache]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawCache {
+    /// Where compiled components are kept. Default `.toolhost/cache`.
+    pub dir: Option<PathBuf>,
+    /// Compile every time.
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+/// `[server]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawServer {
+    /// Address for Streamable HTTP, e.g. "127.0.0.1:8750".
+    pub http: Option<String>,
+    /// Extra allowed `Origin` values for browsers; loopback origins are always allowed.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Extra allowed `Host` values; loopback hosts are always allowed.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Name of the environment variable holding the bearer token for HTTP.
+    pub token_env: Option<String>,
+    /// Largest request body, in KiB.
+    pub max_body_kb: Option<u64>,
+    /// Longest time one HTTP request may take, in ms.
+    pub request_timeout_ms: Option<u64>,
+    /// Longest time an approval question (an `ask` rule's elicitation) may wait for the user, in ms.
+    pub approval_timeout_ms: Option<u64>,
+    /// Longest time a client may take to send a request head (and an MCP request's body), and to
+    /// keep an idle connection open, in ms.
+    pub read_timeout_ms: Option<u64>,
+    /// HTTP connections open at once; more wait to be accepted.
+    pub max_connections: Option<usize>,
+    /// Calls running at once; more are answered "busy".
+    pub max_concurrent_calls: Option<usize>,
+    /// How long shutdown waits for calls in flight, in ms.
+    pub shutdown_grace_ms: Option<u64>,
+}
+
+/// `[engine]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawEngine {
+    /// Reserve a pool of instance slots up front (the default), so that a call reuses a warm slot
+    /// instead of mapping fresh memory; `false` allocates on demand.
+    pub pooling: Option<bool>,
+    /// Instances alive at once. Default: `server.max-concurrent-calls` plus room for plugin loads.
+    pub instances: Option<u32>,
+    /// Linear memory per instance slot, in MiB. Default: the largest `memory-mb` limit in force.
+    pub memory_mb: Option<u64>,
+    /// Descriptors all calls together may hold (files and directories plugins open, outgoing
+    /// connections). Default: derived from the process's open-files limit; a setting above that is
+    /// lowered to it.
+    pub open_files: Option<usize>,
+}
+
+/// `[plugins.NAME]` as written.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawPlugin {
+    /// Directories to preopen.
+    #[serde(default)]
+    pub dirs: Vec<RawDir>,
+    /// Environment variables with literal values.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Names of daemon environment variables passed through.
+    #[serde(default)]
+    pub env_from_host: Vec<String>,
+    /// Prefix for every tool name of this plugin, to resolve name clashes.
+    pub prefix: Option<String>,
+    /// Limits overriding the global ones.
+    #[serde(default)]
+    pub limits: RawLimits,
+    /// Mode and rules for this plugin's tools (combined with the global ones; deny always wins).
+    pub permissions: Option<PermissionConfig>,
+    /// Skip this plugin.
+    #[serde(default)]
+    pub disabled: bool,
+    /// Outgoing HTTP by allowlist; without it the plugin has no network at all.
+    pub network: Option<RawNetwork>,
+    /// Named secrets, given as env vars or as headers the host adds to requests.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, RawSecret>,
+}
+
+/// Read and parse the file at `path`.
+pub(super) fn read(path: &Path) -> Result<RawConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.display().to_string(),
+        message: e.to_string().trim_end().to_string(),
+    })
+}

@@ -1,0 +1,384 @@
+//! The validated configuration: [`Config`], each plugin's [`PluginPolicy`] and the daemon's
+//! [`ServerConfig`], built from the raw file and the flags by [`Config::load`] / [`Config::from_raw`].
+//!
+//! Every value is checked here, once (a bad one is a [`ConfigError`], exit 2), and relative paths are
+//! resolved against the config file's folder. Nothing here parses TOML or flags, or starts anything.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::grants::resolve_grants;
+use super::host_state::{self, GrantRef, protected_paths};
+use super::{
+    AuditOptions, ConfigError, EngineOptions, Overrides, PoolOptions, RawConfig, RawLimits, flags,
+    invalid, raw, server,
+};
+use crate::gate::{InputLimits, PermissionConfig};
+use crate::grants::{Grants, Limits};
+
+/// What a plugin may do and how far it may go, fully resolved.
+#[derive(Debug, Clone)]
+pub struct PluginPolicy {
+    /// Files, env, network and secrets.
+    pub grants: Grants,
+    /// Per-call sandbox limits.
+    pub limits: Limits,
+    /// Result text kept before truncation, in bytes.
+    pub output_bytes: usize,
+    /// Input size and depth bounds.
+    pub input: InputLimits,
+    /// Prefix added to each tool name.
+    pub prefix: String,
+    /// Plugin-level rules, if any.
+    pub permissions: Option<PermissionConfig>,
+    /// Whether the plugin is skipped.
+    pub disabled: bool,
+}
+
+/// Daemon settings, resolved.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Streamable HTTP address.
+    pub http: SocketAddr,
+    /// Allowed origins besides loopback ones.
+    pub allowed_origins: Vec<String>,
+    /// Allowed hosts besides loopback ones.
+    pub allowed_hosts: Vec<String>,
+    /// Bearer token required on HTTP, if set.
+    pub token: Option<String>,
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Longest time an HTTP request may take.
+    pub request_timeout: Duration,
+    /// Longest time an approval question may wait for the user's answer.
+    pub approval_timeout: Duration,
+    /// Longest time to send a request head (and an MCP body), or to stay idle between requests.
+    pub read_timeout: Duration,
+    /// HTTP connections open at once.
+    pub max_connections: usize,
+    /// Calls running at once.
+    pub max_concurrent_calls: usize,
+    /// Shutdown grace period.
+    pub shutdown_grace: Duration,
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where plugins are found.
+    pub plugins_dir: PathBuf,
+    /// The policy of a plugin that has no section of its own.
+    pub default_policy: PluginPolicy,
+    /// Per-plugin policies.
+    pub plugins: BTreeMap<String, PluginPolicy>,
+    /// Global mode and rules.
+    pub permissions: PermissionConfig,
+    /// The audit log file, unless disabled.
+    pub audit_path: Option<PathBuf>,
+    /// Audit writer options.
+    pub audit: AuditOptions,
+    /// Compile cache folder, unless disabled.
+    pub cache_dir: Option<PathBuf>,
+    /// Daemon settings.
+    pub server: ServerConfig,
+    /// The instance pool, unless `[engine] pooling = false`.
+    pub pool: Option<PoolOptions>,
+    /// `[engine] open-files`: the daemon-wide descriptor budget of calls, if set.
+    pub open_files: Option<usize>,
+}
+
+impl Config {
+    /// Load `path` if given (an explicit path must exist), else `./toolhost.toml` if present, else defaults;
+    /// then apply the overrides.
+    pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<Self, ConfigError> {
+        let default = Path::new("toolhost.toml");
+        let file = match path {
+            Some(p) => Some((p, "--config")),
+            None => default.is_file().then_some((default, "./toolhost.toml")),
+        };
+        let (raw, base) = match file {
+            Some((p, _)) => (raw::read(p)?, parent(p)),
+            None => (RawConfig::default(), PathBuf::from(".")),
+        };
+        Self::build(raw, &base, overrides, file)
+    }
+
+    /// Validate a raw config whose relative paths are relative to `base`.
+    pub fn from_raw(raw: RawConfig, base: &Path, o: &Overrides) -> Result<Self, ConfigError> {
+        Self::build(raw, base, o, None)
+    }
+
+    /// [`Self::from_raw`], also keeping grants off `config_file`, the file `raw` was read from (with
+    /// how it was chosen: `--config`, or found in the working directory).
+    fn build(
+        mut raw: RawConfig,
+        base: &Path,
+        o: &Overrides,
+        config_file: Option<(&Path, &str)>,
+    ) -> Result<Self, ConfigError> {
+        // Grants from the file come first; the rest of each list came from `--dir` flags.
+        let file_dirs: BTreeMap<String, usize> = raw
+            .plugins
+            .iter()
+            .map(|(name, p)| (name.clone(), p.dirs.len()))
+            .collect();
+        flags::apply(&mut raw, o)?;
+        // Flags are relative to the working directory, the file's values to the file's folder.
+        let plugins_dir = match &o.plugins_dir {
+            Some(p) => p.clone(),
+            None => base.join(raw.plugins_dir.as_deref().unwrap_or(Path::new("plugins"))),
+        };
+
+        let defaults = resolve_limits(&raw.limits, None, "limits")?;
+        let default_policy = PluginPolicy {
+            grants: Grants::default(),
+            limits: defaults.0,
+            output_bytes: defaults.1,
+            input: defaults.2,
+            prefix: String::new(),
+            permissions: None,
+            disabled: false,
+        };
+        let mut plugins = BTreeMap::new();
+        for (name, p) in &raw.plugins {
+            let key = format!("plugins.{name}");
+            let (limits, output_bytes, input) =
+                resolve_limits(&p.limits, Some(&default_policy), &format!("{key}.limits"))?;
+            let grants = resolve_grants(p, base, &key)?;
+            let prefix = p.prefix.clone().unwrap_or_default();
+            if !prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            {
+                return Err(invalid(
+                    format!("{key}.prefix"),
+                    "use only letters, digits, '_' and '-'",
+                ));
+            }
+            plugins.insert(
+                name.clone(),
+                PluginPolicy {
+                    grants,
+                    limits,
+                    output_bytes,
+                    input,
+                    prefix,
+                    permissions: p.permissions.clone(),
+                    disabled: p.disabled,
+                },
+            );
+        }
+
+        let audit_path = if raw.audit.disabled {
+            None
+        } else {
+            Some(match (&o.audit_path, &raw.audit.path) {
+                (Some(p), _) => p.clone(),
+                (None, Some(p)) => base.join(p),
+                (None, None) => base.join(".toolhost/audit.jsonl"),
+            })
+        };
+        let cache_dir = (!raw.cache.disabled).then(|| {
+            base.join(
+                raw.cache
+                    .dir
+                    .as_deref()
+                    .unwrap_or(Path::new(".toolhost/cache")),
+            )
+        });
+        let server = server::resolve_server(&raw.server, o)?;
+        let pool = server::resolve_pool(&raw.engine, &server, &default_policy, &plugins)?;
+        if raw.engine.open_files == Some(0) {
+            return Err(invalid("engine.open-files", "must be greater than 0"));
+        }
+        let grants: Vec<GrantRef<'_>> = plugins
+            .iter()
+            .flat_map(|(name, p)| {
+                let from_file = file_dirs.get(name).copied().unwrap_or(0);
+                p.grants
+                    .dirs
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, d)| GrantRef {
+                        key: if i < from_file {
+                            format!("plugins.{name}.dirs[{i}].host")
+                        } else {
+                            format!("--dir {name}={}", d.host.display())
+                        },
+                        host: &d.host,
+                        read_only: d.read_only,
+                    })
+            })
+            .collect();
+        let protected = protected_paths(
+            &raw,
+            base,
+            o,
+            config_file,
+            &plugins_dir,
+            &audit_path,
+            &cache_dir,
+        );
+        host_state::refuse_grants_over(&grants, &protected)?;
+        Ok(Self {
+            plugins_dir,
+            default_policy,
+            plugins,
+            permissions: raw.permissions,
+            audit_path,
+            audit: raw.audit.options,
+            cache_dir,
+            server,
+            pool,
+            open_files: raw.engine.open_files,
+        })
+    }
+
+    /// The engine settings: compile cache and instance pool.
+    pub fn engine_options(&self) -> EngineOptions {
+        EngineOptions {
+            cache_dir: self.cache_dir.clone(),
+            pool: self.pool,
+            open_files: self.open_files,
+        }
+    }
+
+    /// The policy for `plugin`: its own section, or the defaults (no grants).
+    pub fn policy(&self, plugin: &str) -> &PluginPolicy {
+        self.plugins.get(plugin).unwrap_or(&self.default_policy)
+    }
+}
+
+fn parent(p: &Path) -> PathBuf {
+    match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn resolve_limits(
+    raw: &RawLimits,
+    parent: Option<&PluginPolicy>,
+    key: &str,
+) -> Result<(Limits, usize, InputLimits), ConfigError> {
+    let base = Limits::default();
+    let (mut limits, mut output, mut input) = match parent {
+        Some(p) => (p.limits, p.output_bytes, p.input),
+        None => (base, 256 << 10, InputLimits::default()),
+    };
+    let positive = |v: u64, field: &str| {
+        if v == 0 {
+            Err(invalid(format!("{key}.{field}"), "must be greater than 0"))
+        } else {
+            Ok(v)
+        }
+    };
+    if let Some(v) = raw.timeout_ms {
+        limits.timeout = Duration::from_millis(positive(v, "timeout-ms")?);
+    }
+    if let Some(v) = raw.fuel {
+        limits.fuel = positive(v, "fuel")?;
+    }
+    if let Some(v) = raw.memory_mb {
+        if !(1..=4096).contains(&v) {
+            return Err(invalid(
+                format!("{key}.memory-mb"),
+                "must be between 1 and 4096",
+            ));
+        }
+        limits.memory_bytes = (v as usize) << 20;
+    }
+    if let Some(v) = raw.stdio_kb {
+        limits.stdio_bytes = (v as usize) << 10;
+    }
+    if let Some(v) = raw.output_kb {
+        output = (positive(v, "output-kb")? as usize) << 10;
+    }
+    if let Some(v) = raw.max_input_kb {
+        input.max_bytes = (positive(v, "max-input-kb")? as usize) << 10;
+    }
+    if let Some(v) = raw.max_input_depth {
+        input.max_depth = positive(v as u64, "max-input-depth")? as usize;
+    }
+    Ok((limits, output, input))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: "t".into(),
+            message: e.to_string(),
+        })?;
+        Config::from_raw(raw, Path::new("."), &Overrides::default())
+    }
+
+    #[test]
+    fn empty_config_grants_nothing() {
+        let c = parse("").unwrap();
+        let p = c.policy("anything");
+        assert!(p.grants.dirs.is_empty() && p.grants.env.is_empty());
+        assert_eq!(c.plugins_dir, Path::new("./plugins"));
+    }
+
+    #[test]
+    fn plugin_limits_inherit_and_override_globals() {
+        let c = parse(
+            "[limits]\ntimeout-ms = 1000\nmemory-mb = 64\n[plugins.a.limits]\nmemory-mb = 8\n",
+        )
+        .unwrap();
+        let a = c.policy("a");
+        assert_eq!(a.limits.timeout, Duration::from_millis(1000));
+        assert_eq!(a.limits.memory_bytes, 8 << 20);
+        assert_eq!(c.policy("b").limits.memory_bytes, 64 << 20);
+    }
+
+    #[test]
+    fn rejects_unknown_keys_with_position() {
+        let e = parse("[limits]\ntimeout = 3\n").unwrap_err().to_string();
+        assert!(e.contains("unknown field `timeout`"), "{e}");
+    }
+
+    #[test]
+    fn rejects_missing_dir_and_bad_mode() {
+        let e = parse("[plugins.fs]\ndirs = [{ host = \"/no/such/dir\" }]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("plugins.fs.dirs[0].host") && e.contains("not an existing directory"),
+            "{e}"
+        );
+        let e = parse("[plugins.fs]\ndirs = [{ host = \".\", mode = \"rwx\" }]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("neither \"ro\" nor \"rw\""), "{e}");
+    }
+
+    #[test]
+    fn refuses_a_grant_over_toolhosts_own_files_naming_where_it_came_from() {
+        let e = parse("[plugins.fs]\ndirs = [{ host = \".\" }]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`plugins.fs.dirs[0].host`") && e.contains("covers the plugins folder"),
+            "{e}"
+        );
+        let raw: RawConfig = toml::from_str("[cache]\ndisabled = true\n").unwrap();
+        let flags = Overrides {
+            dirs: vec!["fs=.".into()],
+            plugins_dir: Some("/nonexistent/plugins".into()),
+            ..Overrides::default()
+        };
+        let e = Config::from_raw(raw, Path::new("."), &flags)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`--dir fs=") && e.contains("covers the audit log"),
+            "{e}"
+        );
+    }
+}
