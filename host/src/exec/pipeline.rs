@@ -12,7 +12,7 @@ use super::shape::{self, error};
 use super::timing::{Stage, StageTimes, Stopwatch};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
 use crate::registry::{Catalog, Registry, Tool};
-use crate::sandbox::{GuestError, RunError};
+use crate::sandbox::{CallIo, GuestError, RunError};
 use crate::stats::Stats;
 use toolhost_policy::call::{ApprovalRequest, CallOutcome, ErrorKind};
 use toolhost_policy::gate::{Decision, defaults};
@@ -251,7 +251,7 @@ impl Pipeline {
         clock.mark(Stage::Validate);
 
         // Gate.
-        let decision = plugin.permissions.decide(&tool.spec, &input);
+        let decision = plugin.policy.permissions.decide(&tool.spec, &input);
         let by = match decision.rule() {
             Some(rule) => format!("rule {rule}"),
             None => decision.reason().to_string(),
@@ -355,15 +355,14 @@ impl Pipeline {
             .registry
             .sandbox()
             .call(
-                &plugin.component,
-                &plugin.name,
-                &plugin.policy.grants,
-                &tool.files,
-                &plugin.policy.limits,
+                &plugin.prepared,
                 &tool.guest_name,
                 &input_text,
-                req.progress.clone(),
-                &req.cancel,
+                CallIo {
+                    files: tool.files.clone(),
+                    progress: req.progress.clone(),
+                    cancel: &req.cancel,
+                },
             )
             .await;
         clock.sandbox(report.instantiate, report.elapsed);

@@ -21,12 +21,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinSet;
 
-use crate::sandbox::{Plugin, Sandbox, sha256_hex};
+use crate::sandbox::{Prepared, Sandbox, sha256_hex};
 use toolhost_policy::config::{Config, PluginPolicy};
-use toolhost_policy::gate::{
-    Denial, InputValidator, Mounts, OutputValidator, PathGuard, Permissions, guest_root,
-};
-use toolhost_policy::grants::{Grants, Limits};
+use toolhost_policy::gate::{InputValidator, OutputValidator, PathGuard};
+use toolhost_policy::grants::Limits;
 use toolhost_policy::text::OneLine;
 use toolhost_policy::tool::ToolSpec;
 
@@ -48,10 +46,8 @@ pub struct LoadedPlugin {
     pub content_hash: String,
     /// Grants, limits and rules.
     pub policy: PluginPolicy,
-    /// Compiled permission rules (global combined with the plugin's own).
-    pub permissions: Permissions,
-    /// The compiled component.
-    pub(crate) component: Plugin,
+    /// The compiled component, bound to the plugin's grants and limits.
+    pub(crate) prepared: Prepared,
 }
 
 /// One servable tool.
@@ -220,10 +216,10 @@ impl Registry {
                 next.insert(name, old.clone());
                 continue;
             }
-            let (sandbox, config) = (self.sandbox.clone(), self.config.clone());
+            let sandbox = self.sandbox.clone();
             jobs.spawn(async move {
                 let started = Instant::now();
-                let r = load(&sandbox, &config, &name, &path, bytes, hash, policy).await;
+                let r = load(&sandbox, &name, &path, bytes, hash, policy).await;
                 (name, path, r, started.elapsed())
             });
         }
@@ -345,33 +341,6 @@ fn scan(dir: &Path) -> Result<BTreeMap<String, PathBuf>, RegistryError> {
     Ok(out)
 }
 
-/// The plugin's directory grants as its guest sees them.
-fn mounts(grants: &Grants) -> Mounts {
-    Mounts::new(
-        grants
-            .dirs
-            .iter()
-            .map(|d| (d.guest.as_str(), d.host.as_path())),
-    )
-}
-
-/// The grants' `exclude` entries (checked when the config was loaded).
-fn excludes(grants: &Grants) -> Result<Vec<Denial>, Rejection> {
-    let mut out = Vec::new();
-    for d in &grants.dirs {
-        for entry in &d.exclude {
-            let denials = Denial::exclude(&guest_root(&d.guest), entry).map_err(|source| {
-                Rejection::Exclude {
-                    entry: entry.clone(),
-                    source,
-                }
-            })?;
-            out.extend(denials);
-        }
-    }
-    Ok(out)
-}
-
 fn read_plugin(path: &Path) -> Result<Vec<u8>, Rejection> {
     let len = std::fs::metadata(path).map_err(Rejection::Read)?.len();
     if len > MAX_PLUGIN_BYTES {
@@ -386,16 +355,12 @@ fn read_plugin(path: &Path) -> Result<Vec<u8>, Rejection> {
 /// Compile, describe and check one plugin.
 async fn load(
     sandbox: &Arc<Sandbox>,
-    config: &Config,
     name: &str,
     path: &Path,
     bytes: Vec<u8>,
     content_hash: String,
     policy: PluginPolicy,
 ) -> Result<(Arc<LoadedPlugin>, Vec<Arc<Tool>>, bool), Rejection> {
-    let permissions = Permissions::new(&config.permissions, policy.permissions.as_ref())
-        .map_err(Rejection::Rules)?
-        .with_files(mounts(&policy.grants), excludes(&policy.grants)?);
     let compiler = sandbox.clone();
     let component = tokio::task::spawn_blocking(move || compiler.load(&bytes))
         .await
@@ -408,7 +373,7 @@ async fn load(
         timeout: policy.limits.timeout.min(DESCRIBE_TIMEOUT),
         ..policy.limits
     };
-    let report = sandbox.describe(&component, name, &limits).await;
+    let report = sandbox.describe(component.clone(), name, &limits).await;
     let specs = report.result.map_err(Rejection::Describe)?;
     // Compiling schemas and bounding their cost is CPU work on plugin-chosen input: off the runtime.
     let checked = tokio::task::spawn_blocking(move || check::check_specs(specs))
@@ -421,8 +386,7 @@ async fn load(
         name: name.to_string(),
         path: path.to_path_buf(),
         content_hash,
-        permissions,
-        component,
+        prepared: sandbox.prepare(component, name, policy.grants.clone(), policy.limits),
         policy,
     });
     let tools = checked
@@ -432,7 +396,7 @@ async fn load(
             let mut spec = c.spec;
             spec.name = format!("{}{}", plugin.policy.prefix, guest_name);
             Arc::new(Tool {
-                files: Arc::new(plugin.permissions.path_guard(&spec.name)),
+                files: Arc::new(plugin.policy.permissions.path_guard(&spec.name)),
                 spec,
                 guest_name,
                 plugin: plugin.clone(),

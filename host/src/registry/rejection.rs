@@ -4,7 +4,6 @@
 use std::error::Error as _;
 
 use crate::sandbox::{RunError, SandboxError};
-use toolhost_policy::gate::{RuleError, RuleProblem};
 
 /// What stopped a plugin file from loading.
 #[derive(Debug, thiserror::Error)]
@@ -19,18 +18,6 @@ pub enum Rejection {
         len: u64,
         /// The limit.
         limit: u64,
-    },
-    /// A permission rule does not compile.
-    #[error("permission rules")]
-    Rules(#[source] RuleError),
-    /// An `exclude` entry of a directory grant does not compile.
-    #[error("exclude {entry:?}")]
-    Exclude {
-        /// The entry as written.
-        entry: String,
-        /// What is wrong with it.
-        #[source]
-        source: RuleProblem,
     },
     /// The component could not be compiled or does not fit the contract.
     #[error(transparent)]

@@ -8,10 +8,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
-use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
-
-use super::files::GuardedFs;
-use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random};
+use wasmtime_wasi::p2::bindings::{cli, clocks, random};
 use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
 
 use super::SandboxError;
@@ -173,7 +170,7 @@ impl Sandbox {
                 c
             }
         };
-        let pre = self.prepare(&component)?;
+        let pre = self.link_component(&component)?;
         Ok(Plugin {
             pre,
             content_hash,
@@ -181,7 +178,7 @@ impl Sandbox {
         })
     }
 
-    fn prepare(&self, component: &Component) -> Result<PluginPre<State>, SandboxError> {
+    fn link_component(&self, component: &Component) -> Result<PluginPre<State>, SandboxError> {
         let has_export = component
             .component_type()
             .exports(&self.engine)
@@ -204,7 +201,7 @@ impl Sandbox {
         check_header(bytes)?;
         let component = Component::from_binary(&self.engine, bytes)
             .map_err(|e| SandboxError::Invalid(format!("{e:#}")))?;
-        let problem = self.prepare(&component).err().map(|e| e.to_string());
+        let problem = self.link_component(&component).err().map(|e| e.to_string());
         Ok(Inspection {
             imports: names(&component, &self.engine, true),
             exports: names(&component, &self.engine, false),
@@ -219,10 +216,10 @@ impl Drop for Sandbox {
     }
 }
 
-/// Link exactly the interfaces a plugin may import: the contract's `host`, and WASI 0.2 io, clocks,
-/// random, cli, filesystem and `wasi:http` (many toolchains import it by default; a plugin without a
-/// network grant gets every request refused by the send hook, see `network::send`). Raw sockets are
-/// deliberately absent.
+/// Link exactly the interfaces a plugin may import: the contract's `host`, WASI 0.2 io, clocks,
+/// random and cli here, then each capability's own: files (`wasi:filesystem`, behind the guard) and
+/// network (`wasi:http`; many toolchains import it by default, and a plugin without a network grant
+/// gets every request refused by the send hook). Raw sockets are deliberately absent.
 fn link(engine: &Engine) -> wasmtime::Result<Linker<State>> {
     let mut l = Linker::<State>::new(engine);
     wasmtime_wasi_io::add_to_linker_async(&mut l)?;
@@ -241,9 +238,8 @@ fn link(engine: &Engine) -> wasmtime::Result<Linker<State>> {
     cli::terminal_stdin::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
     cli::terminal_stdout::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
     cli::terminal_stderr::add_to_linker::<State, WasiCli>(&mut l, State::cli)?;
-    filesystem::types::add_to_linker::<State, GuardedFs>(&mut l, State::guarded_fs)?;
-    filesystem::preopens::add_to_linker::<State, WasiFilesystem>(&mut l, State::filesystem)?;
     PluginWorld::add_to_linker::<State, HasSelf<State>>(&mut l, |s| s)?;
+    super::files::add_to_linker(&mut l)?;
     super::network::add_to_linker(&mut l)?;
     Ok(l)
 }

@@ -11,11 +11,12 @@ mod files;
 pub mod network;
 mod output;
 mod pool;
+mod prepared;
 mod run;
 mod state;
-mod wasi;
 
 pub use self::engine::{Inspection, Plugin, Sandbox};
+pub use self::prepared::{CallIo, Prepared};
 pub use self::run::{GuestError, GuestOutput, GuestSpec, RunError, RunReport};
 
 pub(crate) use self::cache::sha256_hex;

@@ -11,12 +11,11 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 use super::bindings::exports::toolhost::plugin::tool::ToolError;
 use super::budget::BudgetExhausted;
 use super::engine::{Plugin, Sandbox};
-use super::files::{Files, OpenFiles};
+use super::files::{self, OpenFiles};
+use super::network;
 use super::output::CappedOutput;
+use super::prepared::{CallIo, Prepared};
 use super::state::{MemoryLimitHit, MemoryLimiter, State};
-use super::wasi::{build_ctx, build_http};
-use crate::exec::ProgressSink;
-use toolhost_policy::gate::PathGuard;
 use toolhost_policy::grants::{Grants, Limits};
 use toolhost_policy::tool::Hints;
 
@@ -110,97 +109,66 @@ impl Sandbox {
     /// Ask a plugin which tools it provides, with no grants at all.
     pub async fn describe(
         &self,
-        plugin: &Plugin,
+        plugin: Plugin,
         name: &str,
         limits: &Limits,
     ) -> RunReport<Vec<GuestSpec>> {
         let never = CancellationToken::new();
-        self.run(
-            plugin,
-            name,
-            &Grants::default(),
-            &Arc::default(),
-            limits,
-            None,
-            &never,
-            async |store, p| {
-                let specs = p.toolhost_plugin_tool().call_describe(store).await?;
-                Ok(specs.into_iter().map(GuestSpec::from).collect())
-            },
-        )
+        let bare = self.prepare(plugin, name, Grants::default(), *limits);
+        let io = CallIo {
+            files: Arc::default(),
+            progress: None,
+            cancel: &never,
+        };
+        self.run(&bare, io, async |store, p| {
+            let specs = p.toolhost_plugin_tool().call_describe(store).await?;
+            Ok(specs.into_iter().map(GuestSpec::from).collect())
+        })
         .await
     }
 
     /// Run `tool` with `input` (JSON text) in a fresh store with the plugin's grants and limits.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "each argument is a distinct, required part of a call"
-    )]
     pub async fn call(
         &self,
-        plugin: &Plugin,
-        name: &str,
-        grants: &Grants,
-        path_guard: &Arc<PathGuard>,
-        limits: &Limits,
+        prepared: &Prepared,
         tool: &str,
         input: &str,
-        progress: Option<ProgressSink>,
-        cancel: &CancellationToken,
+        io: CallIo<'_>,
     ) -> RunReport<Result<GuestOutput, GuestError>> {
         let report = self
-            .run(
-                plugin,
-                name,
-                grants,
-                path_guard,
-                limits,
-                progress,
-                cancel,
-                async |store, p| {
-                    let r = p
-                        .toolhost_plugin_tool()
-                        .call_call(store, tool, input)
-                        .await?;
-                    Ok(r.map(|o| GuestOutput {
-                        content: o.content,
-                        structured: o.structured,
-                    })
-                    .map_err(|e| match e {
-                        ToolError::InvalidInput(m) => GuestError::InvalidInput(m),
-                        ToolError::Failed(m) => GuestError::Failed(m),
-                    }))
-                },
-            )
+            .run(prepared, io, async |store, p| {
+                let r = p
+                    .toolhost_plugin_tool()
+                    .call_call(store, tool, input)
+                    .await?;
+                Ok(r.map(|o| GuestOutput {
+                    content: o.content,
+                    structured: o.structured,
+                })
+                .map_err(|e| match e {
+                    ToolError::InvalidInput(m) => GuestError::InvalidInput(m),
+                    ToolError::Failed(m) => GuestError::Failed(m),
+                }))
+            })
             .await;
-        super::network::redact_report(report, &grants.secrets)
+        super::network::redact_report(report, prepared.network.redactor())
     }
 
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "private plumbing shared by describe and call"
-    )]
+    /// One store for `prepared`: each capability prepared for the call, the limits applied, `body`
+    /// raced against the deadline and the caller's cancellation.
     async fn run<T>(
         &self,
-        plugin: &Plugin,
-        name: &str,
-        grants: &Grants,
-        path_guard: &Arc<PathGuard>,
-        limits: &Limits,
-        progress: Option<ProgressSink>,
-        cancel: &CancellationToken,
+        prepared: &Prepared,
+        io: CallIo<'_>,
         body: impl AsyncFnOnce(&mut Store<State>, &super::bindings::Plugin) -> wasmtime::Result<T>,
     ) -> RunReport<T> {
         let started = Instant::now();
+        let (limits, cancel) = (&prepared.limits, io.cancel);
         let stdout = CappedOutput::new(limits.stdio_bytes);
         let stderr = CappedOutput::new(limits.stdio_bytes);
-        // Each granted directory is opened for the call: count those before opening them.
-        let mut files = OpenFiles::new(self.files.clone());
-        let wasi = files
-            .preopen(grants.dirs.len())
-            .map_err(|e| e.to_string())
-            .and_then(|()| build_ctx(grants, &stdout, &stderr).map_err(|e| e.to_string()));
-        let wasi = match wasi {
+        let open = OpenFiles::new(self.files.clone());
+        let wasi = files::prepare(&prepared.grants, io.files, open, &stdout, &stderr);
+        let (wasi, files) = match wasi {
             Ok(w) => w,
             Err(e) => {
                 return RunReport {
@@ -215,7 +183,7 @@ impl Sandbox {
                 };
             }
         };
-        let (http, net) = build_http(name, grants, &self.files);
+        let (http, net) = network::prepare(&prepared.network, &self.files);
         let state = State {
             wasi,
             table: {
@@ -224,13 +192,13 @@ impl Sandbox {
                 table
             },
             limiter: MemoryLimiter::new(limits.memory_bytes),
-            progress,
-            plugin: name.to_string(),
+            progress: io.progress,
+            plugin: prepared.name.clone(),
             log_lines: 0,
             progress_reports: Default::default(),
             http,
             net,
-            files: Files::new(path_guard.clone(), files),
+            files,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -252,7 +220,7 @@ impl Sandbox {
             Err(e) => Err(RunError::Setup(format!("{e:#}"))),
             Ok(()) => {
                 let work = async {
-                    let instance = plugin.pre.instantiate_async(&mut store).await?;
+                    let instance = prepared.plugin.pre.instantiate_async(&mut store).await?;
                     instantiate = started.elapsed();
                     body(&mut store, &instance).await
                 };

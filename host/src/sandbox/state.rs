@@ -23,7 +23,7 @@ pub(crate) struct State {
     pub(crate) table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
     pub(crate) progress: Option<ProgressSink>,
-    pub(crate) plugin: String,
+    pub(crate) plugin: std::sync::Arc<str>,
     pub(crate) log_lines: u64,
     pub(crate) progress_reports: AtomicU64,
     /// wasi:http state; only reachable by plugins linked with `wasi:http` (those granted network).

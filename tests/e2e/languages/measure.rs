@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolhost::sandbox::{Plugin, Sandbox};
+use toolhost::sandbox::{CallIo, Plugin, Sandbox};
 use toolhost_policy::config::EngineOptions;
 use toolhost_policy::config::{Config, Overrides, RawConfig};
 use toolhost_policy::grants::{DirGrant, Grants, Limits};
@@ -107,21 +107,15 @@ async fn run_calls(
 ) -> (Duration, Duration, u64) {
     let (mut inst, mut call, mut fuel) = (Vec::new(), Vec::new(), 0);
     let input = s.input.to_string();
+    let prepared = sandbox.prepare(plugin.clone(), s.tool, grants.clone(), Limits::default());
     for i in 0..=CALLS {
         let never = CancellationToken::new();
-        let r = sandbox
-            .call(
-                plugin,
-                s.tool,
-                grants,
-                &Default::default(),
-                &Limits::default(),
-                s.tool,
-                &input,
-                None,
-                &never,
-            )
-            .await;
+        let io = CallIo {
+            files: Default::default(),
+            progress: None,
+            cancel: &never,
+        };
+        let r = sandbox.call(&prepared, s.tool, &input, io).await;
         match &r.result {
             Ok(Ok(_)) => {}
             other => panic!("{} failed: {other:?}\n{}", s.tool, r.stderr),

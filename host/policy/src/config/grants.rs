@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{ConfigError, RawPlugin, invalid, network};
-use crate::gate::{Denial, guest_root};
+use crate::gate::{Denial, Mounts, PermissionConfig, Permissions, guest_root};
 use crate::grants::{DirGrant, Grants};
 
 /// One directory grant as written.
@@ -92,4 +92,31 @@ pub(super) fn resolve_grants(p: &RawPlugin, base: &Path, key: &str) -> Result<Gr
     grants.secrets =
         network::resolve_secrets(&p.secrets, grants.network.as_ref(), &grants.env, base, key)?;
     Ok(grants)
+}
+
+/// A plugin's permission rules, compiled once, at config load: the global rules and its own
+/// (`own`), judging path subjects through its directories, with their `exclude` entries denied.
+/// A rule that does not compile is a config error at `key`.
+pub(super) fn compile_permissions(
+    global: &PermissionConfig,
+    own: Option<&PermissionConfig>,
+    grants: &Grants,
+    key: &str,
+) -> Result<Permissions, ConfigError> {
+    let rules = Permissions::new(global, own).map_err(|e| invalid(key, e.to_string()))?;
+    let mounts = Mounts::new(
+        grants
+            .dirs
+            .iter()
+            .map(|d| (d.guest.as_str(), d.host.as_path())),
+    );
+    let mut excludes = Vec::new();
+    for d in &grants.dirs {
+        for entry in &d.exclude {
+            let denials = Denial::exclude(&guest_root(&d.guest), entry)
+                .map_err(|e| invalid(format!("{key}: exclude {entry:?}"), e.to_string()))?;
+            excludes.extend(denials);
+        }
+    }
+    Ok(rules.with_files(mounts, excludes))
 }

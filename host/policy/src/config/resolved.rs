@@ -9,13 +9,13 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::grants::resolve_grants;
+use super::grants::{compile_permissions, resolve_grants};
 use super::host_state::{self, GrantRef, protected_paths};
 use super::{
     AuditOptions, ConfigError, EngineOptions, Overrides, PoolOptions, RawConfig, RawLimits, flags,
     invalid, raw, server,
 };
-use crate::gate::{InputLimits, PermissionConfig};
+use crate::gate::{InputLimits, PermissionConfig, Permissions};
 use crate::grants::{Grants, Limits};
 
 /// What a plugin may do and how far it may go, fully resolved.
@@ -31,8 +31,8 @@ pub struct PluginPolicy {
     pub input: InputLimits,
     /// Prefix added to each tool name.
     pub prefix: String,
-    /// Plugin-level rules, if any.
-    pub permissions: Option<PermissionConfig>,
+    /// The global rules and the plugin's own, compiled, with its directories and `exclude`s.
+    pub permissions: Permissions,
     /// Whether the plugin is skipped.
     pub disabled: bool,
 }
@@ -138,7 +138,12 @@ impl Config {
             output_bytes: defaults.1,
             input: defaults.2,
             prefix: String::new(),
-            permissions: None,
+            permissions: compile_permissions(
+                &raw.permissions,
+                None,
+                &Grants::default(),
+                "permissions",
+            )?,
             disabled: false,
         };
         let mut plugins = BTreeMap::new();
@@ -147,6 +152,12 @@ impl Config {
             let (limits, output_bytes, input) =
                 resolve_limits(&p.limits, Some(&default_policy), &format!("{key}.limits"))?;
             let grants = resolve_grants(p, base, &key)?;
+            let permissions = compile_permissions(
+                &raw.permissions,
+                p.permissions.as_ref(),
+                &grants,
+                &format!("{key}.permissions"),
+            )?;
             let prefix = p.prefix.clone().unwrap_or_default();
             if !prefix
                 .bytes()
@@ -165,7 +176,7 @@ impl Config {
                     output_bytes,
                     input,
                     prefix,
-                    permissions: p.permissions.clone(),
+                    permissions,
                     disabled: p.disabled,
                 },
             );

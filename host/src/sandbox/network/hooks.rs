@@ -22,29 +22,50 @@ use toolhost_policy::network::{NetworkGrant, Redactor, SecretGrant};
 type SendFuture =
     Box<dyn Future<Output = Result<(Response<WasiBody>, IoFuture), HttpError>> + Send>;
 
-/// The per-call `WasiHttpHooks`: the plugin's grant, its secret headers, and the request count.
-pub(crate) struct NetworkHooks {
+/// A plugin's network grant, its secret headers and the redactor of its secrets, bound once when
+/// the plugin is loaded; every call's hooks start from it.
+#[derive(Debug)]
+pub(crate) struct Binding {
     plugin: String,
-    grant: Option<Arc<NetworkGrant>>,
-    secrets: Arc<[SecretGrant]>,
+    grant: Option<NetworkGrant>,
+    headers: Vec<SecretGrant>,
     redactor: Redactor,
+}
+
+impl Binding {
+    /// `plugin`'s binding; `grant: None` refuses every request.
+    pub(crate) fn new(plugin: &str, grant: Option<&NetworkGrant>, secrets: &[SecretGrant]) -> Self {
+        Self {
+            plugin: plugin.to_string(),
+            grant: grant.cloned(),
+            headers: secrets
+                .iter()
+                .filter(|s| s.header.is_some())
+                .cloned()
+                .collect(),
+            redactor: Redactor::new(secrets.iter().map(|s| &s.value)),
+        }
+    }
+
+    /// Replaces the plugin's secrets (all of them, env ones too) in text leaving the sandbox.
+    pub(crate) fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+}
+
+/// The per-call `WasiHttpHooks`: the plugin's binding and the call's request count.
+pub(crate) struct NetworkHooks {
+    binding: Arc<Binding>,
     sent: u32,
     /// The daemon-wide descriptor budget each connection counts against; `None` in unit tests.
     budget: Option<Arc<FileBudget>>,
 }
 
 impl NetworkHooks {
-    /// Hooks for one call of `plugin`; `grant: None` refuses every request.
-    pub(crate) fn new(plugin: &str, grant: Option<&NetworkGrant>, secrets: &[SecretGrant]) -> Self {
+    /// Hooks for one call with `binding`.
+    pub(crate) fn new(binding: Arc<Binding>) -> Self {
         Self {
-            plugin: plugin.to_string(),
-            grant: grant.cloned().map(Arc::new),
-            secrets: secrets
-                .iter()
-                .filter(|s| s.header.is_some())
-                .cloned()
-                .collect(),
-            redactor: Redactor::new(secrets.iter().map(|s| &s.value)),
+            binding,
             sent: 0,
             budget: None,
         }
@@ -56,18 +77,19 @@ impl NetworkHooks {
         self
     }
 
-    /// Replaces the plugin's secrets in text leaving the sandbox.
+    /// Replaces the plugin's secrets in what the guest logs and reports.
     pub(crate) fn redactor(&self) -> &Redactor {
-        &self.redactor
+        &self.binding.redactor
     }
 
     /// The checks before any lookup: grant, request count, URL, allowlist.
     fn plan<B>(&mut self, req: &Request<B>) -> Result<Plan, NetError> {
-        let Some(grant) = self.grant.as_deref() else {
-            return Err(NetError::NotGranted(self.plugin.clone()));
+        let b = &*self.binding;
+        let Some(grant) = &b.grant else {
+            return Err(NetError::NotGranted(b.plugin.clone()));
         };
         self.sent += 1;
-        Plan::new(grant, &self.secrets, self.sent, req.uri())
+        Plan::new(grant, &b.headers, self.sent, req.uri())
     }
 }
 
@@ -79,7 +101,7 @@ impl WasiHttpHooks for NetworkHooks {
         _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> SendFuture {
         let plan = self.plan(&request);
-        let plugin = self.plugin.clone();
+        let plugin = self.binding.plugin.clone();
         let budget = self.budget.clone();
         Box::new(async move {
             let result = match plan {
@@ -102,7 +124,7 @@ mod tests {
 
     #[test]
     fn no_grant_refuses_everything() {
-        let mut h = NetworkHooks::new("p", None, &[]);
+        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", None, &[])));
         assert_eq!(
             h.plan(&request("https://example.com/")).unwrap_err(),
             NetError::NotGranted("p".into())
@@ -121,7 +143,7 @@ mod tests {
             .map_err(|e: std::convert::Infallible| -> HttpError { match e {} })
             .boxed_unsync();
         let req = Request::get("https://example.com/").body(body).unwrap();
-        let mut h = NetworkHooks::new("p", None, &[]);
+        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", None, &[])));
         let sent = h.send_request(req, None, Box::new(async { Ok(()) }));
         let e = Box::into_pin(sent).await.err().unwrap();
         assert!(matches!(e, HttpError::HttpRequestDenied), "{e:?}");
@@ -131,7 +153,7 @@ mod tests {
     fn counts_requests_per_call() {
         let mut grant = NetworkGrant::new(vec![Destination::parse("https://example.com").unwrap()]);
         grant.limits.max_requests = 2;
-        let mut h = NetworkHooks::new("p", Some(&grant), &[]);
+        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", Some(&grant), &[])));
         assert!(h.plan(&request("https://example.com/")).is_ok());
         assert!(h.plan(&request("https://example.com/")).is_ok());
         assert_eq!(

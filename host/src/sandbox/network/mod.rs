@@ -1,10 +1,12 @@
 //! Outgoing HTTP (`wasi:http` 0.2 outgoing-handler) for plugins granted network, and named secrets.
 //!
-//! Three phases, as in Spin's factors: link once (`wasi:http` for every plugin, since many toolchains
-//! import it by default; raw `wasi:sockets` is linked for no one), validate
-//! once (`config` parses `Destination` patterns and reads secrets), prepare per call
-//! (`NetworkHooks` with the grant, the secret headers and a request counter, enforced in `hooks`:
-//! without a grant every request is refused there, naming the plugin).
+//! Three phases, as in Spin's factors: link once ([`add_to_linker`]: `wasi:http` for every plugin,
+//! since many toolchains import it by default; raw `wasi:sockets` is linked for no one), validate
+//! once, at config load (`toolhost_policy::config` parses `Destination` patterns and reads
+//! secrets: a bad one is a config error), bind once per plugin at load ([`Binding`]: the grant, the
+//! secret headers, the redactor), prepare per call ([`prepare`]: `NetworkHooks` with the binding and
+//! a request counter, enforced in `hooks`: without a grant every request is refused there, naming
+//! the plugin).
 //! The policy pieces (destinations, address classes, grants, secrets) live in the pure
 //! `toolhost_policy::network`; here `plan` applies them to one request (pure: no I/O), `transport`
 //! resolves, connects and speaks TLS and HTTP, `body` caps the bodies while they flow, `refusal` says
@@ -17,13 +19,16 @@ mod plan;
 mod refusal;
 mod transport;
 
+use std::sync::Arc;
+
 use wasmtime::component::Linker;
-use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-pub(crate) use self::hooks::NetworkHooks;
+pub(crate) use self::hooks::{Binding, NetworkHooks};
 pub use self::refusal::NetError;
-use toolhost_policy::network::{Redactor, SecretGrant};
+use toolhost_policy::network::Redactor;
 
+use super::budget::FileBudget;
 use super::state::State;
 
 /// Add `wasi:http/types` and `wasi:http/outgoing-handler` (nothing else) to a linker that already has
@@ -46,10 +51,9 @@ impl WasiHttpView for State {
 /// structured output, its error messages, trap messages (which quote stderr), stdout and stderr.
 pub(crate) fn redact_report(
     report: super::RunReport<Result<super::GuestOutput, super::GuestError>>,
-    secrets: &[SecretGrant],
+    r: &Redactor,
 ) -> super::RunReport<Result<super::GuestOutput, super::GuestError>> {
     use super::{GuestError, GuestOutput, RunError};
-    let r = Redactor::new(secrets.iter().map(|s| &s.value));
     if r.is_empty() {
         return report;
     }
@@ -69,4 +73,14 @@ pub(crate) fn redact_report(
         stderr: r.redact(report.stderr),
         ..report
     }
+}
+
+/// The wasi:http context and send-request hooks for one call of the plugin bound in `binding`,
+/// each connection counted against `budget`.
+pub(crate) fn prepare(
+    binding: &Arc<Binding>,
+    budget: &Arc<FileBudget>,
+) -> (WasiHttpCtx, NetworkHooks) {
+    let hooks = NetworkHooks::new(binding.clone()).with_budget(budget.clone());
+    (WasiHttpCtx::new(), hooks)
 }

@@ -23,7 +23,7 @@ use wasmtime_wasi::p2::{FsError, FsResult};
 use wasmtime_wasi::{ResourceTable, WasiCtx};
 use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream};
 
-use super::budget::{BudgetExhausted, FileBudget, FileUnit};
+use super::super::budget::{BudgetExhausted, FileBudget, FileUnit};
 use toolhost_policy::gate::{PathGuard, Refusal};
 
 /// Per-call state of the files capability.
