@@ -20,12 +20,20 @@ const CHOICES: [FormatChoice; 4] = [
 ];
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&selector, rest)) = data.split_first() else { return };
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
     let text = String::from_utf8_lossy(rest);
     let choice = CHOICES[usize::from(selector) % CHOICES.len()];
-    let Ok(batch) = batch::parse_text(&text, choice) else { return };
+    let Ok(batch) = batch::parse_text(&text, choice) else {
+        return;
+    };
 
-    assert!(batch.calls.len() <= MAX_CALLS, "{} calls", batch.calls.len());
+    assert!(
+        batch.calls.len() <= MAX_CALLS,
+        "{} calls",
+        batch.calls.len()
+    );
     if let FormatChoice::Named(f) = choice {
         assert_eq!(batch.format, f);
     } else {
@@ -33,12 +41,16 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(batch::detect(&value), Ok(batch.format));
     }
     let mut ids = std::collections::HashSet::new();
-    for call in &batch.calls {
-        if call.input.is_ok() {
-            let id = call.id.as_ref().expect("a runnable call has an id");
-            assert!(call.name.as_ref().is_some_and(|n| !n.is_empty()), "a runnable call has a name");
-            assert!(ids.insert(id.clone()), "duplicate id {id} left runnable");
-        }
+    for call in batch.calls.iter().flatten() {
+        assert!(
+            !call.id.is_empty() && !call.name.is_empty(),
+            "a runnable call has an id and a name"
+        );
+        assert!(
+            ids.insert(call.id.clone()),
+            "duplicate id {} left runnable",
+            call.id
+        );
     }
 
     // Answer every call (errors where the parser said so) and check the shape of the answer.
@@ -46,17 +58,28 @@ fuzz_target!(|data: &[u8]| {
         .calls
         .iter()
         .enumerate()
-        .map(|(index, call)| CallResult {
-            index,
-            id: call.id.clone(),
-            name: call.name.clone(),
-            outcome: match &call.input {
-                Ok(v) => CallOutcome::ok(format!("c{index}"), v.to_string(), None),
-                Err(e) => CallOutcome::failed(format!("c{index}"), ErrorKind::InvalidInput, e.to_string()),
-            },
+        .map(|(index, call)| {
+            let (id, name) = batch::id_and_name(call);
+            CallResult {
+                index,
+                id: id.map(str::to_owned),
+                name: name.map(str::to_owned),
+                outcome: match call {
+                    Ok(c) => CallOutcome::ok(format!("c{index}"), c.input.to_string(), None),
+                    Err(b) => CallOutcome::failed(
+                        format!("c{index}"),
+                        ErrorKind::InvalidInput,
+                        b.error.to_string(),
+                    ),
+                },
+            }
         })
         .collect();
-    let report = BatchReport { batch_id: "b".into(), format: batch.format, results };
+    let report = BatchReport {
+        batch_id: "b".into(),
+        format: batch.format,
+        results,
+    };
     let answer = report.answer();
     let items = match batch.format {
         Format::Anthropic => answer["content"].as_array().unwrap().len(),
@@ -70,10 +93,12 @@ fuzz_target!(|data: &[u8]| {
     let sharing: Vec<Sharing> = batch
         .calls
         .iter()
-        .map(|c| match c.name.as_deref().map(str::len).unwrap_or(0) % 2 {
-            0 => Sharing::Shared,
-            _ => Sharing::Exclusive,
-        })
+        .map(
+            |c| match batch::id_and_name(c).1.map(str::len).unwrap_or(0) % 2 {
+                0 => Sharing::Shared,
+                _ => Sharing::Exclusive,
+            },
+        )
         .collect();
     let limit = usize::from(selector >> 2) % 9;
     let groups = partition(&sharing, limit);

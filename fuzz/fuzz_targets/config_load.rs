@@ -42,7 +42,9 @@ fuzz_target!(|data: &[u8]| {
             toml_text.push('\n');
         }
     }
-    let Ok(mut raw) = toml::from_str::<RawConfig>(&toml_text) else { return };
+    let Ok(mut raw) = toml::from_str::<RawConfig>(&toml_text) else {
+        return;
+    };
     for plugin in raw.plugins.values_mut() {
         for secret in plugin.secrets.values_mut() {
             if secret.from_file.is_some() {
@@ -50,13 +52,21 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    let Ok(config) = Config::from_raw(raw, base(), &overrides) else { return };
+    let Ok(config) = Config::from_raw(raw, base(), &overrides) else {
+        return;
+    };
     // A config that loads has compiled every plugin's rules: the global ones must compile alone.
     assert!(Permissions::new(&config.permissions, None).is_ok());
-    for policy in config.plugins.values().chain(std::iter::once(&config.default_policy)) {
+    for policy in config
+        .plugins
+        .values()
+        .chain(std::iter::once(&config.default_policy))
+    {
         assert!(policy.limits.memory_bytes >= 1 << 20 && policy.limits.memory_bytes <= 4096 << 20);
         assert!(!policy.limits.timeout.is_zero() && policy.limits.fuel > 0);
-        assert!(policy.output_bytes > 0 && policy.input.max_bytes > 0 && policy.input.max_depth > 0);
+        assert!(
+            policy.output_bytes > 0 && policy.input.max_bytes > 0 && policy.input.max_depth > 0
+        );
         for d in &policy.grants.dirs {
             assert!(d.host.is_dir() && !d.guest.is_empty());
         }

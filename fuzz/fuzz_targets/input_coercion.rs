@@ -52,24 +52,42 @@ fn schemas() -> Vec<Value> {
 /// The fixed schemas, compiled once.
 fn fixed() -> &'static [InputValidator] {
     static FIXED: OnceLock<Vec<InputValidator>> = OnceLock::new();
-    FIXED.get_or_init(|| schemas().iter().map(|s| InputValidator::compile(s).unwrap()).collect())
+    FIXED.get_or_init(|| {
+        schemas()
+            .iter()
+            .map(|s| InputValidator::compile(s).unwrap())
+            .collect()
+    })
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&selector, rest)) = data.split_first() else { return };
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
     let compiled;
     let (validator, input_bytes) = if selector % 4 == 3 {
         // An arbitrary schema, then the input, separated by the first NUL byte.
-        let Some(split) = rest.iter().position(|&b| b == 0) else { return };
-        let Ok(schema) = serde_json::from_slice::<Value>(&rest[..split]) else { return };
-        let Ok(v) = InputValidator::compile(&schema) else { return };
+        let Some(split) = rest.iter().position(|&b| b == 0) else {
+            return;
+        };
+        let Ok(schema) = serde_json::from_slice::<Value>(&rest[..split]) else {
+            return;
+        };
+        let Ok(v) = InputValidator::compile(&schema) else {
+            return;
+        };
         compiled = v;
         (&compiled, &rest[split + 1..])
     } else {
         (&fixed()[usize::from(selector) % 3], rest)
     };
-    let Ok(input) = serde_json::from_slice::<Value>(input_bytes) else { return };
-    let limits = InputLimits { max_bytes: 64 << 10, max_depth: 16 };
+    let Ok(input) = serde_json::from_slice::<Value>(input_bytes) else {
+        return;
+    };
+    let limits = InputLimits {
+        max_bytes: 64 << 10,
+        max_depth: 16,
+    };
     match validator.check("t", input.clone(), &limits) {
         Ok(v) => {
             if v.coercions.is_empty() {
@@ -81,7 +99,11 @@ fuzz_target!(|data: &[u8]| {
             let again = validator
                 .check("t", v.input.clone(), &limits)
                 .unwrap_or_else(|e| panic!("the coerced input {} does not validate: {e}", v.input));
-            assert!(again.coercions.is_empty(), "coercion is not a fixed point: {:?}", again.coercions);
+            assert!(
+                again.coercions.is_empty(),
+                "coercion is not a fixed point: {:?}",
+                again.coercions
+            );
         }
         Err(e) => {
             assert!(!e.problems().is_empty());

@@ -53,7 +53,10 @@ fn normalise(path: &str) -> (bool, bool, Option<String>) {
     let mut depth: i64 = 0;
     let mut climbed = false;
     let mut segments: Vec<&str> = Vec::new();
-    let body = path.strip_prefix('~').filter(|_| path.starts_with("~/") || path == "~").unwrap_or(path);
+    let body = path
+        .strip_prefix('~')
+        .filter(|_| path.starts_with("~/") || path == "~")
+        .unwrap_or(path);
     for seg in body.split('/') {
         match seg {
             "" | "." => {}
@@ -124,13 +127,29 @@ fuzz_target!(|input: Input| {
     };
     if let Ok(p) = Permissions::new(&global, Some(&plugin)) {
         let decision = p.decide(&spec(&input.tool, hints), &subject);
-        let _ = (decision.reason(), decision.rule(), decision.unapproved_message());
-        if input.deny.iter().any(|d| *d == input.tool && d.parse::<Rule>().is_ok()) {
-            assert!(matches!(decision, Decision::Deny { .. }), "bare deny {} did not deny: {decision:?}", input.tool);
+        let _ = (
+            decision.reason(),
+            decision.rule(),
+            decision.unapproved_message(),
+        );
+        if input
+            .deny
+            .iter()
+            .any(|d| *d == input.tool && d.parse::<Rule>().is_ok())
+        {
+            assert!(
+                matches!(decision, Decision::Deny { .. }),
+                "bare deny {} did not deny: {decision:?}",
+                input.tool
+            );
         }
         let read_only = hints.read_only && !hints.destructive;
         if p.mode() == Mode::Plan && !read_only {
-            assert!(!matches!(decision, Decision::Allow { .. }), "plan mode allowed {}", input.tool);
+            assert!(
+                !matches!(decision, Decision::Allow { .. }),
+                "plan mode allowed {}",
+                input.tool
+            );
         }
     }
 
@@ -150,6 +169,10 @@ fuzz_target!(|input: Input| {
     }
     let decision = deny.decide(writer, &subject);
     if last.as_deref() == Some(".env") {
-        assert!(matches!(decision, Decision::Deny { .. }), "`**/.env` missed {:?}", input.subject);
+        assert!(
+            matches!(decision, Decision::Deny { .. }),
+            "`**/.env` missed {:?}",
+            input.subject
+        );
     }
 });

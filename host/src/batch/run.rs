@@ -17,7 +17,7 @@ use crate::audit::AuditRecord;
 use crate::exec::{Approver, CallOutcome, CallRequest, ErrorKind, Pipeline};
 use crate::registry::Catalog;
 use toolhost_policy::batch::{
-    Batch, BatchReport, CallError, CallResult, ParsedCall, Sharing, partition,
+    Batch, BatchReport, BrokenCall, CallResult, ParsedCall, Sharing, id_and_name, partition,
 };
 
 /// Calls of one group running at once, unless the caller says otherwise.
@@ -66,10 +66,11 @@ pub async fn run(
     let sharing = sharing(&pipeline.catalog(), &batch.calls);
     let mut results: Vec<Option<CallResult>> = vec![None; batch.calls.len()];
     let mut done = |index: usize, call: &ParsedCall, outcome: CallOutcome| {
+        let (id, name) = id_and_name(call);
         let result = CallResult {
             index,
-            id: call.id.clone(),
-            name: call.name.clone(),
+            id: id.map(str::to_owned),
+            name: name.map(str::to_owned),
             outcome,
         };
         on_result(&result);
@@ -85,13 +86,16 @@ pub async fn run(
             let Some(call) = batch.calls.get(index) else {
                 continue;
             };
-            let (Ok(input), Some(tool)) = (&call.input, &call.name) else {
-                done(index, call, reject(pipeline, batch_id, call));
-                continue;
+            let ready = match call {
+                Ok(ready) => ready,
+                Err(broken) => {
+                    done(index, call, reject(pipeline, batch_id, broken));
+                    continue;
+                }
             };
             let request = CallRequest {
-                tool: tool.clone(),
-                input: input.clone(),
+                tool: ready.name.clone(),
+                input: ready.input.clone(),
                 parent_id: Some(batch_id.to_string()),
                 origin: ORIGIN,
                 progress: None,
@@ -133,10 +137,10 @@ fn sharing(catalog: &Catalog, calls: &[ParsedCall]) -> Vec<Sharing> {
     calls
         .iter()
         .map(|call| {
-            let (Ok(_), Some(name)) = (&call.input, &call.name) else {
+            let Ok(ready) = call else {
                 return Sharing::Shared;
             };
-            match catalog.get(name) {
+            match catalog.get(&ready.name) {
                 // Read-only and destructive at once counts as destructive, as in the gate.
                 Some(t) if t.spec.hints.is_read_only() => Sharing::Shared,
                 _ => Sharing::Exclusive,
@@ -146,12 +150,8 @@ fn sharing(catalog: &Catalog, calls: &[ParsedCall]) -> Vec<Sharing> {
 }
 
 /// Answers a call that cannot run, and records it.
-fn reject(pipeline: &Pipeline, batch_id: &str, call: &ParsedCall) -> CallOutcome {
-    let content = match &call.input {
-        Err(e) => e.to_string(),
-        // Not reached: a call without a name has an error. Say something true anyway.
-        Ok(_) => CallError::MissingName { field: "name" }.to_string(),
-    };
+fn reject(pipeline: &Pipeline, batch_id: &str, call: &BrokenCall) -> CallOutcome {
+    let content = call.error.to_string();
     let kind = ErrorKind::InvalidInput;
     let call_id = AuditRecord::new_call_id();
     let tool = call.name.clone().unwrap_or_default();

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::answer::CallResult;
 use super::format::Format;
-use super::parse::{CallError, ParseError, ParsedCall, empty_object, push, text, type_of};
+use super::parse::{Call, ParseError, ParsedCall, empty_object, push, require, text, type_of};
 use crate::tool::ToolSpec;
 
 const SHAPE: &str = "an assistant message with a `content` array of blocks, or that array";
@@ -37,17 +37,12 @@ pub(super) fn calls(message: &Value) -> Result<Vec<ParsedCall>, ParseError> {
 }
 
 fn tool_use(block: &Value) -> ParsedCall {
-    let id = text(block, "id");
-    let name = text(block, "name");
-    let input = match (&id, &name) {
-        (None, _) => Err(CallError::MissingId { field: "id" }),
-        (_, None) => Err(CallError::MissingName { field: "name" }),
-        _ => Ok(match block.get("input") {
-            None | Some(Value::Null) => empty_object(),
-            Some(v) => v.clone(),
-        }),
+    let (id, name) = require(text(block, "id"), text(block, "name"), "id", "name")?;
+    let input = match block.get("input") {
+        None | Some(Value::Null) => empty_object(),
+        Some(v) => v.clone(),
     };
-    ParsedCall { id, name, input }
+    Ok(Call { id, name, input })
 }
 
 /// One call's result: a `tool_result` block.

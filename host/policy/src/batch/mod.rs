@@ -21,7 +21,8 @@ mod tools;
 pub use self::answer::{BatchReport, CallResult, item};
 pub use self::format::{Format, FormatChoice, UnknownFormat};
 pub use self::parse::{
-    Batch, CallError, MAX_CALLS, ParseError, ParsedCall, detect, parse, parse_text,
+    Batch, BrokenCall, Call, CallError, MAX_CALLS, ParseError, ParsedCall, detect, id_and_name,
+    parse, parse_text,
 };
 pub use self::plan::{Sharing, partition};
 pub use self::tools::{definition, definitions};

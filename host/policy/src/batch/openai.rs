@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 
 use super::answer::CallResult;
 use super::format::Format;
-use super::parse::{CallError, ParseError, ParsedCall, arguments, push, text, type_of};
+use super::parse::{
+    BrokenCall, CallError, ParseError, ParsedCall, arguments, push, ready, require, text, type_of,
+};
 use crate::tool::ToolSpec;
 
 const SHAPE: &str = "an assistant message with `tool_calls`, a chat completion with `choices`, or the `tool_calls` array";
@@ -52,17 +54,17 @@ fn tool_call(call: &Value) -> ParsedCall {
     let id = text(call, "id");
     let function = call.get("function");
     let name = function.and_then(|f| text(f, "name"));
-    let input = match (&id, type_of(call), &name) {
-        (None, _, _) => Err(CallError::MissingId { field: "id" }),
-        (_, Some(kind), _) if kind != "function" => Err(CallError::UnsupportedType {
+    if let (Some(_), Some(kind)) = (&id, type_of(call))
+        && kind != "function"
+    {
+        let error = CallError::UnsupportedType {
             kind: kind.to_string(),
-        }),
-        (_, _, None) => Err(CallError::MissingName {
-            field: "function.name",
-        }),
-        (_, _, Some(tool)) => arguments(tool, function.and_then(|f| f.get("arguments"))),
-    };
-    ParsedCall { id, name, input }
+        };
+        return Err(BrokenCall { id, name, error });
+    }
+    let (id, name) = require(id, name, "id", "function.name")?;
+    let input = arguments(&name, function.and_then(|f| f.get("arguments")));
+    ready(id, name, input)
 }
 
 /// One call's result: a `tool` message.
@@ -129,8 +131,11 @@ mod tests {
             {"id": "e", "type": "function", "function": {"name": "calc", "arguments": "{}"}},
             7
         ]}));
-        let errors: Vec<Option<&CallError>> =
-            b.calls.iter().map(|c| c.input.as_ref().err()).collect();
+        let errors: Vec<Option<&CallError>> = b
+            .calls
+            .iter()
+            .map(|c| c.as_ref().err().map(|b| &b.error))
+            .collect();
         assert!(
             matches!(errors[0], Some(CallError::ArgumentsNotJson { tool, .. }) if tool == "calc")
         );

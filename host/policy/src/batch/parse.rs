@@ -25,16 +25,73 @@ pub struct Batch {
     pub calls: Vec<ParsedCall>,
 }
 
-/// One tool call as read from the message.
+/// One tool call as read from the message: ready to run, or broken, to be answered in its place
+/// with why.
+pub type ParsedCall = Result<Call, BrokenCall>;
+
+/// A call that can run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ParsedCall {
-    /// The id the result must carry back (`id`, or `call_id` for Responses), when the call has one.
+pub struct Call {
+    /// The id its result must carry back (`id`, or `call_id` for Responses).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The input to run the tool with.
+    pub input: Value,
+}
+
+/// A call that cannot run, with as much of its id and name as the message gave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokenCall {
+    /// The id its result must carry back, when the call has one.
     pub id: Option<String>,
     /// The tool's name, when the call has one.
     pub name: Option<String>,
-    /// The input to run the tool with; or why the call cannot run. When it is `Ok`, `id` and `name`
-    /// are both present.
-    pub input: Result<Value, CallError>,
+    /// Why it cannot run.
+    pub error: CallError,
+}
+
+/// The id and tool name of `call`, as far as the message gave them.
+pub fn id_and_name(call: &ParsedCall) -> (Option<&str>, Option<&str>) {
+    match call {
+        Ok(c) => (Some(&c.id), Some(&c.name)),
+        Err(b) => (b.id.as_deref(), b.name.as_deref()),
+    }
+}
+
+/// The id and name a call must have (in the fields `id_field` and `name_field`), or the broken
+/// call that lacks one.
+pub(super) fn require(
+    id: Option<String>,
+    name: Option<String>,
+    id_field: &'static str,
+    name_field: &'static str,
+) -> Result<(String, String), BrokenCall> {
+    match (id, name) {
+        (Some(id), Some(name)) => Ok((id, name)),
+        (None, name) => Err(BrokenCall {
+            id: None,
+            name,
+            error: CallError::MissingId { field: id_field },
+        }),
+        (id, None) => Err(BrokenCall {
+            id,
+            name: None,
+            error: CallError::MissingName { field: name_field },
+        }),
+    }
+}
+
+/// A ready call with `input`, or, when its arguments are broken, the broken call.
+pub(super) fn ready(id: String, name: String, input: Result<Value, CallError>) -> ParsedCall {
+    match input {
+        Ok(input) => Ok(Call { id, name, input }),
+        Err(error) => Err(BrokenCall {
+            id: Some(id),
+            name: Some(name),
+            error,
+        }),
+    }
 }
 
 /// Why one call of a batch cannot run. The message is the call's result, written for the model.
@@ -222,9 +279,18 @@ pub(super) fn push(calls: &mut Vec<ParsedCall>, call: ParsedCall) -> Result<(), 
 fn mark_duplicates(calls: &mut [ParsedCall]) {
     let mut seen: HashSet<String> = HashSet::new();
     for call in calls {
-        let Some(id) = &call.id else { continue };
-        if !seen.insert(id.clone()) && call.input.is_ok() {
-            call.input = Err(CallError::DuplicateId { id: id.clone() });
+        let Some(id) = id_and_name(call).0 else {
+            continue;
+        };
+        if seen.insert(id.to_owned()) {
+            continue;
+        }
+        if let Ok(c) = call {
+            *call = Err(BrokenCall {
+                id: Some(c.id.clone()),
+                name: Some(c.name.clone()),
+                error: CallError::DuplicateId { id: c.id.clone() },
+            });
         }
     }
 }
@@ -268,7 +334,10 @@ pub(super) mod tests {
     pub(in crate::batch) fn summary(b: &Batch) -> Vec<Summary<'_>> {
         b.calls
             .iter()
-            .map(|c| (c.id.as_deref(), c.name.as_deref(), c.input.as_ref()))
+            .map(|c| {
+                let (id, name) = id_and_name(c);
+                (id, name, c.as_ref().map(|c| &c.input).map_err(|b| &b.error))
+            })
             .collect()
     }
 
@@ -278,10 +347,10 @@ pub(super) mod tests {
             {"type": "tool_use", "id": "x", "name": "write", "input": {}},
             {"type": "tool_use", "id": "x", "name": "write", "input": {}}
         ]));
-        assert!(b.calls[0].input.is_ok());
+        assert!(b.calls[0].is_ok());
         assert_eq!(
-            b.calls[1].input,
-            Err(CallError::DuplicateId { id: "x".into() })
+            b.calls[1].as_ref().map_err(|b| &b.error).err(),
+            Some(&CallError::DuplicateId { id: "x".into() })
         );
     }
 

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::answer::CallResult;
 use super::format::Format;
-use super::parse::{CallError, ParseError, ParsedCall, arguments, push, text, type_of};
+use super::parse::{ParseError, ParsedCall, arguments, push, ready, require, text, type_of};
 use crate::tool::ToolSpec;
 
 const SHAPE: &str = "an array of output items, or a response object with an `output` array";
@@ -44,14 +44,9 @@ pub(super) fn calls(message: &Value) -> Result<Vec<ParsedCall>, ParseError> {
 }
 
 fn function_call(item: &Value) -> ParsedCall {
-    let id = text(item, "call_id");
-    let name = text(item, "name");
-    let input = match (&id, &name) {
-        (None, _) => Err(CallError::MissingId { field: "call_id" }),
-        (_, None) => Err(CallError::MissingName { field: "name" }),
-        (_, Some(tool)) => arguments(tool, item.get("arguments")),
-    };
-    ParsedCall { id, name, input }
+    let (id, name) = require(text(item, "call_id"), text(item, "name"), "call_id", "name")?;
+    let input = arguments(&name, item.get("arguments"));
+    ready(id, name, input)
 }
 
 /// One call's result: a `function_call_output` item.
