@@ -1,12 +1,19 @@
 //! toolhost hosts AI agent tools as sandboxed WebAssembly components.
 //!
-//! A call travels one pipeline ([`exec`]): the front end ([`server`], the CLI) parses it, [`gate`] validates
-//! its input and applies the permission rules, [`sandbox`] runs it in a fresh wasmtime store with only the
-//! capabilities its policy grants, [`exec`] shapes the result for a model, and [`audit`] records it.
-//! [`registry`] loads plugins from a folder, [`config`] turns `toolhost.toml` into typed policy.
+//! Two crates. `toolhost_policy` is the pure policy: tool specs, input validation and coercion,
+//! permission rules, modes and paths (its `gate`), grants and limits, network destinations and
+//! secret redaction, the operator's config, the batch wire formats and the call types. This crate
+//! runs what it decides.
 //!
-//! Dependencies point down: server -> exec -> {registry, gate, sandbox, audit, stats}; only [`sandbox`]
-//! knows wasmtime; [`gate`], [`audit`] and [`stats`] are pure.
+//! A call travels one pipeline ([`exec`]): a front end ([`server`] for MCP and the batch API, or the
+//! CLI) hands it a request; the pipeline finds the tool in the [`registry`], validates and gates the
+//! input with the policy, runs it in the [`sandbox`] (a fresh wasmtime store with only what the
+//! plugin's grants allow), shapes the result for a model, and has [`audit`] record it. [`host`] is
+//! the one place that wires a sandbox, registry, audit log and pipeline from a config.
+//!
+//! Dependencies point down: server -> exec -> {registry, sandbox, audit, stats} -> policy. Only
+//! [`sandbox`] knows wasmtime; only [`server`] knows MCP and turns outcomes into wire errors; nothing
+//! imports the server or the CLI, and the policy crate knows none of them (the compiler checks it).
 
 pub mod audit;
 pub mod batch;

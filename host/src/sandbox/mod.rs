@@ -1,7 +1,11 @@
 //! The sandbox: wasmtime engine, compiled plugins, and one fresh, limited store per call.
 //!
-//! Every wasmtime and WASI type stays inside this module. Callers hand in plain [`Grants`] and
-//! [`Limits`] and get back plain results; `wasi` is the only place that turns grants into a WASI context.
+//! Every wasmtime and WASI type stays inside this module. A plugin is compiled once ([`Sandbox::load`])
+//! and bound to its plain grants and limits once ([`Sandbox::prepare`], a [`Prepared`]); a call then
+//! brings only its tool, input and [`CallIo`], and gets back a plain [`RunReport`]. Each capability
+//! is one module with its phases: `files` (files and env: link, and the one place a WASI context is
+//! built) and `network` (wasi:http: link, bind at load, prepare per call); their settings were
+//! validated when the config was loaded.
 
 mod bindings;
 mod budget;

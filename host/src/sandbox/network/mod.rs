@@ -1,10 +1,10 @@
 //! Outgoing HTTP (`wasi:http` 0.2 outgoing-handler) for plugins granted network, and named secrets.
 //!
-//! Three phases, as in Spin's factors: link once ([`add_to_linker`]: `wasi:http` for every plugin,
+//! Three phases, as in Spin's factors: link once (`add_to_linker`: `wasi:http` for every plugin,
 //! since many toolchains import it by default; raw `wasi:sockets` is linked for no one), validate
 //! once, at config load (`toolhost_policy::config` parses `Destination` patterns and reads
-//! secrets: a bad one is a config error), bind once per plugin at load ([`Binding`]: the grant, the
-//! secret headers, the redactor), prepare per call ([`prepare`]: `NetworkHooks` with the binding and
+//! secrets: a bad one is a config error), bind once per plugin at load (`Binding`: the grant, the
+//! secret headers, the redactor), prepare per call (`prepare`: `NetworkHooks` with the binding and
 //! a request counter, enforced in `hooks`: without a grant every request is refused there, naming
 //! the plugin).
 //! The policy pieces (destinations, address classes, grants, secrets) live in the pure
