@@ -182,10 +182,13 @@ fn fetch(env: &Env, url: &str) -> Called {
 const DENIED: &str = "ErrorCode::HttpRequestDenied";
 const IP_PROHIBITED: &str = "ErrorCode::DestinationIpProhibited";
 
-/// The guest got `code`; the log names the plugin and says why, containing `needle`.
+/// The guest got `code`; the log names the plugin and says why, containing `needle`, and so does
+/// the result the model reads.
 #[track_caller]
 fn assert_refused(r: &Called, code: &str, needle: &str) {
     r.assert_error("tool_failed", code);
+    r.assert_error("tool_failed", "toolhost refused or could not complete");
+    r.assert_error("tool_failed", needle);
     assert!(
         r.stderr.contains("outgoing request refused: ")
             && r.stderr.contains("fetch")
@@ -205,10 +208,12 @@ fn assert_denied(r: &Called, needle: &str) {
     );
 }
 
-/// The guest got `code`; the log says why the request failed, containing `needle`.
+/// The guest got `code`; the log says why the request failed, containing `needle`, and so does the
+/// result the model reads.
 #[track_caller]
 fn assert_failed(r: &Called, code: &str, needle: &str) {
     r.assert_error("tool_failed", code);
+    r.assert_error("tool_failed", needle);
     assert!(
         r.stderr.contains("outgoing request failed") && r.stderr.contains(needle),
         "{needle:?} not in the log:\n{}",

@@ -385,7 +385,10 @@ impl Pipeline {
                 false,
             ),
             Ok(Err(GuestError::Failed(m))) => {
-                let mut text = format!("Tool '{name}' failed: {m}");
+                let mut text = format!(
+                    "Tool '{name}' failed: {m}{}",
+                    network_notes(&report.network)
+                );
                 let cut = shape::truncate(&mut text, plugin.policy.output_bytes);
                 (error(call_id, ErrorKind::ToolFailed, text), cut)
             }
@@ -401,7 +404,8 @@ impl Pipeline {
                 if kind == ErrorKind::Internal {
                     tracing::error!(plugin = %plugin.name, call_id, "{e}");
                 }
-                (error(call_id, kind, shape::run_error(name, &e)), false)
+                let text = shape::run_error(name, &e) + &network_notes(&report.network);
+                (error(call_id, kind, text), false)
             }
         };
         clock.mark(Stage::Shape);
@@ -412,6 +416,20 @@ impl Pipeline {
             truncated,
         }
     }
+}
+
+/// What the host refused or failed of a failed call's network requests, for the model: the guest
+/// saw only `wasi:http` codes, and its own message may not say why.
+fn network_notes(notes: &[String]) -> String {
+    let mut text = String::new();
+    if !notes.is_empty() {
+        text.push_str("\ntoolhost refused or could not complete the plugin's network requests:");
+        for note in notes {
+            text.push_str("\n- ");
+            text.push_str(note);
+        }
+    }
+    text
 }
 
 /// The refusal of a call that could not be recorded, when the policy refuses unaudited calls.

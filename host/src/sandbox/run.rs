@@ -103,6 +103,9 @@ pub struct RunReport<T> {
     pub elapsed: Duration,
     /// The part of `elapsed` spent before the guest ran: the store, the WASI context, instantiation.
     pub instantiate: Duration,
+    /// Why the host refused or failed the plugin's outgoing requests (the guest got only a
+    /// `wasi:http` code), so that the model can be told; the first few, in order.
+    pub network: Vec<String>,
 }
 
 impl Sandbox {
@@ -180,6 +183,7 @@ impl Sandbox {
                     stdio_dropped: 0,
                     elapsed: started.elapsed(),
                     instantiate: started.elapsed(),
+                    network: Vec::new(),
                 };
             }
         };
@@ -237,6 +241,7 @@ impl Sandbox {
         };
         let fuel_used = fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         let peak_memory = store.data().limiter.peak as u64;
+        let network = store.data().net.take_notes();
         let (out, out_dropped) = stdout.take();
         let (err, err_dropped) = stderr.take();
         let result = result.map_err(|e| match e {
@@ -252,6 +257,7 @@ impl Sandbox {
             stdio_dropped: out_dropped + err_dropped,
             elapsed: started.elapsed(),
             instantiate,
+            network,
         }
     }
 }

@@ -14,7 +14,7 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 use wasmtime_wasi_http::Error as HttpError;
 
-use super::refusal::NetError;
+use super::refusal::{NetError, Reporter};
 
 /// Which way a guarded body flows, for the error it ends with.
 #[derive(Debug, Clone, Copy)]
@@ -29,7 +29,7 @@ pub(super) enum Direction {
 pub(super) struct Guarded<B> {
     inner: B,
     direction: Direction,
-    plugin: String,
+    reporter: Reporter,
     target: String,
     limit: u64,
     seen: u64,
@@ -39,11 +39,11 @@ pub(super) struct Guarded<B> {
 
 impl<B> Guarded<B> {
     /// Cap `inner` at `limit` bytes; `deadline` (with the timeout it stands for, for the message) ends
-    /// it when reached. `plugin` and `target` are named in the log.
+    /// it when reached. A cut response is reported to `reporter`, naming `target`.
     pub(super) fn new(
         inner: B,
         direction: Direction,
-        plugin: String,
+        reporter: Reporter,
         target: String,
         limit: u64,
         deadline: Option<(Instant, Duration)>,
@@ -51,7 +51,7 @@ impl<B> Guarded<B> {
         Self {
             inner,
             direction,
-            plugin,
+            reporter,
             target,
             limit,
             seen: 0,
@@ -64,7 +64,7 @@ impl<B> Guarded<B> {
         self.ended = true;
         let code = match self.direction {
             Direction::Request => e.code(),
-            Direction::Response => e.report(&self.plugin),
+            Direction::Response => self.reporter.report(e),
         };
         Poll::Ready(Some(Err(code)))
     }

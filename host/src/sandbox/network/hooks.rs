@@ -15,7 +15,7 @@ use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpH
 
 use super::super::budget::FileBudget;
 use super::plan::Plan;
-use super::refusal::NetError;
+use super::refusal::{NetError, Reporter};
 use super::transport::{self, IoFuture};
 use toolhost_policy::network::{NetworkGrant, Redactor, SecretGrant};
 
@@ -53,10 +53,12 @@ impl Binding {
     }
 }
 
-/// The per-call `WasiHttpHooks`: the plugin's binding and the call's request count.
+/// The per-call `WasiHttpHooks`: the plugin's binding, the call's request count, and why its
+/// requests were refused or failed (the guest sees only the `wasi:http` code; the model is told why).
 pub(crate) struct NetworkHooks {
     binding: Arc<Binding>,
     sent: u32,
+    reporter: Reporter,
     /// The daemon-wide descriptor budget each connection counts against; `None` in unit tests.
     budget: Option<Arc<FileBudget>>,
 }
@@ -65,8 +67,9 @@ impl NetworkHooks {
     /// Hooks for one call with `binding`.
     pub(crate) fn new(binding: Arc<Binding>) -> Self {
         Self {
-            binding,
             sent: 0,
+            reporter: Reporter::new(binding.plugin.clone()),
+            binding,
             budget: None,
         }
     }
@@ -75,6 +78,11 @@ impl NetworkHooks {
     pub(crate) fn with_budget(mut self, budget: Arc<FileBudget>) -> Self {
         self.budget = Some(budget);
         self
+    }
+
+    /// Why this call's requests were refused or failed, in order (the first few).
+    pub(crate) fn take_notes(&self) -> Vec<String> {
+        self.reporter.take_notes()
     }
 
     /// Replaces the plugin's secrets in what the guest logs and reports.
@@ -101,14 +109,14 @@ impl WasiHttpHooks for NetworkHooks {
         _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> SendFuture {
         let plan = self.plan(&request);
-        let plugin = self.binding.plugin.clone();
         let budget = self.budget.clone();
+        let reporter = self.reporter.clone();
         Box::new(async move {
             let result = match plan {
-                Ok(plan) => transport::send(plugin.clone(), plan, budget, request, options).await,
+                Ok(plan) => transport::send(reporter.clone(), plan, budget, request, options).await,
                 Err(e) => Err(e),
             };
-            result.map_err(|e| e.report(&plugin))
+            result.map_err(|e| reporter.report(e))
         })
     }
 }

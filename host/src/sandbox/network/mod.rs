@@ -71,6 +71,7 @@ pub(crate) fn redact_report(
         result,
         stdout: r.redact(report.stdout),
         stderr: r.redact(report.stderr),
+        network: report.network.into_iter().map(|n| r.redact(n)).collect(),
         ..report
     }
 }

@@ -5,11 +5,13 @@
 //! `DNS-*` code, a failed connection `connection-*`, TLS `TLS-*`, a cut body `HTTP-*-body-size`, and
 //! so on ([`NetError::code`]). The code is all a `wasi:http` 0.2 guest gets; the why, naming the plugin
 //! and the destination (never a path or query, which may carry secrets), goes to the log
-//! ([`NetError::report`]). Must not decide anything (that is `plan`) nor touch the network (that is
+//! ([`NetError::report`]) and, through the call's [`Reporter`], into the failed call's result, so
+//! that the model knows what to change. Must not decide anything (that is `plan`) nor touch the network (that is
 //! `transport`): it only describes and translates.
 
 use std::io::ErrorKind as IoErrorKind;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use wasmtime_wasi_http::Error as HttpError;
 
@@ -241,6 +243,41 @@ impl NetError {
             tracing::warn!(plugin, "outgoing request failed: {self}");
         }
         self.code()
+    }
+}
+
+/// Reasons kept per call for the model; a plugin retrying in a loop must not grow them without end.
+const MAX_NOTES: usize = 8;
+
+/// Where one call's refused and failed requests are reported: the log, naming the plugin, and the
+/// call's notes, which tell the model why (the guest gets only the code). Cheap to clone.
+#[derive(Clone)]
+pub(super) struct Reporter {
+    plugin: String,
+    notes: Arc<Mutex<Vec<String>>>,
+}
+
+impl Reporter {
+    /// A reporter for one call of `plugin`, with no notes yet.
+    pub(super) fn new(plugin: String) -> Self {
+        Self {
+            plugin,
+            notes: Arc::default(),
+        }
+    }
+
+    /// Log `e`, note why for the model, and return the code the guest gets.
+    pub(super) fn report(&self, e: NetError) -> HttpError {
+        let mut notes = self.notes.lock().unwrap_or_else(PoisonError::into_inner);
+        if notes.len() < MAX_NOTES {
+            notes.push(e.to_string());
+        }
+        e.report(&self.plugin)
+    }
+
+    /// The notes so far, taken.
+    pub(super) fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
 

@@ -25,7 +25,7 @@ use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody};
 use super::super::budget::FileBudget;
 use super::body::{Direction, Guarded};
 use super::plan::Plan;
-use super::refusal::{ExchangeFailure, NetError, TlsFailure};
+use super::refusal::{ExchangeFailure, NetError, Reporter, TlsFailure};
 use toolhost_policy::network::{Host, Scheme, Target};
 
 /// Drives the connection after the response head arrived, until the body is read.
@@ -35,9 +35,9 @@ trait Stream: AsyncRead + AsyncWrite + Send + Sync + Unpin + 'static {}
 impl<T: AsyncRead + AsyncWrite + Send + Sync + Unpin + 'static> Stream for T {}
 
 /// Send `req` as `plan` says; each connection holds a unit of `budget` (if any) until it closes.
-/// Failures after the response head (the body, the connection) are logged naming `plugin`.
+/// Failures after the response head (the body, the connection) go to `reporter`.
 pub(super) async fn send(
-    plugin: String,
+    reporter: Reporter,
     plan: Plan,
     budget: Option<Arc<FileBudget>>,
     mut req: Request<WasiBody>,
@@ -57,7 +57,7 @@ pub(super) async fn send(
         Guarded::new(
             b,
             Direction::Request,
-            plugin.clone(),
+            reporter.clone(),
             target.clone(),
             limits.max_request_bytes,
             None,
@@ -114,7 +114,7 @@ pub(super) async fn send(
     let body = Guarded::new(
         incoming,
         Direction::Response,
-        plugin.clone(),
+        reporter.clone(),
         target.clone(),
         limits.max_response_bytes,
         Some((deadline, limits.request_timeout)),
@@ -124,12 +124,11 @@ pub(super) async fn send(
         let Some(conn) = conn else { return Ok(()) };
         match tokio::time::timeout_at(deadline, conn).await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(exchange_failure(&target, &e).report(&plugin)),
-            Err(_) => Err(NetError::Timeout {
+            Ok(Err(e)) => Err(reporter.report(exchange_failure(&target, &e))),
+            Err(_) => Err(reporter.report(NetError::Timeout {
                 target,
                 ms: timeout_ms,
-            }
-            .report(&plugin)),
+            })),
         }
     });
     Ok((Response::from_parts(parts, body.boxed_unsync()), io))
