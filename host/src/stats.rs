@@ -10,7 +10,7 @@ use std::time::Duration;
 use self::histogram::{LogHistogram, nearest_rank};
 use self::prometheus::BUCKETS;
 pub use self::prometheus::Exposition;
-use crate::exec::ErrorKind;
+use toolhost_policy::call::ErrorKind;
 
 /// Durations kept exactly per tool; past this many calls percentiles come from the histogram.
 const EXACT_SAMPLES: usize = 256;

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -17,6 +18,9 @@ pub struct Progress {
     /// What is being done.
     pub message: String,
 }
+
+/// Receives progress reports; called on the executing task, so it must not block.
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// What the gate asks an approver.
 #[derive(Debug, Clone, Serialize)]

@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::begin::BeginRecord;
 use super::record::{AuditRecord, Event, Outcome};
-use crate::exec::ErrorKind;
+use toolhost_policy::call::ErrorKind;
 
 /// A problem met while reading the log. Only `Open` and `Io` end the iteration; the reader
 /// reports a bad line and moves on to the next.

@@ -4,7 +4,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use super::hash::input_sha256;
-use crate::exec::ErrorKind;
+use toolhost_policy::call::ErrorKind;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;

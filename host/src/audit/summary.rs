@@ -8,7 +8,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
 use super::record::{AuditRecord, Outcome};
-use crate::exec::ErrorKind;
+use toolhost_policy::call::ErrorKind;
 use toolhost_policy::text::one_line;
 
 /// What a set of records says, tool by tool. Serializes to JSON for `--json` output.

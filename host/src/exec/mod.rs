@@ -9,8 +9,8 @@ mod shape;
 mod timing;
 
 pub use self::pipeline::Pipeline;
-pub use self::request::{CallRequest, ProgressSink};
+pub use self::request::CallRequest;
 pub use self::timing::StageTimes;
 pub use toolhost_policy::call::{
-    ApprovalRequest, Approver, CallOutcome, CallStatus, ErrorKind, Progress,
+    ApprovalRequest, Approver, CallOutcome, CallStatus, ErrorKind, Progress, ProgressSink,
 };

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolhost_policy::call::{Approver, Progress};
+use toolhost_policy::call::{Approver, ProgressSink};
 
 /// One tool call, from any front end.
 #[derive(Clone, Default)]
@@ -25,6 +25,3 @@ pub struct CallRequest {
     /// Who answers an `ask` decision; with none, ask means deny.
     pub approver: Option<Arc<dyn Approver>>,
 }
-
-/// Receives progress reports; called on the executing task, so it must not block.
-pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;

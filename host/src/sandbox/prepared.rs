@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::engine::{Plugin, Sandbox};
 use super::network::Binding;
-use crate::exec::ProgressSink;
+use toolhost_policy::call::ProgressSink;
 use toolhost_policy::gate::PathGuard;
 use toolhost_policy::grants::{Grants, Limits};
 

@@ -10,7 +10,7 @@ use wasmtime_wasi_http::WasiHttpCtx;
 use super::bindings::toolhost::plugin::host::{Host, LogLevel};
 use super::files::{Files, GuardedView};
 use super::network::NetworkHooks;
-use crate::exec::{Progress, ProgressSink};
+use toolhost_policy::call::{Progress, ProgressSink};
 
 /// Longest log or progress message a guest may send per host call; the rest is cut.
 const MAX_MESSAGE_BYTES: usize = 4096;
@@ -62,12 +62,7 @@ impl wasmtime_wasi_io::IoView for State {
 }
 
 fn clip(mut s: String) -> String {
-    if s.len() > MAX_MESSAGE_BYTES {
-        let mut cut = MAX_MESSAGE_BYTES;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        s.truncate(cut);
+    if toolhost_policy::text::truncate_at_boundary(&mut s, MAX_MESSAGE_BYTES) {
         s.push('…');
     }
     s

@@ -170,7 +170,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::exec::ErrorKind;
+    use toolhost_policy::call::ErrorKind;
 
     #[test]
     fn renders_prometheus_text_with_escaped_labels() {
