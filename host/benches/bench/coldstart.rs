@@ -2,17 +2,15 @@
 //! answered `tools/list` over stdio (against the native rmcp server's own start). With 1 and 20 plugins
 //! (distinct copies of echo and math, each with a tool prefix), with an empty and with a warm compile cache.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
-use toolhost::registry::Registry;
 
 use crate::Options;
 use crate::client::result;
 use crate::e2e::{Kind, spawn_stdio};
 use crate::report::{Report, Row, Section, Spread};
-use crate::setup::{Workspace, sandbox};
+use crate::setup::Workspace;
 
 const TARGET_MS: f64 = 150.0;
 
@@ -20,8 +18,7 @@ const TARGET_MS: f64 = 150.0;
 async fn open_registry(ws: &Workspace, n: usize) -> Result<f64, String> {
     let t = Instant::now();
     let config = ws.config()?;
-    let sb = sandbox(&config)?;
-    let registry = Registry::open(Arc::new(sb), Arc::new(config))
+    let registry = toolhost::host::open_registry(config)
         .await
         .map_err(|e| e.to_string())?;
     let ms = t.elapsed().as_secs_f64() * 1e3;

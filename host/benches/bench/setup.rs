@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolhost::exec::Pipeline;
-use toolhost::sandbox::Sandbox;
 use toolhost_policy::config::{Config, Overrides};
 
 /// The repository root.
@@ -144,11 +143,6 @@ fn with_extra(toml: &str) -> String {
 
 pub(crate) fn read(p: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))
-}
-
-/// The engine, as `toolhost serve` configures it from `config`.
-pub(crate) fn sandbox(config: &Config) -> Result<Sandbox, String> {
-    Sandbox::new(&config.engine_options()).map_err(|e| e.to_string())
 }
 
 /// A pipeline over the workspace, as `toolhost serve` builds it: its engine, registry and audit log.

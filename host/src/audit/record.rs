@@ -4,10 +4,10 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use super::hash::input_sha256;
-use toolhost_policy::call::ErrorKind;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use toolhost_policy::call::ErrorKind;
 
 /// The schema version written in every line's `"v"` field. Bumped only on incompatible changes;
 /// new optional fields do not bump it, so readers must ignore fields they do not know.
