@@ -14,7 +14,7 @@
 //!  "fuel_used":1250000,"peak_memory_bytes":2097152,"output_bytes":1024,"truncated":false}
 //! ```
 //!
-//! (shown wrapped; on disk it is one line: `audit/testdata/record.v2.jsonl` is the golden copy of a
+//! (shown wrapped; on disk it is one line: `tests/golden/audit/record.v2.jsonl` is the golden copy of a
 //! begin and an end line, refreshed with `BLESS=1`; v1 logs, end lines without `event`, still read).
 //! Writers: [`AuditLog`]. Readers: [`read_records`] (which pairs the lines of a call and reports a
 //! begin line without its end as outcome `unfinished`), [`Filter`], [`summarize`], [`render_table`].
@@ -25,6 +25,14 @@ mod reader;
 mod record;
 mod summary;
 mod writer;
+
+#[cfg(test)]
+#[path = "../../tests/e2e/golden.rs"]
+#[allow(
+    dead_code,
+    reason = "the e2e suite's golden-file module; the audit tests use part of it"
+)]
+mod golden;
 
 pub use self::begin::BeginRecord;
 pub use self::hash::{canonical_json, input_sha256};

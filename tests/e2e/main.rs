@@ -2,6 +2,10 @@
 //! `plugins/examples` and `tests/plugins` by `scripts/build-plugins.sh`.
 
 mod daemon;
+#[allow(
+    dead_code,
+    reason = "shared with the host's unit tests (audit), which use other parts of it"
+)]
 mod golden;
 mod harness;
 

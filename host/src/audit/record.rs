@@ -292,10 +292,7 @@ pub(super) mod tests {
     }
 
     /// The golden v2 file: a call's begin line, then its end line.
-    const GOLDEN: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/src/audit/testdata/record.v2.jsonl"
-    );
+    const GOLDEN: &str = "audit/record.v2.jsonl";
 
     #[test]
     fn writes_the_golden_begin_and_end_lines() {
@@ -305,19 +302,12 @@ pub(super) mod tests {
             serde_json::to_string(&record.begin_line()).unwrap(),
             serde_json::to_string(&record).unwrap()
         );
-        if std::env::var_os("BLESS").is_some() {
-            std::fs::write(GOLDEN, &lines).unwrap();
-        }
-        let expected = std::fs::read_to_string(GOLDEN).expect("golden file; run with BLESS=1");
-        assert_eq!(lines, expected);
+        crate::audit::golden::check_text(GOLDEN, &lines);
     }
 
     #[test]
     fn reads_the_v1_golden_line_as_an_end_record() {
-        let golden = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/src/audit/testdata/record.v1.jsonl"
-        );
+        let golden = crate::audit::golden::path("audit/record.v1.jsonl");
         let text = std::fs::read_to_string(golden).unwrap();
         let back: AuditRecord = serde_json::from_str(text.trim_end()).unwrap();
         assert_eq!(back, AuditRecord { v: 1, ..sample() });

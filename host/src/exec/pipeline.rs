@@ -8,7 +8,7 @@ use tokio::sync::Semaphore;
 
 use super::checks::Checks;
 use super::request::CallRequest;
-use super::shape::{self, error};
+use super::shape::{self, audit_unavailable, error, network_notes};
 use super::timing::{Stage, StageTimes, Stopwatch};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
 use crate::registry::{Catalog, Registry, Tool};
@@ -416,25 +416,4 @@ impl Pipeline {
             truncated,
         }
     }
-}
-
-/// What the host refused or failed of a failed call's network requests, for the model: the guest
-/// saw only `wasi:http` codes, and its own message may not say why.
-fn network_notes(notes: &[String]) -> String {
-    let mut text = String::new();
-    if !notes.is_empty() {
-        text.push_str("\ntoolhost refused or could not complete the plugin's network requests:");
-        for note in notes {
-            text.push_str("\n- ");
-            text.push_str(note);
-        }
-    }
-    text
-}
-
-/// The refusal of a call that could not be recorded, when the policy refuses unaudited calls.
-fn audit_unavailable() -> String {
-    "toolhost cannot write its audit log and is configured to refuse unaudited calls. \
-     An operator must fix the audit log; retrying now will fail the same way."
-        .into()
 }

@@ -157,6 +157,27 @@ pub(super) fn error(call_id: &str, kind: ErrorKind, content: String) -> CallOutc
     CallOutcome::failed(call_id, kind, content)
 }
 
+/// What the host refused or failed of a failed call's network requests, for the model: the guest
+/// saw only `wasi:http` codes, and its own message may not say why.
+pub(super) fn network_notes(notes: &[String]) -> String {
+    let mut text = String::new();
+    if !notes.is_empty() {
+        text.push_str("\ntoolhost refused or could not complete the plugin's network requests:");
+        for note in notes {
+            text.push_str("\n- ");
+            text.push_str(note);
+        }
+    }
+    text
+}
+
+/// The refusal of a call that could not be recorded, when the policy refuses unaudited calls.
+pub(super) fn audit_unavailable() -> String {
+    "toolhost cannot write its audit log and is configured to refuse unaudited calls. \
+     An operator must fix the audit log; retrying now will fail the same way."
+        .into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
