@@ -2,7 +2,7 @@
 //!
 //! Tool specs and hints ([`tool`]), input validation, coercion and permission rules ([`gate`]),
 //! grants and limits ([`grants`]), network destinations, address classes and secret redaction
-//! ([`network`]), the operator's configuration ([`config`]), the LLM batch wire formats ([`batch`])
+//! ([`network`]), which signatures are trusted ([`trust`]), the operator's configuration ([`config`]), the LLM batch wire formats ([`batch`])
 //! and the types every call shares ([`call`]).
 //!
 //! No wasmtime, no MCP, no async runtime: the host crate (`toolhost`) runs what this crate decides,
@@ -17,3 +17,4 @@ pub mod grants;
 pub mod network;
 pub mod text;
 pub mod tool;
+pub mod trust;

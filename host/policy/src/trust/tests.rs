@@ -1,0 +1,104 @@
+//! Against fixtures made by openssl (`tests/golden/cosign/make.sh`), not by this code: the test
+//! proves toolhost reads what another implementation of cosign's format writes.
+
+use super::*;
+
+const REPO: &str = "127.0.0.1:5000/tools/echo";
+const DIGEST: &str = "sha256:4d3c1a7b0f2e9c8d6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f";
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/golden/cosign")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn key(name: &str) -> PublicKey {
+    PublicKey::from_pem(name, &fixture(name)).unwrap()
+}
+
+fn signature() -> String {
+    String::from_utf8(fixture("payload.sig")).unwrap()
+}
+
+const SUBJECT: Subject<'static> = Subject {
+    digest: DIGEST,
+    repository: REPO,
+};
+
+#[test]
+fn accepts_a_signature_by_a_trusted_key_for_this_digest_and_repository() {
+    let keys = [key("other.pub"), key("trusted.pub")];
+    let by = verify(&fixture("payload.json"), &signature(), &keys, SUBJECT).unwrap();
+    assert_eq!(by.name(), "trusted.pub");
+}
+
+#[test]
+fn refuses_another_key_and_an_altered_payload() {
+    let other = [key("other.pub")];
+    let e = verify(&fixture("payload.json"), &signature(), &other, SUBJECT);
+    assert!(matches!(e, Err(SignatureError::WrongKey { ref trusted }) if trusted == "other.pub"));
+    let mut altered = fixture("payload.json");
+    let at = altered.len() - 3;
+    altered[at] ^= 1;
+    let trusted = [key("trusted.pub")];
+    let e = verify(&altered, &signature(), &trusted, SUBJECT);
+    assert!(matches!(e, Err(SignatureError::WrongKey { .. })), "{e:?}");
+    let e = verify(&fixture("payload.json"), &signature(), &[], SUBJECT).unwrap_err();
+    assert!(e.to_string().contains("trusted: none"), "{e}");
+}
+
+#[test]
+fn refuses_a_signature_for_another_digest_or_repository() {
+    let keys = [key("trusted.pub")];
+    let other_digest = Subject {
+        digest: "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+        ..SUBJECT
+    };
+    let e = verify(&fixture("payload.json"), &signature(), &keys, other_digest);
+    assert!(matches!(e, Err(SignatureError::WrongDigest { ref signed, .. }) if signed == DIGEST));
+    let mirror = Subject {
+        repository: "127.0.0.1:5000/mirror/echo",
+        ..SUBJECT
+    };
+    let e = verify(&fixture("payload.json"), &signature(), &keys, mirror);
+    assert!(matches!(e, Err(SignatureError::WrongRepository { ref signed, .. }) if signed == REPO));
+}
+
+#[test]
+fn refuses_garbage_signatures_and_oversized_payloads() {
+    let keys = [key("trusted.pub")];
+    let e = verify(&fixture("payload.json"), "not base64!", &keys, SUBJECT);
+    assert_eq!(e.unwrap_err(), SignatureError::NotBase64);
+    let e = verify(&fixture("payload.json"), "AAAA", &keys, SUBJECT);
+    assert!(matches!(e, Err(SignatureError::WrongKey { .. })));
+    let big = vec![b' '; MAX_PAYLOAD_BYTES + 1];
+    let e = verify(&big, &signature(), &keys, SUBJECT);
+    assert_eq!(
+        e.unwrap_err(),
+        SignatureError::TooLarge(MAX_PAYLOAD_BYTES + 1)
+    );
+}
+
+#[test]
+fn accepts_only_p256_public_keys() {
+    assert!(matches!(
+        PublicKey::from_pem("rsa.pub", &fixture("rsa.pub")),
+        Err(KeyError::NotP256 { .. })
+    ));
+    assert!(matches!(
+        PublicKey::from_pem("x", b"not a key"),
+        Err(KeyError::NotPem { .. })
+    ));
+    assert!(format!("{:?}", key("trusted.pub")).contains("trusted.pub"));
+}
+
+#[test]
+fn names_the_signature_tag_of_a_digest() {
+    assert_eq!(
+        signature_tag(DIGEST).as_deref(),
+        Some("sha256-4d3c1a7b0f2e9c8d6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f.sig")
+    );
+    assert_eq!(signature_tag("sha256:abc"), None);
+    assert_eq!(signature_tag("md5:00"), None);
+}
