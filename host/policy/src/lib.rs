@@ -2,9 +2,10 @@
 //!
 //! Tool specs and hints ([`tool`]), input validation, coercion and permission rules ([`gate`]),
 //! grants and limits ([`grants`]), network destinations, address classes and secret redaction
-//! ([`network`]), plugin sources and content digests ([`source`]), the lockfile ([`lock`]), which
-//! signatures are trusted ([`trust`]), the operator's configuration ([`config`]), the LLM batch
-//! wire formats ([`batch`]) and the types every call shares ([`call`]).
+//! ([`network`]), plugin sources and content digests ([`source`]), the OCI artifact and signature
+//! manifests ([`oci`]), the lockfile ([`lock`]), which signatures are trusted ([`trust`]), the
+//! operator's configuration ([`config`]), the LLM batch wire formats ([`batch`]) and the types
+//! every call shares ([`call`]).
 //!
 //! No wasmtime, no MCP, no async runtime: the host crate (`toolhost`) runs what this crate decides,
 //! and the compiler keeps the arrows pointing that way. The one thing read from outside is the
@@ -17,6 +18,7 @@ pub mod gate;
 pub mod grants;
 pub mod lock;
 pub mod network;
+pub mod oci;
 pub mod source;
 pub mod text;
 pub mod tool;

@@ -1,0 +1,242 @@
+//! The OCI shapes toolhost reads and writes: a component as the CNCF wasm artifact (an image
+//! manifest with the `application/vnd.wasm.config.v0+json` config and one `application/wasm`
+//! layer, as `wkg oci push` writes it), and cosign's signature manifest (one simple-signing layer
+//! per signature). Pure: it reads manifests handed to it and says which blob to fetch; it never
+//! fetches.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::source::{Digest, DigestError};
+use crate::trust::{PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION};
+
+/// An OCI image manifest.
+pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+/// An OCI image index: several manifests, which a component artifact is not.
+pub const INDEX_MEDIA_TYPE: &str = "application/vnd.oci.image.index.v1+json";
+/// The config of a wasm artifact.
+pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
+/// A plain OCI image config: some tools (Wassette's) publish components with it.
+pub const IMAGE_CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+json";
+/// The layer that holds the component.
+pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
+/// Largest manifest read: real ones are a few KiB.
+pub const MAX_MANIFEST_BYTES: usize = 256 << 10;
+
+/// A blob named by a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Descriptor {
+    /// What the blob is.
+    pub media_type: String,
+    /// Its digest, checked when it is fetched.
+    pub digest: Digest,
+    /// Its size in bytes, as the manifest declares it.
+    pub size: u64,
+    /// Annotations (a signature, a file name).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// An image manifest, as far as toolhost reads one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    /// Always 2.
+    pub schema_version: u32,
+    /// [`MANIFEST_MEDIA_TYPE`], when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    /// The config blob.
+    pub config: Descriptor,
+    /// The layers.
+    pub layers: Vec<Descriptor>,
+    /// Manifest annotations.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// Why a manifest is not a component artifact (or a signature manifest).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    /// Larger than any real manifest.
+    #[error("the manifest is {0} bytes; the limit is {MAX_MANIFEST_BYTES}")]
+    TooLarge(usize),
+    /// An image index (several platforms), not one artifact.
+    #[error("this is an image index, not a component artifact: name one manifest by its digest")]
+    Index,
+    /// Not JSON of the manifest's shape.
+    #[error("not an OCI image manifest: {0}")]
+    Malformed(String),
+    /// The config says this is not a wasm artifact.
+    #[error("the artifact's config is {0:?}, not a wasm component's ({WASM_CONFIG_MEDIA_TYPE})")]
+    NotWasm(String),
+    /// No layer, or more than one, holds a component.
+    #[error("the artifact has {0} application/wasm layers; a component artifact has exactly one")]
+    WasmLayers(usize),
+    /// A digest in it is malformed.
+    #[error(transparent)]
+    Digest(#[from] DigestError),
+}
+
+impl Manifest {
+    /// Read a manifest's exact bytes (its digest is taken over them, elsewhere).
+    pub fn parse(bytes: &[u8]) -> Result<Self, ManifestError> {
+        if bytes.len() > MAX_MANIFEST_BYTES {
+            return Err(ManifestError::TooLarge(bytes.len()));
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Kind {
+            media_type: Option<String>,
+            manifests: Option<serde_json::Value>,
+        }
+        let kind: Kind =
+            serde_json::from_slice(bytes).map_err(|e| ManifestError::Malformed(e.to_string()))?;
+        if kind.media_type.as_deref() == Some(INDEX_MEDIA_TYPE) || kind.manifests.is_some() {
+            return Err(ManifestError::Index);
+        }
+        let manifest: Self =
+            serde_json::from_slice(bytes).map_err(|e| ManifestError::Malformed(e.to_string()))?;
+        if manifest.schema_version != 2 {
+            return Err(ManifestError::Malformed(format!(
+                "schemaVersion {}, not 2",
+                manifest.schema_version
+            )));
+        }
+        Ok(manifest)
+    }
+
+    /// The one layer that holds the component. Other layers (a policy file, say) are ignored
+    /// and never fetched; the manifest digest still covers them.
+    pub fn component(&self) -> Result<&Descriptor, ManifestError> {
+        let config = self.config.media_type.as_str();
+        if config != WASM_CONFIG_MEDIA_TYPE && config != IMAGE_CONFIG_MEDIA_TYPE {
+            return Err(ManifestError::NotWasm(config.to_owned()));
+        }
+        let mut wasm = self
+            .layers
+            .iter()
+            .filter(|l| l.media_type == WASM_LAYER_MEDIA_TYPE);
+        match (wasm.next(), wasm.next()) {
+            (Some(layer), None) => Ok(layer),
+            _ => Err(ManifestError::WasmLayers(
+                self.layers
+                    .iter()
+                    .filter(|l| l.media_type == WASM_LAYER_MEDIA_TYPE)
+                    .count(),
+            )),
+        }
+    }
+
+    /// The signatures in a cosign signature manifest: each payload layer and its base64 signature.
+    /// Layers of other kinds, or without the annotation, are skipped.
+    pub fn signatures(&self) -> impl Iterator<Item = (&Descriptor, &str)> {
+        self.layers.iter().filter_map(|l| {
+            (l.media_type == PAYLOAD_MEDIA_TYPE)
+                .then(|| l.annotations.get(SIGNATURE_ANNOTATION))
+                .flatten()
+                .map(|sig| (l, sig.as_str()))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn digest(fill: char) -> String {
+        format!("sha256:{}", fill.to_string().repeat(64))
+    }
+
+    /// The shape `wkg oci push` writes.
+    fn artifact(config: &str, layers: serde_json::Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "schemaVersion": 2,
+            "mediaType": MANIFEST_MEDIA_TYPE,
+            "config": {"mediaType": config, "digest": digest('c'), "size": 120},
+            "layers": layers,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn finds_the_one_component_layer_and_ignores_others() {
+        let bytes = artifact(
+            WASM_CONFIG_MEDIA_TYPE,
+            json!([
+                {"mediaType": "application/wasm", "digest": digest('a'), "size": 204800,
+                 "annotations": {"org.opencontainers.image.title": "echo.wasm"}},
+                {"mediaType": "application/vnd.wasm.policy.v1+yaml", "digest": digest('b'), "size": 10},
+            ]),
+        );
+        let m = Manifest::parse(&bytes).unwrap();
+        let layer = m.component().unwrap();
+        assert_eq!(layer.digest.as_str(), digest('a'));
+        assert_eq!(layer.size, 204800);
+    }
+
+    #[test]
+    fn refuses_what_is_not_one_component() {
+        let none = artifact(WASM_CONFIG_MEDIA_TYPE, json!([]));
+        assert_eq!(
+            Manifest::parse(&none).unwrap().component(),
+            Err(ManifestError::WasmLayers(0))
+        );
+        let layer = json!({"mediaType": "application/wasm", "digest": digest('a'), "size": 1});
+        let two = artifact(WASM_CONFIG_MEDIA_TYPE, json!([layer, layer]));
+        assert_eq!(
+            Manifest::parse(&two).unwrap().component(),
+            Err(ManifestError::WasmLayers(2))
+        );
+        let image = artifact(
+            "application/vnd.docker.container.image.v1+json",
+            json!([layer]),
+        );
+        assert!(matches!(
+            Manifest::parse(&image).unwrap().component(),
+            Err(ManifestError::NotWasm(_))
+        ));
+        let index = serde_json::to_vec(&json!({
+            "schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": []
+        }))
+        .unwrap();
+        assert_eq!(Manifest::parse(&index), Err(ManifestError::Index));
+        let bad_digest = artifact(
+            WASM_CONFIG_MEDIA_TYPE,
+            json!([{"mediaType": "application/wasm", "digest": "sha256:xyz", "size": 1}]),
+        );
+        assert!(matches!(
+            Manifest::parse(&bad_digest),
+            Err(ManifestError::Malformed(_))
+        ));
+        let huge = vec![b' '; MAX_MANIFEST_BYTES + 1];
+        assert_eq!(
+            Manifest::parse(&huge),
+            Err(ManifestError::TooLarge(MAX_MANIFEST_BYTES + 1))
+        );
+    }
+
+    #[test]
+    fn lists_the_signatures_of_a_signature_manifest() {
+        let bytes = artifact(
+            IMAGE_CONFIG_MEDIA_TYPE,
+            json!([
+                {"mediaType": PAYLOAD_MEDIA_TYPE, "digest": digest('1'), "size": 241,
+                 "annotations": {SIGNATURE_ANNOTATION: "MEUCIQ=="}},
+                {"mediaType": PAYLOAD_MEDIA_TYPE, "digest": digest('2'), "size": 241},
+                {"mediaType": "application/octet-stream", "digest": digest('3'), "size": 1,
+                 "annotations": {SIGNATURE_ANNOTATION: "x"}},
+            ]),
+        );
+        let m = Manifest::parse(&bytes).unwrap();
+        let sigs: Vec<_> = m
+            .signatures()
+            .map(|(l, s)| (l.digest.as_str(), s))
+            .collect();
+        assert_eq!(sigs, vec![(digest('1').as_str(), "MEUCIQ==")]);
+    }
+}
