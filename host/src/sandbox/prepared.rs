@@ -21,23 +21,6 @@ pub struct Prepared {
     pub(crate) network: Arc<Binding>,
 }
 
-impl Prepared {
-    /// The plugin's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The compiled component.
-    pub fn plugin(&self) -> &Plugin {
-        &self.plugin
-    }
-
-    /// Its per-call limits.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
-    }
-}
-
 /// What one call brings beyond its tool and input.
 pub struct CallIo<'a> {
     /// The paths this tool's calls may never touch.

@@ -26,9 +26,15 @@ pub struct RawDir {
     pub exclude: Vec<String>,
 }
 
-/// The grants of one plugin section (`key` names it in errors), relative paths against `base`.
-pub(super) fn resolve_grants(p: &RawPlugin, base: &Path, key: &str) -> Result<Grants, ConfigError> {
+/// The grants of one plugin section (`key` names it in errors), relative paths against `base`;
+/// with the paths its directories' `exclude` entries deny, compiled here, once.
+pub(super) fn resolve_grants(
+    p: &RawPlugin,
+    base: &Path,
+    key: &str,
+) -> Result<(Grants, Vec<Denial>), ConfigError> {
     let mut grants = Grants::default();
+    let mut excludes = Vec::new();
     for (i, d) in p.dirs.iter().enumerate() {
         let k = format!("{key}.dirs[{i}]");
         let host = base.join(&d.host);
@@ -59,8 +65,9 @@ pub(super) fn resolve_grants(p: &RawPlugin, base: &Path, key: &str) -> Result<Gr
             ));
         }
         for (j, entry) in d.exclude.iter().enumerate() {
-            Denial::exclude(&guest_root(&guest), entry)
+            let denials = Denial::exclude(&guest_root(&guest), entry)
                 .map_err(|e| invalid(format!("{k}.exclude[{j}]"), e.to_string()))?;
+            excludes.extend(denials);
         }
         grants.dirs.push(DirGrant {
             host,
@@ -91,16 +98,17 @@ pub(super) fn resolve_grants(p: &RawPlugin, base: &Path, key: &str) -> Result<Gr
     grants.network = network::resolve_network(p.network.as_ref(), &format!("{key}.network"))?;
     grants.secrets =
         network::resolve_secrets(&p.secrets, grants.network.as_ref(), &grants.env, base, key)?;
-    Ok(grants)
+    Ok((grants, excludes))
 }
 
 /// A plugin's permission rules, compiled once, at config load: the global rules and its own
-/// (`own`), judging path subjects through its directories, with their `exclude` entries denied.
-/// A rule that does not compile is a config error at `key`.
+/// (`own`), judging path subjects through its directories, with `excludes` denied. A rule that
+/// does not compile is a config error at `key`.
 pub(super) fn compile_permissions(
     global: &PermissionConfig,
     own: Option<&PermissionConfig>,
     grants: &Grants,
+    excludes: Vec<Denial>,
     key: &str,
 ) -> Result<Permissions, ConfigError> {
     let rules = Permissions::new(global, own).map_err(|e| invalid(key, e.to_string()))?;
@@ -110,13 +118,5 @@ pub(super) fn compile_permissions(
             .iter()
             .map(|d| (d.guest.as_str(), d.host.as_path())),
     );
-    let mut excludes = Vec::new();
-    for d in &grants.dirs {
-        for entry in &d.exclude {
-            let denials = Denial::exclude(&guest_root(&d.guest), entry)
-                .map_err(|e| invalid(format!("{key}: exclude {entry:?}"), e.to_string()))?;
-            excludes.extend(denials);
-        }
-    }
     Ok(rules.with_files(mounts, excludes))
 }

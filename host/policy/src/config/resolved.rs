@@ -142,6 +142,7 @@ impl Config {
                 &raw.permissions,
                 None,
                 &Grants::default(),
+                Vec::new(),
                 "permissions",
             )?,
             disabled: false,
@@ -151,11 +152,12 @@ impl Config {
             let key = format!("plugins.{name}");
             let (limits, output_bytes, input) =
                 resolve_limits(&p.limits, Some(&default_policy), &format!("{key}.limits"))?;
-            let grants = resolve_grants(p, base, &key)?;
+            let (grants, excludes) = resolve_grants(p, base, &key)?;
             let permissions = compile_permissions(
                 &raw.permissions,
                 p.permissions.as_ref(),
                 &grants,
+                excludes,
                 &format!("{key}.permissions"),
             )?;
             let prefix = p.prefix.clone().unwrap_or_default();
