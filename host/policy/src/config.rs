@@ -15,6 +15,7 @@ mod options;
 mod raw;
 mod resolved;
 mod server;
+mod sources;
 
 pub use self::flags::Overrides;
 pub use self::grants::RawDir;
@@ -22,6 +23,7 @@ pub use self::network::{RawNetwork, RawSecret};
 pub use self::options::{AuditOptions, EngineOptions, OnFailure, PoolOptions};
 pub use self::raw::{RawAudit, RawCache, RawConfig, RawEngine, RawLimits, RawPlugin, RawServer};
 pub use self::resolved::{Config, PluginPolicy, ServerConfig};
+pub use self::sources::{PluginSource, RawRegistry, RawTrust, RegistrySettings, Sources};
 
 /// Why a configuration was refused.
 #[derive(Debug, thiserror::Error)]

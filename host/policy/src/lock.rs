@@ -33,9 +33,20 @@ pub struct Locked {
     pub manifest: Option<Digest>,
     /// The component's digest: what is loaded, checked on every load.
     pub component: Digest,
-    /// The trusted key that verified its signature, when one did.
+    /// The cosign signature verified at pull, kept so that `serve` verifies it again offline
+    /// against the keys trusted then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signed_by: Option<String>,
+    pub signature: Option<LockedSignature>,
+}
+
+/// A signature as pulled: its payload is in the store, by digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedSignature {
+    /// The simple-signing payload's digest.
+    pub payload: Digest,
+    /// The base64 signature over it.
+    pub value: String,
 }
 
 /// Why a lockfile was refused.
@@ -101,7 +112,10 @@ mod tests {
                 source: "oci://127.0.0.1:5000/tools/echo:1.0".into(),
                 manifest: Some(digest('a')),
                 component: digest('b'),
-                signed_by: Some("keys/tools.pub".into()),
+                signature: Some(LockedSignature {
+                    payload: digest('c'),
+                    value: "MEUCIQ==".into(),
+                }),
             },
         );
         let text = lock.to_text();

@@ -23,6 +23,8 @@ pub const IMAGE_CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+j
 pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
 /// Largest manifest read: real ones are a few KiB.
 pub const MAX_MANIFEST_BYTES: usize = 256 << 10;
+/// The layer annotation naming the file a layer came from (wkg sets it; so does `toolhost push`).
+pub const TITLE_ANNOTATION: &str = "org.opencontainers.image.title";
 
 /// A blob named by a manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +39,88 @@ pub struct Descriptor {
     /// Annotations (a signature, a file name).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+}
+
+impl Descriptor {
+    /// The descriptor of `bytes` as a blob of `media_type`.
+    pub fn of(media_type: &str, bytes: &[u8]) -> Self {
+        Self {
+            media_type: media_type.to_owned(),
+            digest: Digest::of(bytes),
+            size: bytes.len() as u64,
+            annotations: BTreeMap::new(),
+        }
+    }
+}
+
+/// A manifest to push, with the blobs it names: what `toolhost push` and `toolhost sign` upload.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    /// The config blob.
+    pub config: Vec<u8>,
+    /// The layer blobs, in the manifest's order.
+    pub layers: Vec<Vec<u8>>,
+    /// The manifest naming them.
+    pub manifest: Manifest,
+}
+
+impl Artifact {
+    /// `component` as the CNCF wasm artifact, its layer titled `title` (the file name).
+    pub fn component(component: Vec<u8>, title: &str) -> Self {
+        let mut layer = Descriptor::of(WASM_LAYER_MEDIA_TYPE, &component);
+        layer
+            .annotations
+            .insert(TITLE_ANNOTATION.to_owned(), title.to_owned());
+        // The fields of wkg's config that describe the artifact; no timestamp, so that pushing the
+        // same file twice gives the same manifest digest.
+        let config = serde_json::json!({
+            "architecture": "wasm",
+            "os": "wasip2",
+            "layerDigests": [layer.digest.as_str()],
+        })
+        .to_string()
+        .into_bytes();
+        Self::new(WASM_CONFIG_MEDIA_TYPE, config, vec![(layer, component)])
+    }
+
+    /// A cosign signature manifest holding `signatures`: each a simple-signing payload and its
+    /// base64 signature, in the shape cosign writes.
+    pub fn signatures(signatures: Vec<(Vec<u8>, String)>) -> Self {
+        let layers: Vec<(Descriptor, Vec<u8>)> = signatures
+            .into_iter()
+            .map(|(payload, signature)| {
+                let mut d = Descriptor::of(PAYLOAD_MEDIA_TYPE, &payload);
+                d.annotations
+                    .insert(SIGNATURE_ANNOTATION.to_owned(), signature);
+                (d, payload)
+            })
+            .collect();
+        let diff_ids: Vec<&str> = layers.iter().map(|(d, _)| d.digest.as_str()).collect();
+        let config = serde_json::json!({
+            "architecture": "",
+            "os": "",
+            "config": {},
+            "rootfs": {"type": "layers", "diff_ids": diff_ids},
+        })
+        .to_string()
+        .into_bytes();
+        Self::new(IMAGE_CONFIG_MEDIA_TYPE, config, layers)
+    }
+
+    fn new(config_type: &str, config: Vec<u8>, layers: Vec<(Descriptor, Vec<u8>)>) -> Self {
+        let (descriptors, blobs) = layers.into_iter().unzip();
+        Self {
+            manifest: Manifest {
+                schema_version: 2,
+                media_type: Some(MANIFEST_MEDIA_TYPE.to_owned()),
+                config: Descriptor::of(config_type, &config),
+                layers: descriptors,
+                annotations: BTreeMap::new(),
+            },
+            config,
+            layers: blobs,
+        }
+    }
 }
 
 /// An image manifest, as far as toolhost reads one.
@@ -106,6 +190,12 @@ impl Manifest {
             )));
         }
         Ok(manifest)
+    }
+
+    /// The manifest's bytes, as pushed (its digest is taken over them).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // A manifest of strings and numbers always serializes.
+        serde_json::to_vec(self).unwrap_or_default()
     }
 
     /// The one layer that holds the component. Other layers (a policy file, say) are ignored
@@ -218,6 +308,23 @@ mod tests {
             Manifest::parse(&huge),
             Err(ManifestError::TooLarge(MAX_MANIFEST_BYTES + 1))
         );
+    }
+
+    #[test]
+    fn builds_what_it_reads() {
+        let a = Artifact::component(b"\0asm component".to_vec(), "echo.wasm");
+        let m = Manifest::parse(&a.manifest.to_bytes()).unwrap();
+        let layer = m.component().unwrap();
+        assert_eq!(layer.digest, Digest::of(b"\0asm component"));
+        assert_eq!(layer.annotations[TITLE_ANNOTATION], "echo.wasm");
+        assert_eq!(m.config.digest, Digest::of(&a.config));
+        let again = Artifact::component(b"\0asm component".to_vec(), "echo.wasm");
+        assert_eq!(again.manifest.to_bytes(), a.manifest.to_bytes());
+        let s = Artifact::signatures(vec![(b"{}".to_vec(), "MEUC".into())]);
+        let m = Manifest::parse(&s.manifest.to_bytes()).unwrap();
+        let sigs: Vec<_> = m.signatures().map(|(l, s)| (l.digest.clone(), s)).collect();
+        assert_eq!(sigs, vec![(Digest::of(b"{}"), "MEUC")]);
+        assert_eq!(s.layers, vec![b"{}".to_vec()]);
     }
 
     #[test]

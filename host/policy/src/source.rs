@@ -197,7 +197,7 @@ impl fmt::Display for OciRef {
 
 /// `host[:port]`: a host name or IPv4 address (letters, digits, '.', '-'), an optional numeric
 /// port. IPv6 literals are not accepted.
-fn is_registry(s: &str) -> bool {
+pub(crate) fn is_registry(s: &str) -> bool {
     let (host, port) = s.split_once(':').map_or((s, None), |(h, p)| (h, Some(p)));
     !host.is_empty()
         && host
@@ -208,7 +208,7 @@ fn is_registry(s: &str) -> bool {
 
 /// OCI's `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*`, checked
 /// component by component.
-fn is_repository(s: &str) -> bool {
+pub(crate) fn is_repository(s: &str) -> bool {
     s.len() <= 255
         && s.split('/').all(|c| {
             let b = c.as_bytes();

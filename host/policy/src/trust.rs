@@ -8,14 +8,21 @@
 //! (a mirror must be signed again). Pure: it judges bytes handed to it; fetching them from a
 //! registry is the host's work.
 
+mod policy;
+
 use std::fmt;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use ring::signature::{ECDSA_P256_SHA256_ASN1, UnparsedPublicKey};
-use rustls_pki_types::SubjectPublicKeyInfoDer;
+use ring::rand::SystemRandom;
+use ring::signature::{
+    ECDSA_P256_SHA256_ASN1, ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, UnparsedPublicKey,
+};
 use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{PrivatePkcs8KeyDer, SubjectPublicKeyInfoDer};
 use serde::Deserialize;
+
+pub use self::policy::{Requirement, TrustEntry, TrustPolicy};
 
 /// The media type of a simple-signing payload layer.
 pub const PAYLOAD_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -53,6 +60,15 @@ pub enum KeyError {
     /// Not a PEM `PUBLIC KEY` block.
     #[error("{name}: not a PEM public key (expected a \"-----BEGIN PUBLIC KEY-----\" block)")]
     NotPem {
+        /// The key's name.
+        name: String,
+    },
+    /// Not an unencrypted PEM `PRIVATE KEY` block.
+    #[error(
+        "{name}: not an unencrypted PKCS#8 private key (expected a \"-----BEGIN PRIVATE KEY-----\" block; \
+         convert one with `openssl pkcs8 -topk8 -nocrypt`)"
+    )]
+    NotPrivate {
         /// The key's name.
         name: String,
     },
@@ -95,6 +111,60 @@ impl PublicKey {
             .verify(message, signature)
             .is_ok()
     }
+}
+
+/// A private ECDSA P-256 key that signs for `toolhost sign`.
+pub struct SigningKey {
+    pair: EcdsaKeyPair,
+}
+
+impl fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SigningKey(<redacted>)")
+    }
+}
+
+impl SigningKey {
+    /// The key in `pem`: an unencrypted PKCS#8 `PRIVATE KEY` block, as `openssl pkcs8 -topk8
+    /// -nocrypt` writes it. cosign's own encrypted key files are not read: export the key first.
+    pub fn from_pem(name: &str, pem: &[u8]) -> Result<Self, KeyError> {
+        let der = PrivatePkcs8KeyDer::from_pem_slice(pem).map_err(|_| KeyError::NotPrivate {
+            name: name.to_owned(),
+        })?;
+        let pair = EcdsaKeyPair::from_pkcs8(
+            &ECDSA_P256_SHA256_ASN1_SIGNING,
+            der.secret_pkcs8_der(),
+            &SystemRandom::new(),
+        )
+        .map_err(|_| KeyError::NotP256 {
+            name: name.to_owned(),
+        })?;
+        Ok(Self { pair })
+    }
+
+    /// The base64 DER signature over `payload`'s exact bytes, as cosign stores it.
+    pub fn sign(&self, payload: &[u8]) -> String {
+        // Signing fails only when the system's random source does.
+        let signature = self
+            .pair
+            .sign(&SystemRandom::new(), payload)
+            .expect("the system random source failed");
+        STANDARD.encode(signature.as_ref())
+    }
+}
+
+/// The simple-signing payload cosign signs for `subject`, byte for byte as cosign writes it.
+pub fn payload(subject: Subject<'_>) -> Vec<u8> {
+    serde_json::json!({
+        "critical": {
+            "identity": {"docker-reference": subject.repository},
+            "image": {"docker-manifest-digest": subject.digest},
+            "type": PAYLOAD_TYPE,
+        },
+        "optional": null,
+    })
+    .to_string()
+    .into_bytes()
 }
 
 /// What a signature must be bound to: the artifact's manifest digest and its repository.

@@ -17,3 +17,6 @@ printf '{"critical":{"identity":{"docker-reference":"%s"},"image":{"docker-manif
 openssl dgst -sha256 -sign trusted.key payload.json | base64 -w0 > payload.sig
 openssl dgst -sha256 -verify trusted.pub -signature <(base64 -d payload.sig) payload.json
 rm -f trusted.key other.key
+# A pair whose private half stays, for tests of `toolhost sign` (a test key: it signs nothing else).
+openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt -out signer.key
+openssl pkey -in signer.key -pubout -out signer.pub

@@ -11,7 +11,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use super::{ConfigError, Overrides, RawConfig, invalid};
+use super::{ConfigError, Overrides, RawConfig, Sources, invalid};
 
 /// One of toolhost's own files or folders, and the setting that names it.
 pub(super) struct Protected {
@@ -36,6 +36,12 @@ pub(super) enum Kind {
     Secret,
     /// The plugins folder: no grant may cover it, nor write inside it.
     Plugins,
+    /// The store of pulled plugins: no grant may cover it or lie inside it.
+    Store,
+    /// The lockfile.
+    Lock,
+    /// A trusted signing key.
+    Key,
 }
 
 impl Kind {
@@ -46,6 +52,9 @@ impl Kind {
             Self::Config => "the config file",
             Self::Secret => "a secrets file",
             Self::Plugins => "the plugins folder",
+            Self::Store => "the plugin store",
+            Self::Lock => "the lockfile",
+            Self::Key => "a trusted signing key",
         }
     }
 
@@ -58,6 +67,9 @@ impl Kind {
             Self::Config => "read or change its own policy",
             Self::Secret => "read a secret",
             Self::Plugins => "add or replace plugins, which hot reload loads with their grants",
+            Self::Store => "read or fill the store pulled plugins load from",
+            Self::Lock => "repin the digests pulled plugins load at",
+            Self::Key => "replace the key that decides which plugins are trusted",
         }
     }
 }
@@ -85,7 +97,8 @@ pub(super) fn refuse_grants_over(
         for (p, path) in &protected {
             let covers = path.starts_with(&granted);
             let inside = granted.starts_with(path)
-                && (p.kind == Kind::Cache || (p.kind == Kind::Plugins && !grant.read_only));
+                && (matches!(p.kind, Kind::Cache | Kind::Store)
+                    || (p.kind == Kind::Plugins && !grant.read_only));
             if covers || inside {
                 let relation = if covers { "covers" } else { "lies inside" };
                 return Err(invalid(
@@ -115,6 +128,7 @@ pub(super) fn protected_paths(
     plugins_dir: &Path,
     audit_path: &Option<PathBuf>,
     cache_dir: &Option<PathBuf>,
+    sources: &Sources,
 ) -> Vec<Protected> {
     let entry = |setting: &str, path: &Path, kind| Protected {
         setting: setting.to_string(),
@@ -143,6 +157,22 @@ pub(super) fn protected_paths(
     }
     if let Some((p, setting)) = config_file {
         out.push(entry(setting, p, Kind::Config));
+    }
+    out.push(entry(
+        "(beside the config file)",
+        &sources.store_dir,
+        Kind::Store,
+    ));
+    out.push(entry(
+        "(beside the config file)",
+        &sources.lock_path,
+        Kind::Lock,
+    ));
+    for (prefix, t) in &raw.trust {
+        for (i, key) in t.keys.iter().enumerate() {
+            let setting = format!("trust.{prefix:?}.keys[{i}]");
+            out.push(entry(&setting, &base.join(key), Kind::Key));
+        }
     }
     for (name, plugin) in &raw.plugins {
         for (secret, s) in &plugin.secrets {

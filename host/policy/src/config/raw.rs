@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{AuditOptions, ConfigError, RawDir, RawNetwork, RawSecret};
+use super::{AuditOptions, ConfigError, RawDir, RawNetwork, RawRegistry, RawSecret, RawTrust};
 use crate::gate::PermissionConfig;
 
 /// The file as written.
@@ -38,6 +38,12 @@ pub struct RawConfig {
     /// Per-plugin grants, limits and rules, keyed by plugin name (the file stem).
     #[serde(default)]
     pub plugins: BTreeMap<String, RawPlugin>,
+    /// How to reach OCI registries, by `host[:port]`.
+    #[serde(default)]
+    pub registries: BTreeMap<String, RawRegistry>,
+    /// Which signing keys are trusted for which registry or repository prefix.
+    #[serde(default)]
+    pub trust: BTreeMap<String, RawTrust>,
 }
 
 /// Limits as written; every field optional so that plugins inherit the global ones.
@@ -137,6 +143,10 @@ pub struct RawEngine {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawPlugin {
+    /// Where the component comes from instead of the plugins folder: `oci://…` or `https://…`.
+    pub source: Option<String>,
+    /// The digest an `https://` source must have.
+    pub sha256: Option<String>,
     /// Directories to preopen.
     #[serde(default)]
     pub dirs: Vec<RawDir>,

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::grants::{compile_permissions, resolve_grants};
 use super::host_state::{self, GrantRef, protected_paths};
+use super::sources::{PluginSource, Sources, resolve_source, resolve_sources};
 use super::{
     AuditOptions, ConfigError, EngineOptions, Overrides, PoolOptions, RawConfig, RawLimits, flags,
     invalid, raw, server,
@@ -35,6 +36,8 @@ pub struct PluginPolicy {
     pub permissions: Permissions,
     /// Whether the plugin is skipped.
     pub disabled: bool,
+    /// Where its component comes from, when not from the plugins folder.
+    pub source: Option<PluginSource>,
 }
 
 /// Daemon settings, resolved.
@@ -87,6 +90,8 @@ pub struct Config {
     pub pool: Option<PoolOptions>,
     /// `[engine] open-files`: the daemon-wide descriptor budget of calls, if set.
     pub open_files: Option<usize>,
+    /// Registries, trust, the lockfile and the store, for plugins with a `source`.
+    pub sources: Sources,
 }
 
 impl Config {
@@ -146,6 +151,7 @@ impl Config {
                 "permissions",
             )?,
             disabled: false,
+            source: None,
         };
         let mut plugins = BTreeMap::new();
         for (name, p) in &raw.plugins {
@@ -180,6 +186,7 @@ impl Config {
                     prefix,
                     permissions,
                     disabled: p.disabled,
+                    source: resolve_source(p.source.as_deref(), p.sha256.as_deref(), &key)?,
                 },
             );
         }
@@ -201,6 +208,7 @@ impl Config {
                     .unwrap_or(Path::new(".toolhost/cache")),
             )
         });
+        let sources = resolve_sources(&raw.registries, &raw.trust, base)?;
         let server = server::resolve_server(&raw.server, o)?;
         let pool = server::resolve_pool(&raw.engine, &server, &default_policy, &plugins)?;
         if raw.engine.open_files == Some(0) {
@@ -233,6 +241,7 @@ impl Config {
             &plugins_dir,
             &audit_path,
             &cache_dir,
+            &sources,
         );
         host_state::refuse_grants_over(&grants, &protected)?;
         Ok(Self {
@@ -246,6 +255,7 @@ impl Config {
             server,
             pool,
             open_files: raw.engine.open_files,
+            sources,
         })
     }
 

@@ -102,3 +102,24 @@ fn names_the_signature_tag_of_a_digest() {
     assert_eq!(signature_tag("sha256:abc"), None);
     assert_eq!(signature_tag("md5:00"), None);
 }
+
+#[test]
+fn signs_what_it_verifies_in_the_payload_format_openssl_was_given() {
+    // The fixture payload was written by make.sh's printf: ours must be the same bytes.
+    assert_eq!(payload(SUBJECT), fixture("payload.json"));
+    let pem = b"-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgevZzL1gdAFr88hb2\nOF/2NxApJCzGCEDdfSp6VjO30hihRANCAAQRWz+jn65BtOMvdyHKcvjBeBSDZH2r\n1RTwjQYDVR0PAQH/BAQDAgKEMB0GA1UdJQQWMBQGCCsGAQUFBwMBBggrBgEFBQcD\n-----END PRIVATE KEY-----\n";
+    // Not a valid P-256 pair: refused with the reason, never a panic.
+    assert!(SigningKey::from_pem("bad.key", pem).is_err());
+    assert!(matches!(
+        SigningKey::from_pem("pub.pem", &fixture("trusted.pub")),
+        Err(KeyError::NotPrivate { .. })
+    ));
+    let signer = SigningKey::from_pem("signer.key", &fixture("signer.key")).unwrap();
+    let signed = payload(SUBJECT);
+    let signature = signer.sign(&signed);
+    let keys = [key("trusted.pub"), key("signer.pub")];
+    assert_eq!(
+        verify(&signed, &signature, &keys, SUBJECT).unwrap().name(),
+        "signer.pub"
+    );
+}
