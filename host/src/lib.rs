@@ -14,9 +14,12 @@
 //! Dependencies point down: server -> exec -> {registry, sandbox, audit, stats} -> policy. Only
 //! [`sandbox`] knows wasmtime; only [`server`] knows MCP and turns outcomes into wire errors; nothing
 //! imports the server or the CLI, and the policy crate knows none of them (the compiler checks it).
+//! [`distribution`] brings plugins from registries into a local store, which the registry loads
+//! from offline.
 
 pub mod audit;
 pub mod batch;
+pub mod distribution;
 pub mod exec;
 pub mod host;
 pub mod registry;

@@ -22,7 +22,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{PrivatePkcs8KeyDer, SubjectPublicKeyInfoDer};
 use serde::Deserialize;
 
-pub use self::policy::{Requirement, TrustEntry, TrustPolicy};
+pub use self::policy::{Requirement, SignatureStatus, TrustEntry, TrustError, TrustPolicy};
 
 /// The media type of a simple-signing payload layer.
 pub const PAYLOAD_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";

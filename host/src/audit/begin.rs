@@ -31,6 +31,12 @@ pub struct BeginRecord {
     pub tool: String,
     /// The plugin providing the tool.
     pub plugin: Option<String>,
+    /// The digest (`sha256:…`) of the plugin's component, as loaded.
+    #[serde(default)]
+    pub plugin_digest: Option<String>,
+    /// Where the component came from: its `source` (`oci://…`, `https://…`) or its file.
+    #[serde(default)]
+    pub plugin_source: Option<String>,
     /// Lowercase hex SHA-256 of the input's canonical JSON text, as in the end record.
     pub input_sha256: String,
     /// The input itself, only when the log is configured with `include-input`.
@@ -55,6 +61,8 @@ impl AuditRecord {
             ts_start: self.ts_start,
             tool: self.tool.clone(),
             plugin: self.plugin.clone(),
+            plugin_digest: self.plugin_digest.clone(),
+            plugin_source: self.plugin_source.clone(),
             input_sha256: self.input_sha256.clone(),
             input: self.input.clone(),
             decision: self.decision.clone(),
@@ -76,6 +84,8 @@ impl BeginRecord {
             ts_end: self.ts_start,
             tool: self.tool,
             plugin: self.plugin,
+            plugin_digest: self.plugin_digest,
+            plugin_source: self.plugin_source,
             input_sha256: self.input_sha256,
             input: self.input,
             decision: self.decision,

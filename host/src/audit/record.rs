@@ -56,6 +56,12 @@ pub struct AuditRecord {
     pub tool: String,
     /// The plugin providing the tool; `None` when the tool is unknown.
     pub plugin: Option<String>,
+    /// The digest (`sha256:…`) of the plugin's component, as loaded.
+    #[serde(default)]
+    pub plugin_digest: Option<String>,
+    /// Where the component came from: its `source` (`oci://…`, `https://…`) or its file.
+    #[serde(default)]
+    pub plugin_source: Option<String>,
     /// Lowercase hex SHA-256 of the input's canonical JSON text (`canonical_json`), as the caller
     /// sent it (before coercion), so equal inputs hash equal whatever their key order.
     pub input_sha256: String,
@@ -109,6 +115,8 @@ impl AuditRecord {
             ts_end: now,
             tool: tool.into(),
             plugin: None,
+            plugin_digest: None,
+            plugin_source: None,
             input_sha256: input_sha256(input),
             input: None,
             decision: Decision::NotReached,
@@ -275,6 +283,10 @@ pub(super) mod tests {
             ts_end: "2025-06-01T12:00:00.042123Z".parse().unwrap(),
             tool: "fetch_url".into(),
             plugin: Some("net-tools".into()),
+            plugin_digest: Some(
+                "sha256:5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03".into(),
+            ),
+            plugin_source: Some("plugins/net-tools.wasm".into()),
             input_sha256: input_sha256(&json!({"url": "https://example.com"})),
             input: None,
             decision: Decision::Allowed {

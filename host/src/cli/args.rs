@@ -97,6 +97,32 @@ pub(super) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Resolve every plugin `source` to digests, verify signatures against `[trust]`, fetch into
+    /// the local store and write toolhost.lock; `serve` then loads exactly those bytes, offline.
+    /// Exits 1 when any plugin could not be pulled (the others are pulled and locked).
+    Pull {
+        /// Only these plugins [default: every plugin with a source].
+        plugins: Vec<String>,
+        /// Re-resolve tags: follow a moved tag and rewrite its lock entry.
+        #[arg(long)]
+        update: bool,
+    },
+    /// Publish a component to an OCI registry as a wasm artifact; prints the manifest digest.
+    Push {
+        /// The component (`.wasm`).
+        file: PathBuf,
+        /// Where: oci://REGISTRY/REPOSITORY:TAG.
+        target: String,
+    },
+    /// Sign a published component with an ECDSA P-256 key, in cosign's format (a
+    /// `sha256-<digest>.sig` tag beside it).
+    Sign {
+        /// The artifact: oci://REGISTRY/REPOSITORY:TAG or @sha256:….
+        target: String,
+        /// The private key: an unencrypted PKCS#8 PEM file.
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+    },
     /// Show what a component imports and exports, and whether it fits the contract.
     Inspect {
         /// The `.wasm` file.

@@ -5,6 +5,7 @@
 
 mod approver;
 mod args;
+mod publishing;
 mod rendering;
 
 use std::io::Read;
@@ -90,6 +91,9 @@ impl Cli {
                 Ok(0)
             }
             Command::Inspect { file } => inspect(&config, &file),
+            Command::Pull { plugins, update } => publishing::pull(&config, &plugins, update).await,
+            Command::Push { file, target } => publishing::push(&config, &file, &target).await,
+            Command::Sign { target, key } => publishing::sign(&config, &target, &key).await,
             Command::Audit {
                 tool,
                 outcome,

@@ -101,7 +101,20 @@ pub(super) fn list(registry: &Registry, json: bool) -> Result<u8, Failure> {
                     one_line(reason)
                 ));
             }
-            PluginStatus::Loaded { hidden, .. } => {
+            PluginStatus::Loaded {
+                hidden, provenance, ..
+            } => {
+                let signature = provenance
+                    .signature
+                    .as_ref()
+                    .map(|s| format!(", {s}"))
+                    .unwrap_or_default();
+                out.push_str(&format!(
+                    "plugin {} from {} {}{signature}\n",
+                    one_line(name),
+                    one_line(&provenance.source),
+                    provenance.digest
+                ));
                 for (tool, owner) in hidden {
                     out.push_str(&format!(
                         "plugin {}: tool {tool} hidden (plugin {} provides it; set a prefix)\n",

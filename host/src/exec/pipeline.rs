@@ -214,6 +214,8 @@ impl Pipeline {
         drop(catalog);
         let plugin = &tool.plugin;
         record.plugin = Some(plugin.name.clone());
+        record.plugin_digest = Some(plugin.provenance.digest.to_string());
+        record.plugin_source = Some(plugin.provenance.source.clone());
         clock.mark(Stage::Find);
 
         // Validate (coercions included), off the runtime unless surely quick.

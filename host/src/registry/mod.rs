@@ -21,10 +21,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinSet;
 
-use crate::sandbox::{Prepared, Sandbox, sha256_hex};
+use crate::distribution::{self, Provenance};
+use crate::sandbox::{Prepared, Sandbox};
 use toolhost_policy::config::{Config, PluginPolicy};
 use toolhost_policy::gate::{InputValidator, OutputValidator, PathGuard};
 use toolhost_policy::grants::Limits;
+use toolhost_policy::source::Digest;
 use toolhost_policy::text::OneLine;
 use toolhost_policy::tool::ToolSpec;
 
@@ -32,18 +34,18 @@ pub use self::rejection::{DeclarationError, Rejection};
 pub use self::watch::watch;
 
 /// Largest plugin file accepted.
-const MAX_PLUGIN_BYTES: u64 = 512 << 20;
+pub(crate) const MAX_PLUGIN_BYTES: u64 = 512 << 20;
 /// `describe` gets this long, at most, whatever the plugin's call timeout.
 const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One loaded plugin: compiled, described, with its resolved policy.
 pub struct LoadedPlugin {
-    /// Plugin name: the file stem.
+    /// Plugin name: the file stem, or its `[plugins.NAME]` with a `source`.
     pub name: String,
-    /// The file it came from.
+    /// The file it was read from (for a sourced plugin, its blob in the store).
     pub path: PathBuf,
-    /// SHA-256 of the file.
-    pub content_hash: String,
+    /// Its source, digest and signature status.
+    pub provenance: Provenance,
     /// Grants, limits and rules.
     pub policy: PluginPolicy,
     /// The compiled component, bound to the plugin's grants and limits.
@@ -80,6 +82,8 @@ pub enum PluginStatus {
         from_cache: bool,
         /// Load time (compile or cache load, instantiate, describe), in ms.
         load_ms: u64,
+        /// Where the component came from.
+        provenance: Provenance,
     },
     /// Not serving (or serving the previous version, if `kept_previous`).
     Rejected {
@@ -192,26 +196,28 @@ impl Registry {
     /// Returns whether the served tools changed.
     pub async fn reload(&self) -> Result<bool, RegistryError> {
         let mut loaded = self.loaded.lock().await;
-        let files = scan(&self.config.plugins_dir)?;
         let mut next: BTreeMap<String, Entry> = BTreeMap::new();
         let mut rejected: BTreeMap<String, Rejected> = BTreeMap::new();
         let mut jobs = JoinSet::new();
-        for (name, path) in files {
+        for (name, candidate) in self.candidates()? {
             let policy = self.config.policy(&name).clone();
-            if policy.disabled {
-                continue;
-            }
-            let bytes = match read_plugin(&path) {
-                Ok(b) => b,
+            let (bytes, provenance) = match candidate.read {
+                Ok(read) => read,
                 Err(why) => {
-                    rejected.insert(name, Rejected { file: path, why });
+                    rejected.insert(
+                        name,
+                        Rejected {
+                            file: candidate.file,
+                            why,
+                        },
+                    );
                     continue;
                 }
             };
-            let hash = sha256_hex(&bytes);
+            let path = candidate.file;
             if let Some(old) = loaded
                 .get(&name)
-                .filter(|e| e.plugin.content_hash == hash && e.plugin.path == path)
+                .filter(|e| e.plugin.provenance == provenance && e.plugin.path == path)
             {
                 next.insert(name, old.clone());
                 continue;
@@ -219,7 +225,7 @@ impl Registry {
             let sandbox = self.sandbox.clone();
             jobs.spawn(async move {
                 let started = Instant::now();
-                let r = load(&sandbox, &name, &path, bytes, hash, policy).await;
+                let r = load(&sandbox, &name, &path, bytes, provenance, policy).await;
                 (name, path, r, started.elapsed())
             });
         }
@@ -276,6 +282,64 @@ impl Registry {
     }
 }
 
+/// A plugin to load: where it is, and its bytes with their provenance (or why they cannot be had).
+struct Candidate {
+    file: PathBuf,
+    read: Result<(Vec<u8>, Provenance), Rejection>,
+}
+
+impl Registry {
+    /// Every enabled plugin: the folder's files, then the configured sources (a source wins over a
+    /// file of the same name, which is ignored with a warning).
+    fn candidates(&self) -> Result<BTreeMap<String, Candidate>, RegistryError> {
+        let mut out = BTreeMap::new();
+        let sourced = |name: &str| self.config.plugins.get(name).is_some_and(|p| p.source.is_some());
+        for (name, path) in scan(&self.config.plugins_dir)? {
+            if self.config.policy(&name).disabled {
+                continue;
+            }
+            if sourced(&name) {
+                tracing::warn!(plugin = %OneLine(&name), file = %OneLine(&path.display().to_string()),
+                    "file ignored: the config gives this plugin a `source`");
+                continue;
+            }
+            let read = read_plugin(&path).map(|bytes| {
+                let provenance = Provenance {
+                    source: path.display().to_string(),
+                    digest: Digest::of(&bytes),
+                    manifest: None,
+                    signature: None,
+                };
+                (bytes, provenance)
+            });
+            out.insert(name, Candidate { file: path, read });
+        }
+        let sources = &self.config.sources;
+        let mut lock = None;
+        for (name, policy) in &self.config.plugins {
+            let Some(source) = policy.source.as_ref().filter(|_| !policy.disabled) else {
+                continue;
+            };
+            // Read once per reload, so that every plugin sees the same lock.
+            let lock = lock.get_or_insert_with(|| {
+                distribution::read_lock(&sources.lock_path).map_err(|e| e.to_string())
+            });
+            let read = match lock {
+                Ok(lock) => distribution::resolve(sources, lock, name, source)
+                    .map(|r| (r.bytes, r.provenance))
+                    .map_err(Rejection::from),
+                Err(e) => Err(Rejection::Lock(e.clone())),
+            };
+            let file = match &read {
+                Ok((_, p)) => distribution::Store::new(&sources.store_dir).path(&p.digest),
+                Err(_) => PathBuf::from(source.to_string()),
+            };
+            out.insert(name.clone(), Candidate { file, read });
+        }
+        Ok(out)
+    }
+}
+
 /// Build the served catalog; plugins are visited in name order, so the first to claim a name keeps it.
 fn build_catalog(
     entries: &BTreeMap<String, Entry>,
@@ -306,6 +370,7 @@ fn build_catalog(
                 hidden,
                 from_cache: e.from_cache,
                 load_ms: e.load_ms,
+                provenance: e.plugin.provenance.clone(),
             },
         );
     }
@@ -358,7 +423,7 @@ async fn load(
     name: &str,
     path: &Path,
     bytes: Vec<u8>,
-    content_hash: String,
+    provenance: Provenance,
     policy: PluginPolicy,
 ) -> Result<(Arc<LoadedPlugin>, Vec<Arc<Tool>>, bool), Rejection> {
     let compiler = sandbox.clone();
@@ -385,7 +450,7 @@ async fn load(
     let plugin = Arc::new(LoadedPlugin {
         name: name.to_string(),
         path: path.to_path_buf(),
-        content_hash,
+        provenance,
         prepared: sandbox.prepare(component, name, policy.grants.clone(), policy.limits),
         policy,
     });

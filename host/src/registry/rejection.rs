@@ -3,6 +3,7 @@
 
 use std::error::Error as _;
 
+use crate::distribution::SourceError;
 use crate::sandbox::{RunError, SandboxError};
 
 /// What stopped a plugin file from loading.
@@ -19,6 +20,12 @@ pub enum Rejection {
         /// The limit.
         limit: u64,
     },
+    /// A sourced plugin is not pulled, or its pulled bytes or signatures do not check out.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// The lockfile cannot be read, so no sourced plugin loads.
+    #[error("{0}")]
+    Lock(String),
     /// The component could not be compiled or does not fit the contract.
     #[error(transparent)]
     Component(#[from] SandboxError),

@@ -23,7 +23,6 @@ pub use self::engine::{Inspection, Plugin, Sandbox};
 pub use self::prepared::{CallIo, Prepared};
 pub use self::run::{GuestError, GuestOutput, GuestSpec, RunError, RunReport};
 
-pub(crate) use self::cache::sha256_hex;
 
 /// Why the sandbox could not load a plugin or prepare a call.
 #[derive(Debug, thiserror::Error)]

@@ -3,7 +3,9 @@
 //! `oci://` source that no entry covers must be signed (and cannot be, so it is refused with what
 //! to configure).
 
-use super::PublicKey;
+use serde::Serialize;
+
+use super::{PublicKey, SignatureError, Subject, verify};
 
 /// One `[trust."PREFIX"]` entry.
 #[derive(Debug, Clone)]
@@ -32,6 +34,119 @@ pub struct Requirement<'a> {
     pub keys: &'a [PublicKey],
     /// Whether a valid signature is required.
     pub required: bool,
+}
+
+/// What the signatures of an accepted artifact showed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum SignatureStatus {
+    /// A trusted key verified a signature bound to the artifact.
+    Verified {
+        /// The key's name (its file).
+        key: String,
+    },
+    /// Keys are configured for it, none verified a signature, and none is required.
+    Unsigned,
+    /// No key is configured for it, so signatures were not looked at.
+    NotChecked,
+}
+
+impl std::fmt::Display for SignatureStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Verified { key } => write!(f, "signed ({key})"),
+            Self::Unsigned => f.write_str("unsigned (not required)"),
+            Self::NotChecked => f.write_str("not checked (no [trust] key)"),
+        }
+    }
+}
+
+/// Why an artifact's signatures were not enough. Each says what to configure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TrustError {
+    /// Keys are configured, but none for this repository.
+    #[error(
+        "{repository} is not covered by any [trust] entry, and signatures are required once any key \
+         is configured: add [trust.\"{repository}\"] with its signer's public key (or \
+         require-signature = false there, to accept it unsigned)"
+    )]
+    NotTrusted {
+        /// `REGISTRY/REPOSITORY`.
+        repository: String,
+    },
+    /// No signature at all.
+    #[error(
+        "{repository}@{digest} is not signed, and [trust.\"{prefix}\"] requires a signature: sign \
+         it (`toolhost sign` or `cosign sign --key`), or set require-signature = false there"
+    )]
+    Unsigned {
+        /// `REGISTRY/REPOSITORY`.
+        repository: String,
+        /// The manifest digest.
+        digest: String,
+        /// The trust entry that requires it.
+        prefix: String,
+    },
+    /// Signatures, but none accepted: each one's reason.
+    #[error("{repository}@{digest}: no signature accepted: {}", .reasons.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Rejected {
+        /// `REGISTRY/REPOSITORY`.
+        repository: String,
+        /// The manifest digest.
+        digest: String,
+        /// Why each signature was refused.
+        reasons: Vec<SignatureError>,
+    },
+}
+
+impl Requirement<'_> {
+    /// Judge an artifact's `signatures` (each a payload's exact bytes and its base64 signature):
+    /// the first one a trusted key verifies for `subject` wins. Returns the status and, when
+    /// verified, which signature it was.
+    pub fn judge<'s>(
+        &self,
+        subject: Subject<'_>,
+        signatures: impl IntoIterator<Item = (&'s [u8], &'s str)>,
+    ) -> Result<(SignatureStatus, Option<usize>), TrustError> {
+        if self.keys.is_empty() {
+            // A required entry always has keys (the config refuses one without), so a required
+            // artifact without keys is one no entry covers.
+            return if self.required {
+                Err(TrustError::NotTrusted {
+                    repository: subject.repository.to_owned(),
+                })
+            } else {
+                Ok((SignatureStatus::NotChecked, None))
+            };
+        }
+        let mut reasons = Vec::new();
+        for (i, (payload, signature)) in signatures.into_iter().enumerate() {
+            match verify(payload, signature, self.keys, subject) {
+                Ok(key) => {
+                    return Ok((
+                        SignatureStatus::Verified {
+                            key: key.name().to_owned(),
+                        },
+                        Some(i),
+                    ));
+                }
+                Err(e) => reasons.push(e),
+            }
+        }
+        match (self.required, reasons.is_empty()) {
+            (false, _) => Ok((SignatureStatus::Unsigned, None)),
+            (true, true) => Err(TrustError::Unsigned {
+                repository: subject.repository.to_owned(),
+                digest: subject.digest.to_owned(),
+                prefix: self.prefix.unwrap_or_default().to_owned(),
+            }),
+            (true, false) => Err(TrustError::Rejected {
+                repository: subject.repository.to_owned(),
+                digest: subject.digest.to_owned(),
+                reasons,
+            }),
+        }
+    }
 }
 
 impl TrustPolicy {
