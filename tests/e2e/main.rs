@@ -20,6 +20,7 @@ mod hostile;
 mod languages;
 mod lifecycle;
 mod network;
+mod oci;
 mod paths;
 mod pipeline;
 mod sandbox;

@@ -102,7 +102,8 @@ pub(super) enum Command {
     /// Exits 1 when any plugin could not be pulled (the others are pulled and locked).
     Pull {
         /// Only these plugins [default: every plugin with a source].
-        plugins: Vec<String>,
+        #[arg(value_name = "PLUGIN")]
+        names: Vec<String>,
         /// Re-resolve tags: follow a moved tag and rewrite its lock entry.
         #[arg(long)]
         update: bool,

@@ -91,7 +91,7 @@ impl Cli {
                 Ok(0)
             }
             Command::Inspect { file } => inspect(&config, &file),
-            Command::Pull { plugins, update } => publishing::pull(&config, &plugins, update).await,
+            Command::Pull { names, update } => publishing::pull(&config, &names, update).await,
             Command::Push { file, target } => publishing::push(&config, &file, &target).await,
             Command::Sign { target, key } => publishing::sign(&config, &target, &key).await,
             Command::Audit {

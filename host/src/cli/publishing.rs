@@ -45,7 +45,11 @@ pub(super) async fn pull(config: &Config, only: &[String], update: bool) -> Resu
         }
     }
     for (name, why) in &report.failed {
-        eprintln!("{} not pulled: {}", one_line(name), one_line(&why.to_string()));
+        eprintln!(
+            "{} not pulled: {}",
+            one_line(name),
+            one_line(&why.to_string())
+        );
     }
     if report.pulled.is_empty() && report.failed.is_empty() {
         println!("no plugin has a `source` in the config");

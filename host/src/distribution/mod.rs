@@ -132,7 +132,9 @@ pub enum SourceError {
         message: String,
     },
     /// An `https://` source served other bytes than its pinned digest.
-    #[error("{url} served {got}, but the config pins {pinned}: the file changed, or the pin is wrong")]
+    #[error(
+        "{url} served {got}, but the config pins {pinned}: the file changed, or the pin is wrong"
+    )]
     PinMismatch {
         /// The URL.
         url: String,

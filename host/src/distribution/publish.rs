@@ -22,7 +22,9 @@ pub async fn push(sources: &Sources, file: &Path, target: &OciRef) -> Result<Dig
         path: file.display().to_string(),
         message,
     };
-    let len = std::fs::metadata(file).map_err(|e| bad(e.to_string()))?.len();
+    let len = std::fs::metadata(file)
+        .map_err(|e| bad(e.to_string()))?
+        .len();
     if len > MAX_BLOB_BYTES {
         return Err(bad(format!("{len} bytes; the limit is {MAX_BLOB_BYTES}")));
     }
@@ -38,7 +40,9 @@ pub async fn push(sources: &Sources, file: &Path, target: &OciRef) -> Result<Dig
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "component.wasm".into());
     let remote = Remote::new(sources)?;
-    Ok(remote.push(target, &Artifact::component(bytes, &title)).await?)
+    Ok(remote
+        .push(target, &Artifact::component(bytes, &title))
+        .await?)
 }
 
 /// Sign the artifact at `target` with `key`, keeping the signatures already there; returns the

@@ -41,7 +41,11 @@ pub struct PullReport {
 }
 
 /// Pull the sources of `only` (every plugin with a source, when empty); `update` re-resolves tags.
-pub async fn pull(config: &Config, only: &[String], update: bool) -> Result<PullReport, SourceError> {
+pub async fn pull(
+    config: &Config,
+    only: &[String],
+    update: bool,
+) -> Result<PullReport, SourceError> {
     let sources = &config.sources;
     let old = read_lock(&sources.lock_path)?;
     let mut lock = old.clone();
@@ -69,12 +73,8 @@ pub async fn pull(config: &Config, only: &[String], update: bool) -> Result<Pull
     }
     if only.is_empty() {
         // Entries of plugins no longer sourced (or removed) go.
-        lock.plugins.retain(|name, _| {
-            config
-                .plugins
-                .get(name)
-                .is_some_and(|p| p.source.is_some())
-        });
+        lock.plugins
+            .retain(|name, _| config.plugins.get(name).is_some_and(|p| p.source.is_some()));
     }
     report.lock_changed = lock != old;
     if report.lock_changed {

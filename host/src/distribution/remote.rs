@@ -69,10 +69,7 @@ impl Remote {
     ) -> Result<Option<(Vec<u8>, Digest)>, RemoteError> {
         let auth = self.auth(r)?;
         let reference = oci_reference(r);
-        let accepted = [
-            MANIFEST_MEDIA_TYPE,
-            toolhost_policy::oci::INDEX_MEDIA_TYPE,
-        ];
+        let accepted = [MANIFEST_MEDIA_TYPE, toolhost_policy::oci::INDEX_MEDIA_TYPE];
         match self
             .client
             .pull_manifest_raw(&reference, &auth, &accepted)
@@ -127,9 +124,19 @@ impl Remote {
             .pull_blob_stream(&reference, digest.as_str())
             .await
             .map_err(|e| RemoteError::registry(r, e))?;
-        let bytes = collect(stream.stream, size, || format!("blob {digest} of {r}")).await?;
+        let what = || format!("blob {digest} of {r}");
+        let bytes = match collect(stream.stream, size, what).await {
+            // oci-client checks the digest as it reads, and says so in an I/O error.
+            Err(RemoteError::Download { message, .. }) if message.starts_with("Invalid digest") => {
+                return Err(RemoteError::Tampered {
+                    what: what(),
+                    message,
+                });
+            }
+            other => other?,
+        };
         digest.check(&bytes).map_err(|e| RemoteError::Tampered {
-            what: format!("blob {digest} of {r}"),
+            what: what(),
             message: e.to_string(),
         })?;
         Ok(bytes)
@@ -137,7 +144,11 @@ impl Remote {
 
     /// Upload `artifact`'s blobs, then its manifest under `r`'s tag (or digest); returns the
     /// manifest's digest.
-    pub(crate) async fn push(&self, r: &OciRef, artifact: &Artifact) -> Result<Digest, RemoteError> {
+    pub(crate) async fn push(
+        &self,
+        r: &OciRef,
+        artifact: &Artifact,
+    ) -> Result<Digest, RemoteError> {
         let auth = self.auth(r)?;
         let reference = oci_reference(r);
         self.client
@@ -203,7 +214,10 @@ where
             message: e.to_string(),
         })?;
         if out.len() as u64 + chunk.len() as u64 > limit {
-            return Err(RemoteError::TooLarge { what: what(), limit });
+            return Err(RemoteError::TooLarge {
+                what: what(),
+                limit,
+            });
         }
         out.extend_from_slice(&chunk);
     }

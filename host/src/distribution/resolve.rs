@@ -101,10 +101,12 @@ fn resolve_oci(
         what: r.to_string(),
         source,
     })?;
-    let layer = manifest.component().map_err(|source| SourceError::Manifest {
-        what: r.to_string(),
-        source,
-    })?;
+    let layer = manifest
+        .component()
+        .map_err(|source| SourceError::Manifest {
+            what: r.to_string(),
+            source,
+        })?;
     if layer.digest != locked.component {
         return Err(SourceError::Inconsistent(format!(
             "{r}'s manifest names component {}, the lock {}",

@@ -133,6 +133,9 @@ mod tests {
         assert!(matches!(e, StoreError::Corrupt(_)), "{e}");
         assert!(e.to_string().contains("toolhost pull"), "{e}");
         let missing = Digest::of(b"other");
-        assert!(matches!(store.read(&missing), Err(StoreError::Missing { .. })));
+        assert!(matches!(
+            store.read(&missing),
+            Err(StoreError::Missing { .. })
+        ));
     }
 }

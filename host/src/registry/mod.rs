@@ -293,7 +293,12 @@ impl Registry {
     /// file of the same name, which is ignored with a warning).
     fn candidates(&self) -> Result<BTreeMap<String, Candidate>, RegistryError> {
         let mut out = BTreeMap::new();
-        let sourced = |name: &str| self.config.plugins.get(name).is_some_and(|p| p.source.is_some());
+        let sourced = |name: &str| {
+            self.config
+                .plugins
+                .get(name)
+                .is_some_and(|p| p.source.is_some())
+        };
         for (name, path) in scan(&self.config.plugins_dir)? {
             if self.config.policy(&name).disabled {
                 continue;

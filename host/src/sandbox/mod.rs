@@ -23,7 +23,6 @@ pub use self::engine::{Inspection, Plugin, Sandbox};
 pub use self::prepared::{CallIo, Prepared};
 pub use self::run::{GuestError, GuestOutput, GuestSpec, RunError, RunReport};
 
-
 /// Why the sandbox could not load a plugin or prepare a call.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
