@@ -9,6 +9,8 @@
 # wit-bindgen-cli once; then about a second. What cannot be installed here is reported, and its tests
 # print SKIPPED (or fail, for the languages TOOLHOST_REQUIRE_LANGS lists).
 scripts/toolchains.sh
+# The OCI registry (Debian's docker-registry), openssl and curl for tests/e2e/oci.rs: about 20 s once.
+scripts/services.sh
 build_plugins_and_host
 cargo test --release --locked
 if [ -x tests/mcp/run.sh ]; then

@@ -8,7 +8,8 @@
 //! ```text
 //! {"v":2,"event":"end","call_id":"0190a5c4-7d2e-7b3a-9c1f-2f6f0e4b8a11","parent_id":"batch-7","origin":"mcp",
 //!  "ts_start":"2025-06-01T12:00:00.000123Z","ts_end":"2025-06-01T12:00:00.042123Z",
-//!  "tool":"fetch_url","plugin":"net-tools","input_sha256":"…64 hex digits…",
+//!  "tool":"fetch_url","plugin":"net-tools","plugin_digest":"sha256:…","plugin_source":"plugins/net-tools.wasm",
+//!  "input_sha256":"…64 hex digits…",
 //!  "decision":{"kind":"allowed","by":"rule allow: net.example.com"},
 //!  "coercions":["timeout: \"5\" -> 5"],"outcome":"ok","error_kind":null,"duration_us":42000,
 //!  "fuel_used":1250000,"peak_memory_bytes":2097152,"output_bytes":1024,"truncated":false}
@@ -16,6 +17,8 @@
 //!
 //! (shown wrapped; on disk it is one line: `tests/golden/audit/record.v2.jsonl` is the golden copy of a
 //! begin and an end line, refreshed with `BLESS=1`; v1 logs, end lines without `event`, still read).
+//! `plugin_digest` and `plugin_source` name exactly which component ran: its `sha256:` digest and its
+//! `source` (`oci://…`, `https://…`) or file; lines written before they existed read them as null.
 //! Writers: [`AuditLog`]. Readers: [`read_records`] (which pairs the lines of a call and reports a
 //! begin line without its end as outcome `unfinished`), [`Filter`], [`summarize`], [`render_table`].
 

@@ -5,10 +5,12 @@
 mod registry;
 
 use std::process::Output;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use self::registry::{PASSWORD, TestRegistry, USER, openssl_key_pair};
+use crate::daemon::Daemon;
 use crate::harness::{Env, plugin_file};
 
 fn text(out: &Output) -> String {
@@ -149,13 +151,29 @@ fn a_moved_tag_is_reported_and_only_followed_with_update() {
         "{said}"
     );
     assert!(tools(&list_json(&env)).contains(&"echo".to_string()));
+    // A daemon serving the locked version picks up `pull --update` by hot reload.
+    let mut daemon = Daemon::start(&env, &[]);
+    assert!(!daemon.call("echo", json!({"text": "locked"})).is_error());
     let out = env.run(&["pull", "--update", "thing"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let now = tools(&list_json(&env));
-    assert!(
-        now.contains(&"calc".to_string()) && !now.contains(&"echo".to_string()),
-        "{now:?}"
+    let changed = daemon.next_unsolicited(Duration::from_secs(30));
+    assert_eq!(
+        changed.as_ref().map(|m| m["method"].clone()),
+        Some(json!("notifications/tools/list_changed")),
+        "{changed:?}"
     );
+    let listed = daemon.request("tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"calc") && !names.contains(&"echo"),
+        "{listed}"
+    );
+    assert!(daemon.stop().success());
 }
 
 #[test]

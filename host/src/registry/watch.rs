@@ -1,4 +1,5 @@
-//! Hot reload: watch the plugins folder and reload the registry when a `.wasm` file changes.
+//! Hot reload: watch the plugins folder and reload the registry when a `.wasm` file changes, and
+//! `toolhost.lock` when a plugin has a `source` (a `toolhost pull` while serving takes effect).
 //!
 //! Only events that can change what a file holds count (created, written, renamed, removed): a reload
 //! reads every plugin file, so reacting to reads would make the watcher wake itself forever, and any
@@ -23,14 +24,29 @@ pub async fn watch(
     stop: tokio_util::sync::CancellationToken,
 ) -> Result<(), notify::Error> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let config = registry.config();
+    let sourced = config.plugins.values().any(|p| p.source.is_some());
+    let lock = sourced.then(|| config.sources.lock_path.clone());
+    let lock_name = lock
+        .as_ref()
+        .and_then(|l| l.file_name())
+        .map(|n| n.to_os_string());
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
         if let Ok(e) = event
-            && changes_a_plugin(&e)
+            && changes_a_plugin(&e, lock_name.as_deref())
         {
             let _ = tx.send(());
         }
     })?;
-    watcher.watch(&registry.config().plugins_dir, RecursiveMode::NonRecursive)?;
+    watcher.watch(&config.plugins_dir, RecursiveMode::NonRecursive)?;
+    if let Some(lock) = &lock {
+        // The lock's folder, since `pull` replaces the file by renaming another onto it.
+        let dir = match lock.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        watcher.watch(dir, RecursiveMode::NonRecursive)?;
+    }
     loop {
         tokio::select! {
             () = stop.cancelled() => return Ok(()),
@@ -54,9 +70,10 @@ pub async fn watch(
     }
 }
 
-/// Whether `event` may have changed a plugin: a `.wasm` file created, written, renamed or removed.
-/// Opening, reading and closing a file unwritten, and metadata other than the write time, do not.
-fn changes_a_plugin(event: &Event) -> bool {
+/// Whether `event` may have changed a plugin: a `.wasm` file (or the lockfile, named `lock`)
+/// created, written, renamed or removed. Opening, reading and closing a file unwritten, and metadata
+/// other than the write time, do not.
+fn changes_a_plugin(event: &Event, lock: Option<&std::ffi::OsStr>) -> bool {
     let content = match event.kind {
         EventKind::Create(_) | EventKind::Remove(_) => true,
         EventKind::Modify(
@@ -69,10 +86,9 @@ fn changes_a_plugin(event: &Event) -> bool {
         EventKind::Access(_) | EventKind::Modify(_) | EventKind::Any | EventKind::Other => false,
     };
     content
-        && event
-            .paths
-            .iter()
-            .any(|p| p.extension().is_some_and(|x| x == "wasm"))
+        && event.paths.iter().any(|p| {
+            p.extension().is_some_and(|x| x == "wasm") || (lock.is_some() && p.file_name() == lock)
+        })
 }
 
 #[cfg(test)]
@@ -94,7 +110,16 @@ mod tests {
             EventKind::Modify(ModifyKind::Name(RenameMode::To)),
             EventKind::Access(AccessKind::Close(AccessMode::Write)),
         ] {
-            assert!(changes_a_plugin(&on(kind, "fs.wasm")), "{kind:?}");
+            assert!(changes_a_plugin(&on(kind, "fs.wasm"), None), "{kind:?}");
+            let lock = Some(std::ffi::OsStr::new("toolhost.lock"));
+            assert!(
+                changes_a_plugin(&on(kind, "toolhost.lock"), lock),
+                "{kind:?}"
+            );
+            assert!(
+                !changes_a_plugin(&on(kind, "toolhost.lock"), None),
+                "{kind:?}"
+            );
         }
     }
 
@@ -108,13 +133,13 @@ mod tests {
             EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any)),
             EventKind::Other,
         ] {
-            assert!(!changes_a_plugin(&on(kind, "fs.wasm")), "{kind:?}");
+            assert!(!changes_a_plugin(&on(kind, "fs.wasm"), None), "{kind:?}");
         }
     }
 
     #[test]
     fn files_other_than_plugins_do_not_reload() {
         let kind = EventKind::Create(CreateKind::File);
-        assert!(!changes_a_plugin(&on(kind, "notes.txt")));
+        assert!(!changes_a_plugin(&on(kind, "notes.txt"), None));
     }
 }

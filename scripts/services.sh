@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the servers and tools the tests start on 127.0.0.1, from Debian packages:
+#   docker-registry   the CNCF distribution server (tests/e2e/oci.rs pushes to and pulls from it)
+#   openssl, curl     the independent cosign signer of those tests (tests/e2e/oci/cosign-sign.sh)
+# Root, or passwordless sudo, installs what is missing (about 20 s); otherwise the script says what to
+# install and exits 0, and the tests that need it print SKIPPED (or fail, with TOOLHOST_REQUIRE_REGISTRY).
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
+
+missing=()
+[ -x /usr/bin/docker-registry ] || command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+[ ${#missing[@]} -eq 0 ] && { echo "services: ready"; exit 0; }
+
+sudo=""
+if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; else
+        echo "services: SKIPPED: not root; run 'sudo apt-get install ${missing[*]}'"
+        exit 0
+    fi
+fi
+command -v apt-get >/dev/null 2>&1 || { echo "services: SKIPPED: no apt-get; install ${missing[*]}"; exit 0; }
+echo "services: apt-get install ${missing[*]}"
+if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
+    $sudo apt-get update -q >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
+        { echo "services: SKIPPED: apt-get install ${missing[*]} failed"; exit 0; }
+fi
+# The package's own service (on :5000) is not ours: the tests start their own registries.
+$sudo systemctl disable --now docker-registry >/dev/null 2>&1 || true
+echo "services: ready"
