@@ -2,6 +2,7 @@
 //! by tag and by digest, the lockfile, offline serving, a moved tag, deleted and tampered blobs,
 //! credentials, and cosign signatures made by openssl and curl (tests/e2e/oci/cosign-sign.sh).
 
+mod https;
 mod registry;
 
 use std::process::Output;
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use self::https::HttpsServer;
 use self::registry::{PASSWORD, TestRegistry, USER, openssl_key_pair};
 use crate::daemon::Daemon;
 use crate::harness::{Env, plugin_file};
@@ -527,4 +529,38 @@ fn toolhost_sign_writes_signatures_openssl_verifies() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&out).contains("signed (signer.pub)"), "{}", text(&out));
     env.call("echo", json!({"text": "signed"})).assert_ok();
+}
+
+/// An `https://` source: pulled only when its bytes have the pinned digest, over verified TLS.
+#[test]
+fn an_https_source_is_pinned_by_its_digest_and_verified_over_tls() {
+    let server = HttpsServer::start();
+    std::fs::copy(plugin_file("echo"), server.root.join("echo.wasm")).unwrap();
+    let echo = toolhost_policy::source::Digest::of(&std::fs::read(plugin_file("echo")).unwrap());
+    let wrong = toolhost_policy::source::Digest::of(b"something else");
+    let url = format!("{}/echo.wasm", server.base);
+    let config = format!(
+        "[plugins.echo]\nsource = \"{url}\"\nsha256 = \"{}\"\n[plugins.bad]\nsource = \"{url}\"\nsha256 = \"{wrong}\"\n",
+        echo.hex()
+    );
+    let env = Env::new(&[], &config);
+    // The test CA is not trusted by default: TLS refuses the server.
+    let out = env.run(&["pull"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("echo not pulled"), "{}", text(&out));
+    let out = env
+        .command(&["pull"])
+        .env("SSL_CERT_FILE", &server.ca)
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains(&format!("echo pulled: {url}")), "{said}");
+    assert!(
+        said.contains(&format!("served {echo}, but the config pins {wrong}")),
+        "{said}"
+    );
+    drop(server);
+    env.call("echo", json!({"text": "over https"})).assert_ok();
+    assert_eq!(env.audit().pop().unwrap()["plugin_source"], url);
 }

@@ -71,9 +71,10 @@ impl Artifact {
         layer
             .annotations
             .insert(TITLE_ANNOTATION.to_owned(), title.to_owned());
-        // The fields of wkg's config that describe the artifact; no timestamp, so that pushing the
-        // same file twice gives the same manifest digest.
+        // The fields wkg's config requires (oci-wasm's `WasmConfig`: `created` too), with the epoch
+        // as the time, as reproducible builds do: the same file pushed twice is the same manifest.
         let config = serde_json::json!({
+            "created": "1970-01-01T00:00:00Z",
             "architecture": "wasm",
             "os": "wasip2",
             "layerDigests": [layer.digest.as_str()],

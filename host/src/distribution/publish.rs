@@ -10,6 +10,7 @@ use toolhost_policy::source::{Digest, OciRef, Reference};
 use toolhost_policy::trust::{MAX_PAYLOAD_BYTES, SigningKey, Subject, payload, signature_tag};
 
 use super::SourceError;
+use super::pull::MAX_SIGNATURES;
 use super::remote::Remote;
 use super::store::MAX_BLOB_BYTES;
 
@@ -81,7 +82,9 @@ pub async fn sign(
             what: at.to_string(),
             source,
         })?;
-        for (layer, value) in existing.signatures() {
+        // The newest ones, leaving room for this one within what `pull` judges.
+        let all: Vec<_> = existing.signatures().collect();
+        for &(layer, value) in &all[all.len().saturating_sub(MAX_SIGNATURES - 1)..] {
             if layer.size <= MAX_PAYLOAD_BYTES as u64 {
                 let payload = remote.blob(target, &layer.digest, layer.size).await?;
                 if payload != signed {

@@ -16,6 +16,9 @@ use super::remote::Remote;
 use super::resolve::read_lock;
 use super::{Provenance, SourceError, Store, StoreError};
 
+/// Signatures judged per artifact, at most.
+pub(super) const MAX_SIGNATURES: usize = 16;
+
 /// One plugin pulled.
 #[derive(Debug)]
 pub struct Pulled {
@@ -255,7 +258,9 @@ async fn fetch_signatures(
         source,
     })?;
     let mut out = Vec::new();
-    for (layer, signature) in manifest.signatures() {
+    // A registry may list any number: the newest few are judged (signers append).
+    let all: Vec<_> = manifest.signatures().collect();
+    for &(layer, signature) in &all[all.len().saturating_sub(MAX_SIGNATURES)..] {
         if layer.size > MAX_PAYLOAD_BYTES as u64 {
             continue;
         }

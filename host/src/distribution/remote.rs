@@ -17,6 +17,9 @@ use super::RemoteError;
 use super::credentials::auth_for;
 use super::store::MAX_BLOB_BYTES;
 
+/// Docker's image manifest, which shares the OCI manifest's shape.
+const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.manifest.v2+json";
+
 /// A client for the registries of one configuration.
 pub(crate) struct Remote {
     client: Client,
@@ -69,7 +72,12 @@ impl Remote {
     ) -> Result<Option<(Vec<u8>, Digest)>, RemoteError> {
         let auth = self.auth(r)?;
         let reference = oci_reference(r);
-        let accepted = [MANIFEST_MEDIA_TYPE, toolhost_policy::oci::INDEX_MEDIA_TYPE];
+        // Docker's schema 2 too: older cosign wrote signature manifests with it.
+        let accepted = [
+            MANIFEST_MEDIA_TYPE,
+            DOCKER_MANIFEST_MEDIA_TYPE,
+            toolhost_policy::oci::INDEX_MEDIA_TYPE,
+        ];
         match self
             .client
             .pull_manifest_raw(&reference, &auth, &accepted)

@@ -119,17 +119,33 @@ pub(super) fn refuse_grants_over(
     Ok(())
 }
 
+/// Where the resolved config puts toolhost's own files.
+#[derive(Clone, Copy)]
+pub(super) struct OwnFiles<'a> {
+    /// The plugins folder.
+    pub(super) plugins_dir: &'a Path,
+    /// The audit log, unless disabled.
+    pub(super) audit_path: &'a Option<PathBuf>,
+    /// The compile cache, unless disabled.
+    pub(super) cache_dir: &'a Option<PathBuf>,
+    /// The store, the lockfile.
+    pub(super) sources: &'a Sources,
+}
+
 /// toolhost's own files, which no grant may reach, with the settings that name them.
 pub(super) fn protected_paths(
     raw: &RawConfig,
     base: &Path,
     o: &Overrides,
     config_file: Option<(&Path, &str)>,
-    plugins_dir: &Path,
-    audit_path: &Option<PathBuf>,
-    cache_dir: &Option<PathBuf>,
-    sources: &Sources,
+    own: &OwnFiles<'_>,
 ) -> Vec<Protected> {
+    let OwnFiles {
+        plugins_dir,
+        audit_path,
+        cache_dir,
+        sources,
+    } = *own;
     let entry = |setting: &str, path: &Path, kind| Protected {
         setting: setting.to_string(),
         path: path.to_path_buf(),

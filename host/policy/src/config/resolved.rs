@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::grants::{compile_permissions, resolve_grants};
-use super::host_state::{self, GrantRef, protected_paths};
+use super::host_state::{self, GrantRef, OwnFiles, protected_paths};
 use super::sources::{PluginSource, Sources, resolve_source, resolve_sources};
 use super::{
     AuditOptions, ConfigError, EngineOptions, Overrides, PoolOptions, RawConfig, RawLimits, flags,
@@ -238,10 +238,12 @@ impl Config {
             base,
             o,
             config_file,
-            &plugins_dir,
-            &audit_path,
-            &cache_dir,
-            &sources,
+            &OwnFiles {
+                plugins_dir: &plugins_dir,
+                audit_path: &audit_path,
+                cache_dir: &cache_dir,
+                sources: &sources,
+            },
         );
         host_state::refuse_grants_over(&grants, &protected)?;
         Ok(Self {
