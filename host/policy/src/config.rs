@@ -7,6 +7,7 @@
 //! file's folder. Nothing here touches wasmtime; the sandbox gets plain
 //! [`Grants`](crate::grants::Grants) and [`Limits`](crate::grants::Limits).
 
+mod auth;
 mod flags;
 mod grants;
 mod host_state;
@@ -17,6 +18,7 @@ mod resolved;
 mod server;
 mod sources;
 
+pub use self::auth::{ALGORITHMS, AuthConfig, RawAuth};
 pub use self::flags::Overrides;
 pub use self::grants::RawDir;
 pub use self::network::{RawNetwork, RawSecret};

@@ -4,8 +4,8 @@
 //! grants and limits ([`grants`]), network destinations, address classes and secret redaction
 //! ([`network`]), plugin sources and content digests ([`source`]), the OCI artifact and signature
 //! manifests ([`oci`]), the lockfile ([`lock`]), which signatures are trusted ([`trust`]), the
-//! operator's configuration ([`config`]), the LLM batch wire formats ([`batch`]) and the types
-//! every call shares ([`call`]).
+//! operator's configuration ([`config`]), who calls and what their profile gives them
+//! ([`caller`]), the LLM batch wire formats ([`batch`]) and the types every call shares ([`call`]).
 //!
 //! No wasmtime, no MCP, no async runtime: the host crate (`toolhost`) runs what this crate decides,
 //! and the compiler keeps the arrows pointing that way. The one thing read from outside is the
@@ -13,6 +13,7 @@
 
 pub mod batch;
 pub mod call;
+pub mod caller;
 pub mod config;
 pub mod gate;
 pub mod grants;

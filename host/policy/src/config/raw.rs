@@ -44,6 +44,11 @@ pub struct RawConfig {
     /// Which signing keys are trusted for which registry or repository prefix.
     #[serde(default)]
     pub trust: BTreeMap<String, RawTrust>,
+    /// OAuth 2.1 bearer tokens for HTTP callers.
+    pub auth: Option<super::RawAuth>,
+    /// Caller profiles, matched in order by token claims.
+    #[serde(default)]
+    pub callers: Vec<crate::caller::RawProfile>,
 }
 
 /// Limits as written; every field optional so that plugins inherit the global ones.

@@ -92,6 +92,10 @@ pub struct Config {
     pub open_files: Option<usize>,
     /// Registries, trust, the lockfile and the store, for plugins with a `source`.
     pub sources: Sources,
+    /// OAuth bearer tokens for HTTP callers, when configured.
+    pub auth: Option<super::AuthConfig>,
+    /// Caller profiles (`[[callers]]`); empty means every authenticated caller gets the host's policy.
+    pub callers: crate::caller::Profiles,
 }
 
 impl Config {
@@ -209,7 +213,19 @@ impl Config {
             )
         });
         let sources = resolve_sources(&raw.registries, &raw.trust, base)?;
+        let auth = raw
+            .auth
+            .as_ref()
+            .map(super::auth::resolve_auth)
+            .transpose()?;
+        let callers = super::auth::resolve_callers(&raw.callers)?;
         let server = server::resolve_server(&raw.server, o)?;
+        if !callers.is_empty() && auth.is_none() && server.token.is_none() {
+            return Err(invalid(
+                "callers",
+                "profiles match authenticated callers: configure [auth] (or server.token-env)",
+            ));
+        }
         let pool = server::resolve_pool(&raw.engine, &server, &default_policy, &plugins)?;
         if raw.engine.open_files == Some(0) {
             return Err(invalid("engine.open-files", "must be greater than 0"));
@@ -258,6 +274,8 @@ impl Config {
             pool,
             open_files: raw.engine.open_files,
             sources,
+            auth,
+            callers,
         })
     }
 

@@ -25,6 +25,16 @@ impl Mode {
     /// Every mode, in order of increasing trust.
     pub const ALL: [Mode; 4] = [Mode::Plan, Mode::Default, Mode::AcceptEdits, Mode::Bypass];
 
+    /// The less trusting of two modes: a caller's mode may tighten a plugin's, never loosen it.
+    pub fn stricter(self, other: Mode) -> Mode {
+        let rank = |m: Mode| Self::ALL.iter().position(|&x| x == m).unwrap_or(0);
+        if rank(other) < rank(self) {
+            other
+        } else {
+            self
+        }
+    }
+
     /// The name used in toolhost.toml and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {

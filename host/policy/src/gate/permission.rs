@@ -94,7 +94,64 @@ impl Default for Permissions {
     }
 }
 
+/// A caller profile's mode and rules, compiled: a third layer over the global and plugin policy.
+#[derive(Debug, Clone, Default)]
+pub struct CallerRules {
+    mode: Option<Mode>,
+    rules: Vec<ScopedRule>,
+}
+
+impl CallerRules {
+    /// Compile a profile's `mode`, `allow`, `ask` and `deny`.
+    pub fn new(config: &PermissionConfig) -> Result<Self, RuleError> {
+        Ok(Self {
+            mode: config.mode,
+            rules: compile(Scope::Caller, config)?,
+        })
+    }
+
+    /// Whether a deny rule has a path pattern, which the sandbox's filesystem must enforce too.
+    pub fn has_path_denials(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.kind == RuleKind::Deny && r.rule.guest_glob().is_some())
+    }
+}
+
+fn compile(scope: Scope, config: &PermissionConfig) -> Result<Vec<ScopedRule>, RuleError> {
+    let mut rules = Vec::new();
+    let lists = [
+        (RuleKind::Deny, &config.deny),
+        (RuleKind::Ask, &config.ask),
+        (RuleKind::Allow, &config.allow),
+    ];
+    for (kind, texts) in lists {
+        for text in texts {
+            let rule = text.parse::<Rule>().map_err(|e| RuleError {
+                list: Some(kind),
+                scope: Some(scope),
+                ..e
+            })?;
+            rules.push(ScopedRule { kind, scope, rule });
+        }
+    }
+    Ok(rules)
+}
+
 impl Permissions {
+    /// This policy as it applies to a caller with `caller`'s profile: its rules join the others
+    /// (deny still wins, whichever layer it comes from) and its mode can only tighten.
+    pub fn for_caller(&self, caller: &CallerRules) -> Self {
+        let mut rules = self.rules.clone();
+        rules.extend(caller.rules.iter().cloned());
+        Self {
+            mode: caller.mode.map_or(self.mode, |m| self.mode.stricter(m)),
+            rules,
+            mounts: self.mounts.clone(),
+            excludes: self.excludes.clone(),
+        }
+    }
+
     /// Compile the global policy and, when the plugin has one, the plugin's policy.
     /// The plugin's mode overrides the global mode; rules from both apply.
     pub fn new(
@@ -105,25 +162,9 @@ impl Permissions {
             .and_then(|p| p.mode)
             .or(global.mode)
             .unwrap_or_default();
-        let mut rules = Vec::new();
-        let scoped = [(Scope::Global, Some(global)), (Scope::Plugin, plugin)];
-        for (scope, config) in scoped {
-            let Some(config) = config else { continue };
-            let lists = [
-                (RuleKind::Deny, &config.deny),
-                (RuleKind::Ask, &config.ask),
-                (RuleKind::Allow, &config.allow),
-            ];
-            for (kind, texts) in lists {
-                for text in texts {
-                    let rule = text.parse::<Rule>().map_err(|e| RuleError {
-                        list: Some(kind),
-                        scope: Some(scope),
-                        ..e
-                    })?;
-                    rules.push(ScopedRule { kind, scope, rule });
-                }
-            }
+        let mut rules = compile(Scope::Global, global)?;
+        if let Some(plugin) = plugin {
+            rules.extend(compile(Scope::Plugin, plugin)?);
         }
         Ok(Self {
             mode,

@@ -177,6 +177,8 @@ pub enum Scope {
     Global,
     /// The policy of the tool's plugin.
     Plugin,
+    /// The profile of the caller (`[[callers]]`).
+    Caller,
 }
 
 impl fmt::Display for Scope {
@@ -184,6 +186,7 @@ impl fmt::Display for Scope {
         f.write_str(match self {
             Self::Global => "global",
             Self::Plugin => "plugin",
+            Self::Caller => "caller",
         })
     }
 }

@@ -1,0 +1,185 @@
+//! `[auth]` as written and resolved: toolhost as an OAuth 2.1 resource server (MCP authorization).
+//! Bearer JWTs from `issuer` are verified locally against its JWKS, for `audience` (this server's
+//! resource identifier, RFC 8707), with an algorithm allowlist; the static token
+//! (`server.token-env`) stays valid beside it. `[[callers]]` profiles are compiled here too.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{ConfigError, invalid};
+use crate::caller::{Profiles, RawProfile};
+
+/// Signature algorithms a token may use: asymmetric only. `none` and the HMAC family are never
+/// accepted (an HMAC "signed" with the public key is the classic forgery).
+pub const ALGORITHMS: [&str; 7] = [
+    "RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA",
+];
+
+/// `[auth]` as written.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawAuth {
+    /// The authorization server's issuer identifier (`iss` of its tokens).
+    pub issuer: String,
+    /// This server's resource identifier: tokens must name it in `aud`.
+    pub audience: String,
+    /// The JWKS URL; default: the issuer's metadata (`/.well-known/openid-configuration`, then
+    /// `/.well-known/oauth-authorization-server`).
+    pub jwks_uri: Option<String>,
+    /// Accepted signature algorithms; default RS256 and ES256.
+    pub algorithms: Option<Vec<String>>,
+    /// Clock skew tolerated on `exp` and `nbf`, in seconds. Default 30, at most 300.
+    pub leeway_s: Option<u64>,
+    /// Scopes advertised in the protected-resource metadata.
+    #[serde(default)]
+    pub scopes_supported: Vec<String>,
+    /// A scope every token must carry (answered 403 `insufficient_scope` without it).
+    pub required_scope: Option<String>,
+}
+
+/// `[auth]`, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthConfig {
+    /// The issuer identifier.
+    pub issuer: String,
+    /// The resource identifier tokens must be for.
+    pub audience: String,
+    /// Where the keys are, if configured (else discovered from the issuer).
+    pub jwks_uri: Option<String>,
+    /// Accepted algorithms (names as in a JWT header).
+    pub algorithms: Vec<String>,
+    /// Tolerated clock skew.
+    pub leeway: Duration,
+    /// Advertised scopes.
+    pub scopes_supported: Vec<String>,
+    /// A scope every token must carry.
+    pub required_scope: Option<String>,
+}
+
+/// `https://`, or `http://` on a loopback host (a test issuer).
+fn secure_url(url: &str) -> bool {
+    let Ok(uri) = url.parse::<http::Uri>() else {
+        return false;
+    };
+    let host = uri.host().unwrap_or_default();
+    match uri.scheme_str() {
+        Some("https") => !host.is_empty(),
+        Some("http") => matches!(host, "127.0.0.1" | "localhost" | "[::1]" | "::1"),
+        _ => false,
+    }
+}
+
+/// Check `[auth]`.
+pub(super) fn resolve_auth(raw: &RawAuth) -> Result<AuthConfig, ConfigError> {
+    if !secure_url(&raw.issuer) {
+        return Err(invalid(
+            "auth.issuer",
+            "must be an https:// URL (http:// only on loopback, for tests)",
+        ));
+    }
+    if raw.audience.trim().is_empty() {
+        return Err(invalid(
+            "auth.audience",
+            "must name this server, e.g. \"https://tools.example.com/mcp\"",
+        ));
+    }
+    if let Some(uri) = &raw.jwks_uri
+        && !secure_url(uri)
+    {
+        return Err(invalid(
+            "auth.jwks-uri",
+            "must be an https:// URL (http:// only on loopback, for tests)",
+        ));
+    }
+    let algorithms = raw
+        .algorithms
+        .clone()
+        .unwrap_or_else(|| vec!["RS256".into(), "ES256".into()]);
+    if algorithms.is_empty() {
+        return Err(invalid(
+            "auth.algorithms",
+            "must list at least one algorithm",
+        ));
+    }
+    for a in &algorithms {
+        if !ALGORITHMS.contains(&a.as_str()) {
+            return Err(invalid(
+                "auth.algorithms",
+                format!(
+                    "{a:?} is not accepted; use asymmetric ones: {}",
+                    ALGORITHMS.join(", ")
+                ),
+            ));
+        }
+    }
+    let leeway = raw.leeway_s.unwrap_or(30);
+    if leeway > 300 {
+        return Err(invalid("auth.leeway-s", "must be at most 300"));
+    }
+    Ok(AuthConfig {
+        issuer: raw.issuer.trim_end_matches('/').to_owned(),
+        audience: raw.audience.clone(),
+        jwks_uri: raw.jwks_uri.clone(),
+        algorithms,
+        leeway: Duration::from_secs(leeway),
+        scopes_supported: raw.scopes_supported.clone(),
+        required_scope: raw.required_scope.clone(),
+    })
+}
+
+/// Compile `[[callers]]`.
+pub(super) fn resolve_callers(raw: &[RawProfile]) -> Result<Profiles, ConfigError> {
+    Profiles::new(raw).map_err(|(i, e)| invalid(format!("callers[{i}]"), e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth(text: &str) -> Result<AuthConfig, ConfigError> {
+        resolve_auth(&toml::from_str(text).unwrap())
+    }
+
+    #[test]
+    fn checks_issuer_audience_and_algorithms() {
+        let a =
+            auth("issuer = \"https://idp.example.com/\"\naudience = \"https://t/mcp\"\n").unwrap();
+        assert_eq!(a.issuer, "https://idp.example.com");
+        assert_eq!(a.algorithms, ["RS256", "ES256"]);
+        assert!(auth("issuer = \"http://127.0.0.1:9000\"\naudience = \"x\"\n").is_ok());
+        for (text, needle) in [
+            (
+                "issuer = \"http://idp.example.com\"\naudience = \"x\"\n",
+                "auth.issuer",
+            ),
+            (
+                "issuer = \"https://i\"\naudience = \" \"\n",
+                "auth.audience",
+            ),
+            (
+                "issuer = \"https://i\"\naudience = \"x\"\nalgorithms = [\"HS256\"]\n",
+                "HS256",
+            ),
+            (
+                "issuer = \"https://i\"\naudience = \"x\"\nalgorithms = [\"none\"]\n",
+                "none",
+            ),
+            (
+                "issuer = \"https://i\"\naudience = \"x\"\nalgorithms = []\n",
+                "at least one",
+            ),
+            (
+                "issuer = \"https://i\"\naudience = \"x\"\nleeway-s = 3600\n",
+                "at most 300",
+            ),
+            (
+                "issuer = \"https://i\"\naudience = \"x\"\njwks-uri = \"ftp://k\"\n",
+                "jwks-uri",
+            ),
+        ] {
+            let e = auth(text).unwrap_err().to_string();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+}
