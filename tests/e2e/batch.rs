@@ -211,7 +211,7 @@ async fn the_concurrency_limit_caps_each_group() {
     let parsed = batch::parse(&message, FormatChoice::Auto).unwrap();
     let options = BatchOptions {
         concurrency: 2,
-        approver: None,
+        ..BatchOptions::default()
     };
     let report = batch::run(
         &p,

@@ -126,6 +126,14 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// How far this profile lets one call go.
+    pub fn caps(&self) -> crate::grants::Caps {
+        crate::grants::Caps {
+            timeout: self.timeout_ms.map(std::time::Duration::from_millis),
+            fuel: self.fuel,
+        }
+    }
+
     /// Whether the caller may see and call `tool`.
     pub fn allows_tool(&self, tool: &str) -> bool {
         self.tools.as_ref().is_none_or(|g| g.is_match(tool))

@@ -45,6 +45,28 @@ pub struct Limits {
     pub stdio_bytes: usize,
 }
 
+/// Lower bounds a caller's profile puts on one call's limits; never raises them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Caps {
+    /// At most this long.
+    pub timeout: Option<Duration>,
+    /// At most this much fuel.
+    pub fuel: Option<u64>,
+}
+
+impl Limits {
+    /// These limits, lowered to `caps` where they are lower.
+    pub fn capped(mut self, caps: Caps) -> Self {
+        if let Some(t) = caps.timeout {
+            self.timeout = self.timeout.min(t);
+        }
+        if let Some(f) = caps.fuel {
+            self.fuel = self.fuel.min(f);
+        }
+        self
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Self {

@@ -37,6 +37,9 @@ pub struct BeginRecord {
     /// Where the component came from: its `source` (`oci://…`, `https://…`) or its file.
     #[serde(default)]
     pub plugin_source: Option<String>,
+    /// Who called, when authenticated: issuer, subject, client id, scopes. Never the token.
+    #[serde(default)]
+    pub caller: Option<toolhost_policy::caller::Caller>,
     /// Lowercase hex SHA-256 of the input's canonical JSON text, as in the end record.
     pub input_sha256: String,
     /// The input itself, only when the log is configured with `include-input`.
@@ -63,6 +66,7 @@ impl AuditRecord {
             plugin: self.plugin.clone(),
             plugin_digest: self.plugin_digest.clone(),
             plugin_source: self.plugin_source.clone(),
+            caller: self.caller.clone(),
             input_sha256: self.input_sha256.clone(),
             input: self.input.clone(),
             decision: self.decision.clone(),
@@ -86,6 +90,7 @@ impl BeginRecord {
             plugin: self.plugin,
             plugin_digest: self.plugin_digest,
             plugin_source: self.plugin_source,
+            caller: self.caller,
             input_sha256: self.input_sha256,
             input: self.input,
             decision: self.decision,

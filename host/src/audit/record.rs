@@ -62,6 +62,9 @@ pub struct AuditRecord {
     /// Where the component came from: its `source` (`oci://…`, `https://…`) or its file.
     #[serde(default)]
     pub plugin_source: Option<String>,
+    /// Who called, when authenticated: issuer, subject, client id, scopes. Never the token.
+    #[serde(default)]
+    pub caller: Option<toolhost_policy::caller::Caller>,
     /// Lowercase hex SHA-256 of the input's canonical JSON text (`canonical_json`), as the caller
     /// sent it (before coercion), so equal inputs hash equal whatever their key order.
     pub input_sha256: String,
@@ -117,6 +120,7 @@ impl AuditRecord {
             plugin: None,
             plugin_digest: None,
             plugin_source: None,
+            caller: None,
             input_sha256: input_sha256(input),
             input: None,
             decision: Decision::NotReached,
@@ -287,6 +291,13 @@ pub(super) mod tests {
                 "sha256:5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03".into(),
             ),
             plugin_source: Some("plugins/net-tools.wasm".into()),
+            caller: Some(toolhost_policy::caller::Caller {
+                issuer: "https://idp.example.com".into(),
+                subject: "alice".into(),
+                client_id: Some("claude-code".into()),
+                scopes: vec!["tools.read".into()],
+                groups: Vec::new(),
+            }),
             input_sha256: input_sha256(&json!({"url": "https://example.com"})),
             input: None,
             decision: Decision::Allowed {
@@ -326,6 +337,7 @@ pub(super) mod tests {
             v: 1,
             plugin_digest: None,
             plugin_source: None,
+            caller: None,
             ..sample()
         };
         assert_eq!(back, v1);

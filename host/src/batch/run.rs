@@ -34,6 +34,8 @@ pub struct BatchOptions {
     pub concurrency: usize,
     /// Who answers `ask` decisions; with none, ask means deny.
     pub approver: Option<Arc<dyn Approver>>,
+    /// The authenticated caller, for every call of the batch.
+    pub caller: Option<Arc<toolhost_policy::caller::Caller>>,
 }
 
 impl Default for BatchOptions {
@@ -41,6 +43,7 @@ impl Default for BatchOptions {
         Self {
             concurrency: DEFAULT_CONCURRENCY,
             approver: None,
+            caller: None,
         }
     }
 }
@@ -101,6 +104,7 @@ pub async fn run(
                 progress: None,
                 cancel: cancel.clone(),
                 approver: options.approver.clone(),
+                caller: options.caller.clone(),
             };
             let pipeline = pipeline.clone();
             let task = tasks.spawn(async move { (index, pipeline.call(request).await) });

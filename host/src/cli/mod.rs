@@ -170,6 +170,7 @@ async fn batch(
     let options = toolhost::batch::BatchOptions {
         concurrency,
         approver: TtyApprover::open(),
+        caller: None,
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let on_signal = cancel.clone();

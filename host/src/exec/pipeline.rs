@@ -15,7 +15,9 @@ use crate::registry::{Catalog, Registry, Tool};
 use crate::sandbox::{CallIo, GuestError, RunError};
 use crate::stats::Stats;
 use toolhost_policy::call::{ApprovalRequest, CallOutcome, ErrorKind};
-use toolhost_policy::gate::{Decision, defaults};
+use toolhost_policy::caller::{Access, Caller};
+use toolhost_policy::gate::{Decision, PathGuard, defaults};
+use toolhost_policy::grants::Caps;
 use toolhost_policy::text::OneLine;
 
 /// Runs calls. Shared by every front end (`Arc<Pipeline>`); all methods take `&self`.
@@ -203,12 +205,27 @@ impl Pipeline {
             );
         }
 
+        // Who asks: a caller's profile narrows what they see and may do.
+        record.caller = req.caller.as_deref().cloned();
+        let config = self.registry.config();
+        let profile = match req.caller.as_deref().map(|c| config.callers.access(c)) {
+            None | Some(Access::Unprofiled) => None,
+            Some(Access::Profile(p)) => Some(p),
+            Some(Access::Denied) => {
+                return fail(
+                    ErrorKind::Denied,
+                    "Permission denied: no [[callers]] profile matches this caller.".into(),
+                );
+            }
+        };
+        let sees = |name: &str| profile.is_none_or(|p| p.allows_tool(name));
+
         // Find.
         let catalog = self.registry.catalog();
-        let Some(tool) = catalog.get(&req.tool).cloned() else {
+        let Some(tool) = catalog.get(&req.tool).filter(|_| sees(&req.tool)).cloned() else {
             return fail(
                 ErrorKind::UnknownTool,
-                shape::unknown_tool(&req.tool, catalog.tools.keys()),
+                shape::unknown_tool(&req.tool, catalog.tools.keys().filter(|n| sees(n))),
             );
         };
         drop(catalog);
@@ -253,7 +270,9 @@ impl Pipeline {
         clock.mark(Stage::Validate);
 
         // Gate.
-        let decision = plugin.policy.permissions.decide(&tool.spec, &input);
+        let layered = profile.map(|p| plugin.policy.permissions.for_caller(&p.rules));
+        let permissions = layered.as_ref().unwrap_or(&plugin.policy.permissions);
+        let decision = permissions.decide(&tool.spec, &input);
         let by = match decision.rule() {
             Some(rule) => format!("rule {rule}"),
             None => decision.reason().to_string(),
@@ -327,7 +346,26 @@ impl Pipeline {
                 ),
             );
         };
-        self.execute(&tool, input, req, record, clock).await
+        // A profile's path denials hold in the sandbox's filesystem too; its limits lower the plugin's.
+        let files = match profile {
+            Some(p) if p.rules.has_path_denials() => {
+                Arc::new(permissions.path_guard(&tool.spec.name))
+            }
+            _ => tool.files.clone(),
+        };
+        let caps = profile.map(|p| p.caps()).unwrap_or_default();
+        self.execute(&tool, input, req, record, clock, (files, caps))
+            .await
+    }
+
+    /// Whether `caller` may see `tool`: every tool for the local operator and for callers without a
+    /// profile; the profile's tools otherwise (none, when no profile matches).
+    pub fn sees(&self, caller: Option<&Caller>, tool: &str) -> bool {
+        match caller.map(|c| self.registry.config().callers.access(c)) {
+            None | Some(Access::Unprofiled) => true,
+            Some(Access::Profile(p)) => p.allows_tool(tool),
+            Some(Access::Denied) => false,
+        }
     }
 
     async fn execute(
@@ -337,6 +375,7 @@ impl Pipeline {
         req: &CallRequest,
         record: &AuditRecord,
         clock: &mut Stopwatch,
+        (files, caps): (Arc<PathGuard>, Caps),
     ) -> Finished {
         let call_id = record.call_id.as_str();
         // Recorded before the plugin runs, so that a daemon killed mid-call still shows the call
@@ -361,9 +400,10 @@ impl Pipeline {
                 &tool.guest_name,
                 &input_text,
                 CallIo {
-                    files: tool.files.clone(),
+                    files,
                     progress: req.progress.clone(),
                     cancel: &req.cancel,
+                    caps,
                 },
             )
             .await;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolhost_policy::call::{Approver, ProgressSink};
+use toolhost_policy::caller::Caller;
 
 /// One tool call, from any front end.
 #[derive(Clone, Default)]
@@ -24,4 +25,7 @@ pub struct CallRequest {
     pub cancel: CancellationToken,
     /// Who answers an `ask` decision; with none, ask means deny.
     pub approver: Option<Arc<dyn Approver>>,
+    /// The authenticated caller (HTTP with a token), whose `[[callers]]` profile applies; `None`
+    /// for the local operator (stdio, the CLI) and open HTTP.
+    pub caller: Option<Arc<Caller>>,
 }

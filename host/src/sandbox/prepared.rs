@@ -8,7 +8,7 @@ use super::engine::{Plugin, Sandbox};
 use super::network::Binding;
 use toolhost_policy::call::ProgressSink;
 use toolhost_policy::gate::PathGuard;
-use toolhost_policy::grants::{Grants, Limits};
+use toolhost_policy::grants::{Caps, Grants, Limits};
 
 /// What every call of one plugin shares, bound once at load: the compiled component (its
 /// instance-pre), the plugin's name, grants and limits, and its network binding (grant, secret
@@ -29,6 +29,8 @@ pub struct CallIo<'a> {
     pub progress: Option<ProgressSink>,
     /// Cancelled by the caller to stop the call.
     pub cancel: &'a CancellationToken,
+    /// Lower limits for this call (a caller's profile).
+    pub caps: Caps,
 }
 
 impl Sandbox {

@@ -122,6 +122,7 @@ impl Sandbox {
             files: Arc::default(),
             progress: None,
             cancel: &never,
+            caps: Default::default(),
         };
         self.run(&bare, io, async |store, p| {
             let specs = p.toolhost_plugin_tool().call_describe(store).await?;
@@ -166,7 +167,8 @@ impl Sandbox {
         body: impl AsyncFnOnce(&mut Store<State>, &super::bindings::Plugin) -> wasmtime::Result<T>,
     ) -> RunReport<T> {
         let started = Instant::now();
-        let (limits, cancel) = (&prepared.limits, io.cancel);
+        let capped = prepared.limits.capped(io.caps);
+        let (limits, cancel) = (&capped, io.cancel);
         let stdout = CappedOutput::new(limits.stdio_bytes);
         let stderr = CappedOutput::new(limits.stdio_bytes);
         let open = OpenFiles::new(self.files.clone());

@@ -17,7 +17,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Query, State};
@@ -25,6 +24,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -39,6 +39,7 @@ use crate::batch::{
     self, BatchOptions, BatchReport, CallResult, DEFAULT_CONCURRENCY, Format, FormatChoice,
     ParseError,
 };
+use toolhost_policy::caller::Caller;
 use toolhost_policy::config::ServerConfig;
 
 /// The response header that carries the batch id (every call's `parent_id` in the audit log).
@@ -51,7 +52,7 @@ const STREAM_BUFFER: usize = 64 << 10;
 /// tests and embedding ([`Server::batch_router`](super::Server::batch_router)). The daemon mounts
 /// `routes` on its own listener instead, behind its guard.
 pub(crate) fn router(shared: Arc<Shared>, config: &ServerConfig) -> Router {
-    routes(shared, config)
+    super::auth::layer(routes(shared.clone(), config), &shared)
         .layer(middleware::from_fn_with_state(
             super::http::body_deadlines(config),
             super::body::bounded,
@@ -113,6 +114,7 @@ fn bad_request(message: impl Into<String>) -> Response {
 
 async fn tools(
     State(api): State<Api>,
+    caller: Option<Extension<Arc<Caller>>>,
     query: Result<Query<ToolsParams>, QueryRejection>,
 ) -> Response {
     let Ok(Query(params)) = query else {
@@ -124,17 +126,21 @@ async fn tools(
         );
     };
     match name.parse::<Format>() {
-        Ok(format) => Json(batch::definitions(
-            api.shared.pipeline.catalog().specs(),
-            format,
-        ))
-        .into_response(),
+        Ok(format) => {
+            let caller = caller.as_ref().map(|Extension(c)| c.as_ref());
+            let catalog = api.shared.pipeline.catalog();
+            let specs = catalog
+                .specs()
+                .filter(|s| api.shared.pipeline.sees(caller, &s.name));
+            Json(batch::definitions(specs, format)).into_response()
+        }
         Err(e) => bad_request(e.to_string()),
     }
 }
 
 async fn tool_calls(
     State(api): State<Api>,
+    caller: Option<Extension<Arc<Caller>>>,
     headers: HeaderMap,
     query: Result<Query<CallParams>, QueryRejection>,
     body: Result<Bytes, BytesRejection>,
@@ -183,11 +189,13 @@ async fn tool_calls(
         Err(e) => return bad_request(e.to_string()),
     };
 
+    let caller = caller.map(|Extension(c)| c);
     let batch_id = batch::new_batch_id();
     let cancel = api.shared.calls.child_token();
     let options = BatchOptions {
         concurrency,
         approver: None,
+        caller,
     };
     let run = Run {
         api: api.clone(),

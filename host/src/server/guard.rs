@@ -1,5 +1,6 @@
 //! What every HTTP request must pass before any route sees it: `Host` and `Origin` against DNS
-//! rebinding, then the bearer token when one is configured. Pure checks on headers; no I/O.
+//! rebinding (then, in [`super::auth`], a bearer token when one is configured). Pure checks on
+//! headers; no I/O.
 //!
 //! Loopback names (`localhost`, `127.0.0.1`, `::1`, any port) are always allowed as hosts and, with
 //! `http` or `https`, as origins; `server.allowed-hosts` and `server.allowed-origins` add more. An
@@ -7,7 +8,6 @@
 //! default port. A request without `Origin` (any non-browser client) passes the origin check.
 
 use axum::http::{HeaderMap, StatusCode, Uri, header};
-use sha2::{Digest, Sha256};
 
 use toolhost_policy::config::ServerConfig;
 
@@ -22,10 +22,6 @@ pub(crate) enum Refusal {
     HostNotAllowed(String),
     /// An `Origin` not on the list: a web page from elsewhere.
     OriginNotAllowed(String),
-    /// A token is required and none was given.
-    MissingToken,
-    /// The token given is wrong.
-    WrongToken,
 }
 
 impl Refusal {
@@ -45,14 +41,6 @@ impl Refusal {
                 format!(
                     "Origin {o:?} is not allowed; add it to server.allowed-origins to serve it"
                 ),
-            ),
-            Self::MissingToken => (
-                StatusCode::UNAUTHORIZED,
-                "this server requires a bearer token: send Authorization: Bearer <token>".into(),
-            ),
-            Self::WrongToken => (
-                StatusCode::UNAUTHORIZED,
-                "the bearer token is not valid".into(),
             ),
         }
     }
@@ -78,7 +66,6 @@ enum Origin {
 pub(crate) struct Guard {
     hosts: Vec<HostPort>,
     origins: Vec<Origin>,
-    token: Option<[u8; 32]>,
 }
 
 impl Guard {
@@ -108,11 +95,7 @@ impl Guard {
                 parsed
             })
             .collect();
-        Self {
-            hosts,
-            origins,
-            token: config.token.as_deref().map(sha256),
-        }
+        Self { hosts, origins }
     }
 
     /// Check one request's headers (and its URI, whose authority stands in for a missing `Host`).
@@ -133,18 +116,6 @@ impl Guard {
             match parse_origin(text) {
                 Some(o) if self.origin_allowed(&o) => {}
                 _ => return Err(Refusal::OriginNotAllowed(text.to_string())),
-            }
-        }
-        if let Some(expected) = &self.token {
-            let given = headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split_once(' '))
-                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-                .map(|(_, t)| t.trim())
-                .ok_or(Refusal::MissingToken)?;
-            if !constant_time_eq(&sha256(given), expected) {
-                return Err(Refusal::WrongToken);
             }
         }
         Ok(())
@@ -239,15 +210,6 @@ fn parse_origin(text: &str) -> Option<Origin> {
         host: normalize_host(authority.host()),
         port,
     })
-}
-
-fn sha256(text: &str) -> [u8; 32] {
-    Sha256::digest(text.as_bytes()).into()
-}
-
-/// Equality without an early exit, so response times say nothing about how much of a guess was right.
-fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
@@ -352,37 +314,6 @@ mod tests {
         }
         let strict = Guard::new(&config(&[], &[], None));
         assert!(check(&strict, &[host, ("origin", "null")]).is_err());
-    }
-
-    #[test]
-    fn requires_the_bearer_token_when_configured() {
-        let g = Guard::new(&config(&[], &[], Some("s3cret")));
-        let host = ("host", "127.0.0.1:8750");
-        assert_eq!(check(&g, &[host]), Err(Refusal::MissingToken));
-        assert_eq!(
-            check(&g, &[host, ("authorization", "Basic s3cret")]),
-            Err(Refusal::MissingToken)
-        );
-        assert_eq!(
-            check(&g, &[host, ("authorization", "Bearer nope")]),
-            Err(Refusal::WrongToken)
-        );
-        assert_eq!(
-            check(&g, &[host, ("authorization", "Bearer s3cret")]),
-            Ok(())
-        );
-        assert_eq!(
-            check(&g, &[host, ("authorization", "bearer s3cret")]),
-            Ok(())
-        );
-        // Host and Origin are checked first, so a stolen token does not help a rebinding page.
-        assert!(matches!(
-            check(
-                &g,
-                &[("host", "evil.example"), ("authorization", "Bearer s3cret")]
-            ),
-            Err(Refusal::HostNotAllowed(_))
-        ));
     }
 
     #[test]

@@ -24,6 +24,7 @@ use super::outcome::{self, Era};
 use super::progress::ProgressRelay;
 use super::shared::Shared;
 use crate::exec::{Approver, CallRequest, ErrorKind};
+use toolhost_policy::caller::Caller;
 
 /// What clients read about this server at connection time.
 const INSTRUCTIONS: &str = "toolhost runs each tool in its own WebAssembly sandbox with only the files and \
@@ -124,11 +125,13 @@ impl McpServer {
         let shared = &self.shared;
         let tool = request.name.to_string();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let caller = caller_of(&context);
         if shared.stopping.is_cancelled() {
             let refused = CallRequest {
                 tool: tool.clone(),
                 input: arguments,
                 origin: "mcp",
+                caller,
                 ..CallRequest::default()
             };
             let outcome = shared.pipeline.refuse(
@@ -185,6 +188,7 @@ impl McpServer {
             progress: relay.as_ref().map(ProgressRelay::sink),
             cancel: cancel.clone(),
             approver,
+            caller,
         };
         // The pipeline enforces the request timeout itself, so that the client, the audit log and
         // the stats all see `timeout`.
@@ -253,6 +257,15 @@ impl McpServer {
     }
 }
 
+/// The authenticated caller of an HTTP request (put there by [`super::auth`]); `None` on stdio.
+fn caller_of(context: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
+        .cloned()
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -272,7 +285,10 @@ impl ServerHandler for McpServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let era = Era::of(context.protocol_version());
-        listing::page(&self.shared.pipeline.catalog(), cursor, PAGE_SIZE, era)
+        let caller = caller_of(&context);
+        let pipeline = &self.shared.pipeline;
+        let sees = |name: &str| pipeline.sees(caller.as_deref(), name);
+        listing::page(&pipeline.catalog(), cursor, PAGE_SIZE, era, sees)
     }
 
     // A tools server: rmcp would answer these with empty lists, as if prompts and resources were

@@ -79,11 +79,12 @@ pub(crate) fn app(
             },
             json_rpc_errors,
         ));
-    Router::new()
+    let routes = Router::new()
         .merge(mcp)
         .merge(plain)
-        .merge(super::batch::routes(shared, config))
-        .fallback(not_found)
+        .merge(super::batch::routes(shared.clone(), config))
+        .fallback(not_found);
+    super::auth::layer(routes, &shared)
         // Inside the guard: a refused request is answered before its body is read.
         .layer(middleware::from_fn_with_state(
             body_deadlines(config),

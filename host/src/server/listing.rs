@@ -23,6 +23,7 @@ pub(crate) fn page(
     cursor: Option<&str>,
     size: usize,
     era: Era,
+    sees: impl Fn(&str) -> bool,
 ) -> Result<ListToolsResult, ErrorData> {
     let start = match cursor {
         None => Bound::Unbounded,
@@ -36,7 +37,10 @@ pub(crate) fn page(
             ));
         }
     };
-    let mut range = catalog.tools.range((start, Bound::Unbounded));
+    let mut range = catalog
+        .tools
+        .range((start, Bound::Unbounded))
+        .filter(|(name, _)| sees(name));
     let tools: Vec<McpTool> = range
         .by_ref()
         .take(size)
@@ -152,13 +156,20 @@ mod tests {
 
     #[test]
     fn rejects_a_cursor_that_is_not_a_tool_name() {
-        let e = page(&Catalog::default(), Some("not a name!"), 10, Era::AnyValue).unwrap_err();
+        let e = page(
+            &Catalog::default(),
+            Some("not a name!"),
+            10,
+            Era::AnyValue,
+            |_| true,
+        )
+        .unwrap_err();
         assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
     }
 
     #[test]
     fn empty_catalog_has_one_empty_page() {
-        let p = page(&Catalog::default(), None, 10, Era::ObjectsOnly).unwrap();
+        let p = page(&Catalog::default(), None, 10, Era::ObjectsOnly, |_| true).unwrap();
         assert!(p.tools.is_empty() && p.next_cursor.is_none());
     }
 }

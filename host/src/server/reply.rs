@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Json, Response};
 use serde_json::json;
@@ -19,8 +19,8 @@ pub(crate) fn error(status: StatusCode, message: impl Into<String>) -> Response 
     (status, Json(json!({ "error": message.into() }))).into_response()
 }
 
-/// Middleware: a request the guard refuses is answered here (with `WWW-Authenticate: Bearer` when
-/// the token is missing or wrong, and a log line when Host or Origin is refused); others go on.
+/// Middleware: a request the guard refuses is answered here (with a log line when Host or Origin
+/// is refused); others go on.
 pub(crate) async fn guarded(
     State(guard): State<Arc<Guard>>,
     request: Request,
@@ -33,11 +33,5 @@ pub(crate) async fn guarded(
     if status == StatusCode::FORBIDDEN {
         tracing::warn!(path = %request.uri().path(), "refused: {message}");
     }
-    let mut response = error(status, message);
-    if status == StatusCode::UNAUTHORIZED {
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    }
-    response
+    error(status, message)
 }

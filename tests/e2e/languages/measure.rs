@@ -114,6 +114,7 @@ async fn run_calls(
             files: Default::default(),
             progress: None,
             cancel: &never,
+            caps: Default::default(),
         };
         let r = sandbox.call(&prepared, s.tool, &input, io).await;
         match &r.result {

@@ -1,0 +1,218 @@
+//! Who is calling, over HTTP: the static bearer token (`server.token-env`) or an OAuth 2.1 access
+//! token (`[auth]`: a JWT from the configured issuer, verified here against its JWKS, for this
+//! server's resource identifier). The middleware answers a request without a valid token with 401
+//! and `WWW-Authenticate: Bearer resource_metadata="…"` (RFC 9728), one without the required scope
+//! or without a `[[callers]]` profile with 403, and hands the [`Caller`] of any other to the routes
+//! in the request's extensions. The protected-resource metadata itself is served here, unguarded.
+
+mod keys;
+mod token;
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Json, Response};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use toolhost_policy::caller::{Access, Caller, Profiles};
+use toolhost_policy::config::{AuthConfig, ServerConfig};
+
+use self::keys::Keys;
+use super::reply::error;
+
+/// Where the protected-resource metadata is served (and, with the resource's path appended, too).
+pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// Why a request was not let in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// No bearer token.
+    Missing,
+    /// A token that is not valid: why, for the client.
+    Invalid(String),
+    /// A valid token without the scope every call needs.
+    Scope(String),
+    /// A valid token whose caller no profile matches.
+    NoProfile(String),
+}
+
+/// The checks, compiled from the config.
+pub(crate) struct Authenticator {
+    static_token: Option<[u8; 32]>,
+    oauth: Option<(AuthConfig, Keys)>,
+    profiles: Profiles,
+}
+
+impl Authenticator {
+    /// `None` when HTTP is open (no token, no `[auth]`): every request passes, with no caller.
+    pub(crate) fn new(
+        server: &ServerConfig,
+        auth: Option<&AuthConfig>,
+        profiles: &Profiles,
+    ) -> Option<Self> {
+        if server.token.is_none() && auth.is_none() {
+            return None;
+        }
+        let oauth = auth.and_then(|a| match Keys::new(a) {
+            Ok(keys) => Some((a.clone(), keys)),
+            Err(e) => {
+                tracing::error!("OAuth tokens cannot be verified: {e}");
+                None
+            }
+        });
+        Some(Self {
+            static_token: server.token.as_deref().map(sha256),
+            oauth,
+            profiles: profiles.clone(),
+        })
+    }
+
+    /// The caller of a request with these headers.
+    pub(crate) async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim())
+            .filter(|t| !t.is_empty())
+            .ok_or(Refusal::Missing)?;
+        let caller = match (&self.static_token, &self.oauth) {
+            (Some(expected), _) if constant_time_eq(&sha256(given), expected) => {
+                Caller::static_token()
+            }
+            (_, Some((config, keys))) => {
+                let caller = token::verify(given, config, keys)
+                    .await
+                    .map_err(|e| Refusal::Invalid(e.to_string()))?;
+                if let Some(scope) = &config.required_scope
+                    && !caller.scopes.contains(scope)
+                {
+                    return Err(Refusal::Scope(scope.clone()));
+                }
+                caller
+            }
+            _ => return Err(Refusal::Invalid("the bearer token is not valid".into())),
+        };
+        if let Access::Denied = self.profiles.access(&caller) {
+            return Err(Refusal::NoProfile(format!(
+                "no [[callers]] profile matches this caller ({caller}); ask the operator for one"
+            )));
+        }
+        Ok(caller)
+    }
+
+    /// The RFC 9728 document describing this resource.
+    fn metadata(&self) -> serde_json::Value {
+        match &self.oauth {
+            Some((a, _)) => json!({
+                "resource": a.audience,
+                "authorization_servers": [a.issuer],
+                "bearer_methods_supported": ["header"],
+                "scopes_supported": a.scopes_supported,
+                "resource_name": "toolhost",
+            }),
+            None => json!({ "bearer_methods_supported": ["header"], "resource_name": "toolhost" }),
+        }
+    }
+
+    /// The absolute URL of the metadata: beside the resource identifier when it is a URL, else on
+    /// the host the request came to.
+    fn metadata_url(&self, headers: &HeaderMap) -> String {
+        if let Some((a, _)) = &self.oauth
+            && let Ok(uri) = a.audience.parse::<axum::http::Uri>()
+            && let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority())
+        {
+            let path = uri.path().trim_end_matches('/');
+            return format!("{scheme}://{authority}{METADATA_PATH}{path}");
+        }
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("127.0.0.1");
+        format!("http://{host}{METADATA_PATH}")
+    }
+}
+
+/// `router` behind the authenticator `shared`'s config asks for, if any.
+pub(crate) fn layer(router: axum::Router, shared: &super::shared::Shared) -> axum::Router {
+    let config = shared.pipeline.registry().config();
+    match Authenticator::new(&config.server, config.auth.as_ref(), &config.callers) {
+        Some(auth) => router.layer(axum::middleware::from_fn_with_state(
+            Arc::new(auth),
+            authenticated,
+        )),
+        None => router,
+    }
+}
+
+/// Middleware: the metadata to anyone; every other route to authenticated callers only.
+pub(crate) async fn authenticated(
+    State(auth): State<Arc<Authenticator>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if request.uri().path().starts_with(METADATA_PATH) {
+        return Json(auth.metadata()).into_response();
+    }
+    match auth.authenticate(request.headers()).await {
+        Ok(caller) => {
+            request.extensions_mut().insert(Arc::new(caller));
+            next.run(request).await
+        }
+        Err(refusal) => {
+            let metadata = auth.metadata_url(request.headers());
+            refuse(&refusal, &metadata)
+        }
+    }
+}
+
+/// The answer to a refused request: status, `WWW-Authenticate` (RFC 6750, RFC 9728) and a JSON body.
+fn refuse(refusal: &Refusal, metadata: &str) -> Response {
+    let quoted = |s: &str| s.replace(['"', '\\'], "'");
+    let (status, challenge, message) = match refusal {
+        Refusal::Missing => (
+            StatusCode::UNAUTHORIZED,
+            format!("Bearer resource_metadata=\"{metadata}\""),
+            "this server requires a bearer token: send Authorization: Bearer <token>".to_owned(),
+        ),
+        Refusal::Invalid(why) => (
+            StatusCode::UNAUTHORIZED,
+            format!(
+                "Bearer error=\"invalid_token\", error_description=\"{}\", resource_metadata=\"{metadata}\"",
+                quoted(why)
+            ),
+            format!("the bearer token is not valid: {why}"),
+        ),
+        Refusal::Scope(scope) => (
+            StatusCode::FORBIDDEN,
+            format!(
+                "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{metadata}\"",
+                quoted(scope)
+            ),
+            format!("the token lacks the scope {scope:?}"),
+        ),
+        Refusal::NoProfile(why) => (
+            StatusCode::FORBIDDEN,
+            format!("Bearer error=\"insufficient_scope\", resource_metadata=\"{metadata}\""),
+            why.clone(),
+        ),
+    };
+    let mut response = error(status, message);
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    response
+}
+
+fn sha256(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+/// Equality without an early exit, so response times say nothing about how much of a guess was right.
+fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
