@@ -408,7 +408,11 @@ fn foreign_hosts_and_origins_and_bad_tokens_are_refused_before_anything_runs() {
                 reply.text()
             );
             if status == 401 {
-                assert_eq!(reply.header("www-authenticate"), Some("Bearer"));
+                let challenge = reply.header("www-authenticate").unwrap_or_default();
+                assert!(
+                    challenge.starts_with("Bearer resource_metadata=\""),
+                    "{challenge}"
+                );
             }
             assert!(
                 reply.header("mcp-session-id").is_none(),

@@ -8,7 +8,13 @@ mod daemon;
 )]
 mod golden;
 mod harness;
+#[allow(
+    dead_code,
+    reason = "a test issuer: not every test uses every forgery it can make"
+)]
+mod issuer;
 
+mod auth;
 mod batch;
 mod budgets;
 mod cli;
