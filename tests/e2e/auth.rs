@@ -275,6 +275,23 @@ fn two_callers_see_different_tools_and_decisions_and_the_audit_names_each() {
 
     assert_eq!(tool_names(&mut reader), ["echo"]);
     assert_eq!(tool_names(&mut ci), ["calc", "echo", "stats"]);
+    // The batch API's definitions too.
+    let bearer = format!("Bearer {reader_token}");
+    let defs = http(
+        s.addr,
+        "GET",
+        "/v1/tools?format=anthropic",
+        &[("Authorization", &bearer)],
+        b"",
+    );
+    let defs: Value = serde_json::from_slice(&defs.body).unwrap();
+    let names: Vec<&str> = defs
+        .as_array()
+        .unwrap_or_else(|| panic!("{defs}"))
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["echo"]);
 
     let ok = reader.call("echo", json!({"text": "hi"})).unwrap();
     assert_eq!(ok["result"]["isError"], false, "{ok}");

@@ -52,7 +52,7 @@ const STREAM_BUFFER: usize = 64 << 10;
 /// tests and embedding ([`Server::batch_router`](super::Server::batch_router)). The daemon mounts
 /// `routes` on its own listener instead, behind its guard.
 pub(crate) fn router(shared: Arc<Shared>, config: &ServerConfig) -> Router {
-    super::auth::layer(routes(shared.clone(), config), &shared)
+    super::auth::layer(routes(shared.clone(), config), &shared, config)
         .layer(middleware::from_fn_with_state(
             super::http::body_deadlines(config),
             super::body::bounded,

@@ -84,7 +84,7 @@ pub(crate) fn app(
         .merge(plain)
         .merge(super::batch::routes(shared.clone(), config))
         .fallback(not_found);
-    super::auth::layer(routes, &shared)
+    super::auth::layer(routes, &shared, config)
         // Inside the guard: a refused request is answered before its body is read.
         .layer(middleware::from_fn_with_state(
             body_deadlines(config),

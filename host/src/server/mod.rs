@@ -4,7 +4,7 @@
 //! ([`crate::exec::CallOutcome`]); this module decides what a client sees: `isError` results for
 //! failures a model can act on, JSON-RPC errors only for requests that cannot be routed (an unknown
 //! tool, a forged `requestState`), HTTP status codes for what fails before MCP (Host, Origin, token:
-//! [`auth`] answers for the token and the caller behind it).
+//! the `auth` module answers for the token and the caller behind it).
 //!
 //! Both protocol eras are served at once: clients that `initialize` (up to 2025-11-25) get sessions,
 //! clients that send per-request `_meta` (2026-07-28) are served statelessly. Approvals use

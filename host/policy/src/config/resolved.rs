@@ -219,7 +219,7 @@ impl Config {
             .map(super::auth::resolve_auth)
             .transpose()?;
         let callers = super::auth::resolve_callers(&raw.callers)?;
-        let server = server::resolve_server(&raw.server, o)?;
+        let server = server::resolve_server(&raw.server, o, auth.is_some())?;
         if !callers.is_empty() && auth.is_none() && server.token.is_none() {
             return Err(invalid(
                 "callers",

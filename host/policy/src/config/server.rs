@@ -66,7 +66,13 @@ pub(super) fn resolve_pool(
     }))
 }
 
-pub(super) fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerConfig, ConfigError> {
+/// Check `[server]`; `oauth` says whether `[auth]` guards HTTP (enough, like a token, to serve
+/// beyond loopback).
+pub(super) fn resolve_server(
+    raw: &RawServer,
+    o: &Overrides,
+    oauth: bool,
+) -> Result<ServerConfig, ConfigError> {
     let http_text = o
         .http
         .clone()
@@ -84,11 +90,12 @@ pub(super) fn resolve_server(raw: &RawServer, o: &Overrides) -> Result<ServerCon
         })?),
         None => None,
     };
-    if token.is_none() && !http.ip().is_loopback() {
+    if token.is_none() && !oauth && !http.ip().is_loopback() {
         return Err(invalid(
             "server.http",
             format!(
-                "{http} is reachable beyond this machine; set `server.token-env` to require a bearer token"
+                "{http} is reachable beyond this machine; configure [auth] (OAuth tokens) or set \
+                 `server.token-env` to require a bearer token"
             ),
         ));
     }

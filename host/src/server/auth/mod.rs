@@ -137,10 +137,15 @@ impl Authenticator {
     }
 }
 
-/// `router` behind the authenticator `shared`'s config asks for, if any.
-pub(crate) fn layer(router: axum::Router, shared: &super::shared::Shared) -> axum::Router {
+/// `router` behind the authenticator that `server` (its static token) and the host's config
+/// (`[auth]`, `[[callers]]`) ask for, if any.
+pub(crate) fn layer(
+    router: axum::Router,
+    shared: &super::shared::Shared,
+    server: &ServerConfig,
+) -> axum::Router {
     let config = shared.pipeline.registry().config();
-    match Authenticator::new(&config.server, config.auth.as_ref(), &config.callers) {
+    match Authenticator::new(server, config.auth.as_ref(), &config.callers) {
         Some(auth) => router.layer(axum::middleware::from_fn_with_state(
             Arc::new(auth),
             authenticated,
