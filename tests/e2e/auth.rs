@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::daemon::{Daemon, HttpSession, MCP_HEADERS, http};
 use crate::harness::Env;
-use crate::issuer::{Alg, Issuer, now};
+use crate::issuer::{Alg, INTROSPECTION_CLIENT, Issuer, now};
 
 const AUDIENCE: &str = "https://tools.example.test/mcp";
 
@@ -21,7 +21,13 @@ struct Setup {
 }
 
 fn setup() -> Setup {
+    setup_with(|_| String::new(), &[])
+}
+
+/// The setup with more `[auth]` settings (given the issuer) and environment for the daemon.
+fn setup_with(more: impl Fn(&Issuer) -> String, vars: &[(&str, &str)]) -> Setup {
     let issuer = Issuer::start();
+    let more = more(&issuer);
     let config = format!(
         r#"
 [auth]
@@ -29,7 +35,7 @@ issuer = "{}"
 audience = "{AUDIENCE}"
 scopes-supported = ["mcp", "tools.read", "tools.all"]
 required-scope = "mcp"
-
+{more}
 [[callers]]
 name = "readers"
 match = {{ scope = "tools.read" }}
@@ -44,7 +50,7 @@ deny = ["stats"]
         issuer.url()
     );
     let env = Env::new(&["echo", "math"], &config);
-    let daemon = Daemon::start(&env, &["--no-watch", "--http", "127.0.0.1:0"]);
+    let daemon = Daemon::start_env(&env, &["--no-watch", "--http", "127.0.0.1:0"], vars);
     let addr = daemon.http.unwrap();
     Setup {
         issuer,
@@ -339,5 +345,40 @@ fn two_callers_see_different_tools_and_decisions_and_the_audit_names_each() {
         !log.contains(&reader_token) && !log.contains(&ci_token),
         "no token in the audit log"
     );
+    drop(s.daemon);
+}
+
+#[test]
+fn opaque_tokens_are_introspected_as_toolhosts_client() {
+    let s = setup_with(
+        |issuer| {
+            format!(
+                "[auth.introspection]\nurl = \"{}\"\nclient-id = \"{}\"\nclient-secret-env = \"INTROSPECT_SECRET\"\n",
+                issuer.introspection_url(),
+                INTROSPECTION_CLIENT.0
+            )
+        },
+        &[("INTROSPECT_SECRET", INTROSPECTION_CLIENT.1)],
+    );
+    let claims = |aud: &str| {
+        json!({"iss": s.issuer.url(), "aud": aud, "sub": "alice", "scope": "mcp tools.read",
+               "client_id": "opaque-client", "exp": now() + 300})
+    };
+    let active = s.issuer.opaque(&claims(AUDIENCE));
+    let mut session = s.session(&active);
+    assert_eq!(tool_names(&mut session), ["echo"]);
+    let ok = session.call("echo", json!({"text": "opaque"})).unwrap();
+    assert_eq!(ok["result"]["isError"], false, "{ok}");
+    let (status, challenge, _) = s.try_token("opaque-never-issued");
+    assert_eq!(status, 401);
+    assert!(challenge.contains("not active"), "{challenge}");
+    let elsewhere = s.issuer.opaque(&claims("https://other.example/mcp"));
+    let (status, challenge, _) = s.try_token(&elsewhere);
+    assert_eq!(status, 401);
+    assert!(challenge.contains("not for this server"), "{challenge}");
+    // JWTs still verify locally beside introspection.
+    assert_eq!(s.try_token(&s.token("alice", "mcp tools.read")).0, 200);
+    let record = s.env.audit().pop().unwrap();
+    assert_eq!(record["caller"]["client_id"], "opaque-client");
     drop(s.daemon);
 }

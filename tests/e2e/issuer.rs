@@ -60,6 +60,8 @@ struct State {
     keys: HashMap<String, Key>,
     /// The JWKs currently served at /jwks.json, in order.
     served: Vec<Value>,
+    /// Opaque tokens the introspection endpoint knows, with their claims.
+    opaque: HashMap<String, Value>,
 }
 
 /// State shared between the [`Issuer`] handle and its server thread.
@@ -108,6 +110,7 @@ impl Issuer {
             state: Mutex::new(State {
                 keys: HashMap::new(),
                 served: Vec::new(),
+                opaque: HashMap::new(),
             }),
             fetches: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
@@ -214,6 +217,23 @@ impl Issuer {
             state.served.retain(|served| served["kty"] != "RSA");
         }
         state.served.push(jwk);
+    }
+
+    /// An opaque (non-JWT) access token with these claims, answered by POST /introspect (RFC 7662)
+    /// to a client authenticating as [`INTROSPECTION_CLIENT`].
+    pub(crate) fn opaque(&self, claims: &Value) -> String {
+        let n = self.shared.files.fetch_add(1, Ordering::SeqCst);
+        let token = format!("opaque-{n}-{}", now());
+        self.shared
+            .state()
+            .opaque
+            .insert(token.clone(), claims.clone());
+        token
+    }
+
+    /// "http://127.0.0.1:PORT/introspect"
+    pub(crate) fn introspection_url(&self) -> String {
+        format!("{}/introspect", self.shared.origin)
     }
 
     /// How many times GET /jwks.json was answered, so tests can assert caching and
@@ -544,11 +564,15 @@ fn handle(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             n => head.extend_from_slice(&chunk[..n]),
         }
     };
+    let rest = head[end + 4..].to_vec();
     let head = String::from_utf8_lossy(&head[..end]);
     let mut request_line = head.lines().next().unwrap_or_default().split(' ');
     let method = request_line.next().unwrap_or_default();
     let target = request_line.next().unwrap_or_default();
     let path = target.split(['?', '#']).next().unwrap_or_default();
+    if method == "POST" && path == "/introspect" {
+        return introspect(&mut stream, shared, &head, &rest);
+    }
     if method != "GET" {
         return respond(
             &mut stream,
@@ -576,6 +600,61 @@ fn handle(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         }
         _ => respond(&mut stream, "404 Not Found", &json!({"error": "not_found"})),
     }
+}
+
+/// The client the introspection endpoint accepts (HTTP Basic), and its secret.
+pub(crate) const INTROSPECTION_CLIENT: (&str, &str) = ("toolhost", "introspect-secret");
+
+/// POST /introspect: `token=…` in a form body, the client by Basic auth; `{"active": …}`.
+fn introspect(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    head: &str,
+    read: &[u8],
+) -> std::io::Result<()> {
+    use base64::Engine as _;
+    let header = |name: &str| {
+        head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
+        })
+    };
+    let expected = base64::engine::general_purpose::STANDARD.encode(format!(
+        "{}:{}",
+        INTROSPECTION_CLIENT.0, INTROSPECTION_CLIENT.1
+    ));
+    if header("authorization") != Some(format!("Basic {expected}")) {
+        return respond(
+            stream,
+            "401 Unauthorized",
+            &json!({"error": "invalid_client"}),
+        );
+    }
+    let len: usize = header("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+        .min(MAX_REQUEST);
+    let mut body = read[..read.len().min(len)].to_vec();
+    let mut more = vec![0; len - body.len()];
+    stream.read_exact(&mut more)?;
+    body.extend_from_slice(&more);
+    let body = String::from_utf8_lossy(&body);
+    let token = body
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("token="))
+        .unwrap_or_default()
+        .replace("%2D", "-");
+    let answer = match shared.state().opaque.get(&token) {
+        Some(claims) => {
+            let mut a = claims.clone();
+            a["active"] = json!(true);
+            a
+        }
+        None => json!({"active": false}),
+    };
+    respond(stream, "200 OK", &answer)
 }
 
 /// Writes an HTTP/1.1 JSON response with Content-Length and `Connection: close`, then closes.

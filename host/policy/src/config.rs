@@ -18,7 +18,7 @@ mod resolved;
 mod server;
 mod sources;
 
-pub use self::auth::{ALGORITHMS, AuthConfig, RawAuth};
+pub use self::auth::{ALGORITHMS, AuthConfig, Introspection, RawAuth, RawIntrospection};
 pub use self::flags::Overrides;
 pub use self::grants::RawDir;
 pub use self::network::{RawNetwork, RawSecret};

@@ -36,6 +36,40 @@ pub struct RawAuth {
     pub scopes_supported: Vec<String>,
     /// A scope every token must carry (answered 403 `insufficient_scope` without it).
     pub required_scope: Option<String>,
+    /// Token introspection (RFC 7662), for opaque tokens.
+    pub introspection: Option<RawIntrospection>,
+}
+
+/// `[auth.introspection]` as written.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawIntrospection {
+    /// The introspection endpoint.
+    pub url: String,
+    /// toolhost's client id at the authorization server.
+    pub client_id: String,
+    /// The environment variable holding its client secret.
+    pub client_secret_env: String,
+}
+
+/// `[auth.introspection]`, checked: where to ask about an opaque token, and as whom.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Introspection {
+    /// The endpoint.
+    pub url: String,
+    /// The client id.
+    pub client_id: String,
+    /// The client secret (read from the environment at start).
+    pub client_secret: String,
+}
+
+impl std::fmt::Debug for Introspection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Introspection")
+            .field("url", &self.url)
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// `[auth]`, checked.
@@ -55,6 +89,8 @@ pub struct AuthConfig {
     pub scopes_supported: Vec<String>,
     /// A scope every token must carry.
     pub required_scope: Option<String>,
+    /// Where opaque tokens are introspected, if anywhere.
+    pub introspection: Option<Introspection>,
 }
 
 /// `https://`, or `http://` on a loopback host (a test issuer).
@@ -117,7 +153,33 @@ pub(super) fn resolve_auth(raw: &RawAuth) -> Result<AuthConfig, ConfigError> {
     if leeway > 300 {
         return Err(invalid("auth.leeway-s", "must be at most 300"));
     }
+    let introspection = match &raw.introspection {
+        None => None,
+        Some(i) => {
+            if !secure_url(&i.url) {
+                return Err(invalid(
+                    "auth.introspection.url",
+                    "must be an https:// URL (http:// only on loopback, for tests)",
+                ));
+            }
+            let secret = std::env::var(&i.client_secret_env).map_err(|_| {
+                invalid(
+                    "auth.introspection.client-secret-env",
+                    format!(
+                        "{} is not set in the daemon's environment",
+                        i.client_secret_env
+                    ),
+                )
+            })?;
+            Some(Introspection {
+                url: i.url.clone(),
+                client_id: i.client_id.clone(),
+                client_secret: secret,
+            })
+        }
+    };
     Ok(AuthConfig {
+        introspection,
         issuer: raw.issuer.trim_end_matches('/').to_owned(),
         audience: raw.audience.clone(),
         jwks_uri: raw.jwks_uri.clone(),

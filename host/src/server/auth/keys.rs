@@ -48,8 +48,6 @@ pub(crate) struct Keys {
 
 impl Keys {
     pub(crate) fn new(config: &AuthConfig) -> Result<Self, KeyError> {
-        // reqwest takes the process's default TLS provider: ours, ring.
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(10))

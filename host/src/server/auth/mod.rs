@@ -5,6 +5,7 @@
 //! or without a `[[callers]]` profile with 403, and hands the [`Caller`] of any other to the routes
 //! in the request's extensions. The protected-resource metadata itself is served here, unguarded.
 
+mod introspect;
 mod keys;
 mod token;
 
@@ -20,6 +21,7 @@ use sha2::{Digest, Sha256};
 use toolhost_policy::caller::{Access, Caller, Profiles};
 use toolhost_policy::config::{AuthConfig, ServerConfig};
 
+use self::introspect::Introspector;
 use self::keys::Keys;
 use super::reply::error;
 
@@ -42,8 +44,42 @@ pub(crate) enum Refusal {
 /// The checks, compiled from the config.
 pub(crate) struct Authenticator {
     static_token: Option<[u8; 32]>,
-    oauth: Option<(AuthConfig, Keys)>,
+    oauth: Option<OAuth>,
     profiles: Profiles,
+}
+
+/// OAuth access tokens: JWTs checked against the issuer's keys, opaque ones introspected.
+struct OAuth {
+    config: AuthConfig,
+    keys: Keys,
+    introspector: Option<Introspector>,
+}
+
+impl OAuth {
+    fn new(config: &AuthConfig) -> Result<Self, String> {
+        // reqwest takes the process's default TLS provider: ours, ring.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let introspector = config
+            .introspection
+            .as_ref()
+            .map(|i| Introspector::new(config, i))
+            .transpose()?;
+        Ok(Self {
+            config: config.clone(),
+            keys: Keys::new(config).map_err(|e| e.to_string())?,
+            introspector,
+        })
+    }
+
+    async fn verify(&self, token: &str) -> Result<Caller, String> {
+        let jwt = token.split('.').count() == 3;
+        match &self.introspector {
+            Some(i) if !jwt => i.introspect(token).await,
+            _ => token::verify(token, &self.config, &self.keys)
+                .await
+                .map_err(|e| e.to_string()),
+        }
+    }
 }
 
 impl Authenticator {
@@ -56,8 +92,8 @@ impl Authenticator {
         if server.token.is_none() && auth.is_none() {
             return None;
         }
-        let oauth = auth.and_then(|a| match Keys::new(a) {
-            Ok(keys) => Some((a.clone(), keys)),
+        let oauth = auth.and_then(|a| match OAuth::new(a) {
+            Ok(oauth) => Some(oauth),
             Err(e) => {
                 tracing::error!("OAuth tokens cannot be verified: {e}");
                 None
@@ -84,11 +120,9 @@ impl Authenticator {
             (Some(expected), _) if constant_time_eq(&sha256(given), expected) => {
                 Caller::static_token()
             }
-            (_, Some((config, keys))) => {
-                let caller = token::verify(given, config, keys)
-                    .await
-                    .map_err(|e| Refusal::Invalid(e.to_string()))?;
-                if let Some(scope) = &config.required_scope
+            (_, Some(oauth)) => {
+                let caller = oauth.verify(given).await.map_err(Refusal::Invalid)?;
+                if let Some(scope) = &oauth.config.required_scope
                     && !caller.scopes.contains(scope)
                 {
                     return Err(Refusal::Scope(scope.clone()));
@@ -107,8 +141,8 @@ impl Authenticator {
 
     /// The RFC 9728 document describing this resource.
     fn metadata(&self) -> serde_json::Value {
-        match &self.oauth {
-            Some((a, _)) => json!({
+        match self.oauth.as_ref().map(|o| &o.config) {
+            Some(a) => json!({
                 "resource": a.audience,
                 "authorization_servers": [a.issuer],
                 "bearer_methods_supported": ["header"],
@@ -122,7 +156,7 @@ impl Authenticator {
     /// The absolute URL of the metadata: beside the resource identifier when it is a URL, else on
     /// the host the request came to.
     fn metadata_url(&self, headers: &HeaderMap) -> String {
-        if let Some((a, _)) = &self.oauth
+        if let Some(OAuth { config: a, .. }) = &self.oauth
             && let Ok(uri) = a.audience.parse::<axum::http::Uri>()
             && let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority())
         {
