@@ -2,14 +2,16 @@
 # Installs the servers and tools the tests start on 127.0.0.1, from Debian packages:
 #   docker-registry   the CNCF distribution server (tests/e2e/oci.rs pushes to and pulls from it)
 #   openssl, curl     the independent cosign signer of those tests (tests/e2e/oci/cosign-sign.sh)
+#   prometheus        scrapes the daemon's /metrics in tests/e2e/prometheus.rs
 # Root, or passwordless sudo, installs what is missing (about 20 s); otherwise the script says what to
-# install and exits 0, and the tests that need it print SKIPPED (or fail, with TOOLHOST_REQUIRE_REGISTRY).
+# install and exits 0, and the tests that need it print SKIPPED (or fail, with TOOLHOST_REQUIRE_SERVICES).
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 missing=()
 [ -x /usr/bin/docker-registry ] || command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+[ -x /usr/bin/prometheus ] || command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 [ ${#missing[@]} -eq 0 ] && { echo "services: ready"; exit 0; }
 
 sudo=""
@@ -26,6 +28,6 @@ if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-rec
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
         { echo "services: SKIPPED: apt-get install ${missing[*]} failed"; exit 0; }
 fi
-# The package's own service (on :5000) is not ours: the tests start their own registries.
-$sudo systemctl disable --now docker-registry >/dev/null 2>&1 || true
+# The packages' own services (on :5000, :9090) are not ours: the tests start their own, on loopback.
+$sudo systemctl disable --now docker-registry prometheus prometheus-node-exporter >/dev/null 2>&1 || true
 echo "services: ready"

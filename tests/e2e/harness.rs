@@ -166,3 +166,23 @@ impl Called {
         self
     }
 }
+
+/// A server program the tests start (installed by scripts/services.sh), or `None` after printing
+/// SKIPPED for `test`; with TOOLHOST_REQUIRE_SERVICES set (as in CI) a missing one fails instead.
+pub(crate) fn service(program: &str, test: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin")])
+        .map(|d| d.join(program))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        let why = format!("{program} is not installed (scripts/services.sh installs it)");
+        assert!(
+            std::env::var_os("TOOLHOST_REQUIRE_SERVICES").is_none(),
+            "{test}: TOOLHOST_REQUIRE_SERVICES is set, but {why}"
+        );
+        eprintln!("SKIPPED {test}: {why}");
+    }
+    found
+}

@@ -29,5 +29,6 @@ mod network;
 mod oci;
 mod paths;
 mod pipeline;
+mod prometheus;
 mod sandbox;
 mod soak;

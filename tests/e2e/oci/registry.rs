@@ -1,6 +1,6 @@
 //! A real OCI registry for the tests: Debian's `docker-registry` (the CNCF distribution server),
 //! started on a free loopback port with its own storage, optionally behind htpasswd, stopped on drop.
-//! Missing, the tests print SKIPPED, or fail when TOOLHOST_REQUIRE_REGISTRY is set (as in CI, whose
+//! Missing, the tests print SKIPPED, or fail when TOOLHOST_REQUIRE_SERVICES is set (as in CI, whose
 //! scripts install it).
 
 use std::io::{BufRead, BufReader};
@@ -21,30 +21,10 @@ pub(crate) struct TestRegistry {
     dir: tempfile::TempDir,
 }
 
-fn binary() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TOOLHOST_DOCKER_REGISTRY") {
-        return Some(PathBuf::from(p));
-    }
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .chain([PathBuf::from("/usr/bin")])
-        .map(|d| d.join("docker-registry"))
-        .find(|p| p.is_file())
-}
-
 impl TestRegistry {
     /// A fresh registry, or `None` (having said why) when `docker-registry` is not installed.
     pub(crate) fn start(test: &str, with_auth: bool) -> Option<Self> {
-        let Some(bin) = binary() else {
-            let why = "docker-registry is not installed (scripts/services.sh installs it)";
-            assert!(
-                std::env::var_os("TOOLHOST_REQUIRE_REGISTRY").is_none(),
-                "{test}: TOOLHOST_REQUIRE_REGISTRY is set, but {why}"
-            );
-            eprintln!("SKIPPED {test}: {why}");
-            return None;
-        };
+        let bin = crate::harness::service("docker-registry", test)?;
         let dir = tempfile::tempdir().unwrap();
         let auth = if with_auth {
             std::fs::write(dir.path().join("htpasswd"), HTPASSWD).unwrap();
