@@ -11,6 +11,8 @@
 scripts/toolchains.sh
 # The OCI registry (Debian's docker-registry), openssl and curl for tests/e2e/oci.rs: about 20 s once.
 scripts/services.sh
+# The OTLP receiver of tests/e2e/telemetry.rs (opentelemetry-proto, in the repository's .venv).
+python_venv .venv tests/telemetry/requirements.txt .telemetry-requirements.sha256
 build_plugins_and_host
 cargo test --release --locked
 if [ -x tests/mcp/run.sh ]; then

@@ -27,3 +27,4 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod server;
 pub mod stats;
+pub mod telemetry;

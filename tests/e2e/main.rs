@@ -32,3 +32,4 @@ mod pipeline;
 mod prometheus;
 mod sandbox;
 mod soak;
+mod telemetry;

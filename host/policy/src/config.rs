@@ -22,7 +22,7 @@ pub use self::auth::{ALGORITHMS, AuthConfig, Introspection, RawAuth, RawIntrospe
 pub use self::flags::Overrides;
 pub use self::grants::RawDir;
 pub use self::network::{RawNetwork, RawSecret};
-pub use self::options::{AuditOptions, EngineOptions, OnFailure, PoolOptions};
+pub use self::options::{AuditOptions, EngineOptions, OnFailure, PoolOptions, TelemetryOptions};
 pub use self::raw::{RawAudit, RawCache, RawConfig, RawEngine, RawLimits, RawPlugin, RawServer};
 pub use self::resolved::{Config, PluginPolicy, ServerConfig};
 pub use self::sources::{PluginSource, RawRegistry, RawTrust, RegistrySettings, Sources};

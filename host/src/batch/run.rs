@@ -6,6 +6,7 @@
 //! cancels the calls that are running (the pipeline answers them as cancelled) and every call not
 //! yet started is answered as cancelled, each still with its audit line.
 
+use crate::telemetry;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,6 +37,8 @@ pub struct BatchOptions {
     pub approver: Option<Arc<dyn Approver>>,
     /// The authenticated caller, for every call of the batch.
     pub caller: Option<Arc<toolhost_policy::caller::Caller>>,
+    /// The batch's span, parent of each call's, when telemetry is on.
+    pub trace: Option<opentelemetry::Context>,
 }
 
 impl Default for BatchOptions {
@@ -44,6 +47,7 @@ impl Default for BatchOptions {
             concurrency: DEFAULT_CONCURRENCY,
             approver: None,
             caller: None,
+            trace: None,
         }
     }
 }
@@ -96,6 +100,15 @@ pub async fn run(
                     continue;
                 }
             };
+            let trace = options.trace.as_ref().map(|batch| {
+                use opentelemetry::KeyValue;
+                let attributes = vec![
+                    KeyValue::new("gen_ai.operation.name", "execute_tool"),
+                    KeyValue::new("gen_ai.tool.name", ready.name.clone()),
+                    KeyValue::new("gen_ai.tool.call.id", ready.id.clone()),
+                ];
+                telemetry::child_span(format!("execute_tool {}", ready.name), batch, attributes)
+            });
             let request = CallRequest {
                 tool: ready.name.clone(),
                 input: ready.input.clone(),
@@ -105,9 +118,16 @@ pub async fn run(
                 cancel: cancel.clone(),
                 approver: options.approver.clone(),
                 caller: options.caller.clone(),
+                trace: trace.clone(),
             };
             let pipeline = pipeline.clone();
-            let task = tasks.spawn(async move { (index, pipeline.call(request).await) });
+            let task = tasks.spawn(async move {
+                let outcome = pipeline.call(request).await;
+                if let Some(cx) = &trace {
+                    telemetry::end_span(cx, outcome.error_kind().map(telemetry::error_type));
+                }
+                (index, outcome)
+            });
             spawned.insert(task.id(), index);
         }
         while let Some(joined) = tasks.join_next().await {

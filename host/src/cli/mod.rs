@@ -84,10 +84,14 @@ impl Cli {
                     http: http.is_some().then_some(config.server.http),
                     hot_reload: !no_watch,
                 };
+                let telemetry = toolhost::telemetry::start(&config.telemetry).map_err(usage)?;
                 let server = Server::new(pipeline, config.server.clone());
-                toolhost::server::serve(server, options)
-                    .await
-                    .map_err(other)?;
+                let served = toolhost::server::serve(server, options).await;
+                // Spans and metrics of the last calls go out before the process does.
+                if let Some(t) = &telemetry {
+                    t.shutdown();
+                }
+                served.map_err(other)?;
                 Ok(0)
             }
             Command::Inspect { file } => inspect(&config, &file),
@@ -170,7 +174,7 @@ async fn batch(
     let options = toolhost::batch::BatchOptions {
         concurrency,
         approver: TtyApprover::open(),
-        caller: None,
+        ..toolhost::batch::BatchOptions::default()
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let on_signal = cancel.clone();

@@ -14,6 +14,7 @@ use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
 use crate::registry::{Catalog, Registry, Tool};
 use crate::sandbox::{CallIo, GuestError, RunError};
 use crate::stats::Stats;
+use crate::telemetry;
 use toolhost_policy::call::{ApprovalRequest, CallOutcome, ErrorKind};
 use toolhost_policy::caller::{Access, Caller};
 use toolhost_policy::gate::{Decision, PathGuard, defaults};
@@ -120,6 +121,7 @@ impl Pipeline {
         limit: Option<Duration>,
     ) -> (CallOutcome, StageTimes) {
         let mut clock = Stopwatch::start();
+        let wall_start = req.trace.as_ref().map(|_| std::time::SystemTime::now());
         let call_id = AuditRecord::new_call_id();
         let mut record = self
             .audit
@@ -179,7 +181,15 @@ impl Pipeline {
         self.stats
             .record(&req.tool, kind.map_or(Ok(()), Err), elapsed, finished.fuel);
         clock.mark(Stage::Record);
-        (finished.outcome, clock.finish())
+        let times = clock.finish();
+        if let (Some(parent), Some(started)) = (&req.trace, wall_start) {
+            telemetry::stage_spans(parent, started, &times);
+        }
+        if telemetry::is_on() {
+            let error = kind.map(telemetry::error_type);
+            telemetry::record_call(&req.tool, error, finished.fuel, finished.peak_memory);
+        }
+        (finished.outcome, times)
     }
 
     async fn run(
@@ -311,10 +321,12 @@ impl Pipeline {
                 if self.audit.write_begin(record).is_err() && self.audit.refuses_on_failure() {
                     return fail(ErrorKind::AuditUnavailable, audit_unavailable());
                 }
+                clock.mark(Stage::Gate);
                 let answer = tokio::select! {
                     a = approver.approve(&request) => Some(a),
                     () = req.cancel.cancelled() => None,
                 };
+                clock.mark(Stage::Approval);
                 let Some(answer) = answer else {
                     return fail(
                         ErrorKind::Cancelled,

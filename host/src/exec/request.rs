@@ -28,4 +28,6 @@ pub struct CallRequest {
     /// The authenticated caller (HTTP with a token), whose `[[callers]]` profile applies; `None`
     /// for the local operator (stdio, the CLI) and open HTTP.
     pub caller: Option<Arc<Caller>>,
+    /// The span this call's stage spans go under, when telemetry is on.
+    pub trace: Option<opentelemetry::Context>,
 }

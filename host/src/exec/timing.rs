@@ -13,8 +13,10 @@ pub struct StageTimes {
     pub find: Duration,
     /// Input bounds, schema validation and coercion.
     pub validate: Duration,
-    /// The permission decision (an approver's answer included, when one is asked).
+    /// The permission decision.
     pub gate: Duration,
+    /// Waiting for an approver's answer, when the gate asked.
+    pub approval: Duration,
     /// A slot, the input as text, then a fresh store, WASI context and instance.
     pub instantiate: Duration,
     /// The guest's own `call`, its host calls included: the only part that is the tool's work.
@@ -43,6 +45,7 @@ pub(crate) enum Stage {
     Find,
     Validate,
     Gate,
+    Approval,
     Instantiate,
     Shape,
     Record,
@@ -81,6 +84,7 @@ impl Stopwatch {
             Stage::Find => &mut t.find,
             Stage::Validate => &mut t.validate,
             Stage::Gate => &mut t.gate,
+            Stage::Approval => &mut t.approval,
             Stage::Instantiate => &mut t.instantiate,
             Stage::Shape => &mut t.shape,
             Stage::Record => &mut t.record,
@@ -129,6 +133,7 @@ mod tests {
             + t.find
             + t.validate
             + t.gate
+            + t.approval
             + t.instantiate
             + t.guest
             + t.teardown

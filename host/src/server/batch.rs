@@ -192,10 +192,22 @@ async fn tool_calls(
     let caller = caller.map(|Extension(c)| c);
     let batch_id = batch::new_batch_id();
     let cancel = api.shared.calls.child_token();
+    let trace = crate::telemetry::is_on().then(|| {
+        let parent = crate::telemetry::remote_parent(
+            headers.get("traceparent").and_then(|v| v.to_str().ok()),
+            headers.get("tracestate").and_then(|v| v.to_str().ok()),
+        );
+        let attributes = vec![
+            opentelemetry::KeyValue::new("toolhost.batch.id", batch_id.clone()),
+            opentelemetry::KeyValue::new("toolhost.batch.calls", batch.calls.len() as i64),
+        ];
+        crate::telemetry::server_span("batch".to_owned(), &parent, attributes)
+    });
     let options = BatchOptions {
         concurrency,
         approver: None,
         caller,
+        trace,
     };
     let run = Run {
         api: api.clone(),
@@ -285,14 +297,18 @@ impl Run {
             on_result,
         );
         tokio::pin!(run);
-        tokio::select! {
+        let report = tokio::select! {
             report = &mut run => report,
             () = tokio::time::sleep(api.request_timeout) => {
                 tracing::warn!(batch_id, "the batch took longer than the request timeout; cancelling it");
                 cancel.cancel();
                 run.await
             }
+        };
+        if let Some(cx) = &options.trace {
+            crate::telemetry::end_span(cx, report.has_errors().then_some("tool_error"));
         }
+        report
     }
 }
 

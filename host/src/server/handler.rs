@@ -24,6 +24,7 @@ use super::outcome::{self, Era};
 use super::progress::ProgressRelay;
 use super::shared::Shared;
 use crate::exec::{Approver, CallRequest, ErrorKind};
+use crate::telemetry;
 use toolhost_policy::caller::Caller;
 
 /// What clients read about this server at connection time.
@@ -180,6 +181,9 @@ impl McpServer {
             .get_progress_token()
             .map(|token| ProgressRelay::new(token, context.peer.clone()));
         let cancel = self.calls.child_token();
+        let started = std::time::Instant::now();
+        let trace = telemetry::is_on()
+            .then(|| request_span("tools/call", Some(&tool), &context, caller.as_deref()));
         let request = CallRequest {
             tool: tool.clone(),
             input: arguments.clone(),
@@ -189,6 +193,7 @@ impl McpServer {
             cancel: cancel.clone(),
             approver,
             caller,
+            trace: trace.clone(),
         };
         // The pipeline enforces the request timeout itself, so that the client, the audit log and
         // the stats all see `timeout`.
@@ -252,9 +257,75 @@ impl McpServer {
                 () = &mut pump => {}
             }
         }
+        if let Some(cx) = &trace {
+            let error = outcome.error_kind().map(telemetry::error_type);
+            end_request_span(cx, "tools/call", Some(&tool), error, started);
+        }
         let era = Era::of(context.protocol_version());
         outcome::to_result(&tool, outcome, era).map(Into::into)
     }
+}
+
+/// The server span of an MCP request, as the MCP semantic conventions name and attribute it, under
+/// the trace its `_meta.traceparent` continues.
+fn request_span(
+    method: &str,
+    tool: Option<&str>,
+    context: &RequestContext<RoleServer>,
+    caller: Option<&Caller>,
+) -> opentelemetry::Context {
+    use opentelemetry::KeyValue;
+    let meta = |key: &str| context.meta.get(key).and_then(Value::as_str);
+    let parent = telemetry::remote_parent(meta("traceparent"), meta("tracestate"));
+    let mut attributes = vec![
+        KeyValue::new("mcp.method.name", method.to_owned()),
+        KeyValue::new("jsonrpc.request.id", context.id.to_string()),
+    ];
+    if let Some(v) = context.protocol_version() {
+        attributes.push(KeyValue::new("mcp.protocol.version", v.to_string()));
+    }
+    let session = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.headers.get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok());
+    if let Some(id) = session {
+        attributes.push(KeyValue::new("mcp.session.id", id.to_owned()));
+    }
+    if let Some(tool) = tool {
+        attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_owned()));
+        attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+    }
+    if let Some(c) = caller {
+        attributes.push(KeyValue::new("enduser.id", c.subject.clone()));
+    }
+    let name = match tool {
+        Some(t) => format!("{method} {t}"),
+        None => method.to_owned(),
+    };
+    telemetry::server_span(name, &parent, attributes)
+}
+
+/// End a request's span and record `mcp.server.operation.duration`.
+fn end_request_span(
+    cx: &opentelemetry::Context,
+    method: &str,
+    tool: Option<&str>,
+    error: Option<&str>,
+    started: std::time::Instant,
+) {
+    use opentelemetry::KeyValue;
+    telemetry::end_span(cx, error);
+    let mut attributes = vec![KeyValue::new("mcp.method.name", method.to_owned())];
+    if let Some(t) = tool {
+        attributes.push(KeyValue::new("gen_ai.tool.name", t.to_owned()));
+    }
+    if let Some(e) = error {
+        attributes.push(KeyValue::new("error.type", e.to_owned()));
+    }
+    telemetry::instruments()
+        .operation
+        .record(started.elapsed().as_secs_f64(), &attributes);
 }
 
 /// The authenticated caller of an HTTP request (put there by [`super::auth`]); `None` on stdio.
@@ -286,9 +357,17 @@ impl ServerHandler for McpServer {
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let era = Era::of(context.protocol_version());
         let caller = caller_of(&context);
+        let started = std::time::Instant::now();
+        let trace = telemetry::is_on()
+            .then(|| request_span("tools/list", None, &context, caller.as_deref()));
         let pipeline = &self.shared.pipeline;
         let sees = |name: &str| pipeline.sees(caller.as_deref(), name);
-        listing::page(&pipeline.catalog(), cursor, PAGE_SIZE, era, sees)
+        let page = listing::page(&pipeline.catalog(), cursor, PAGE_SIZE, era, sees);
+        if let Some(cx) = &trace {
+            let error = page.as_ref().err().map(|_| "invalid_params");
+            end_request_span(cx, "tools/list", None, error, started);
+        }
+        page
     }
 
     // A tools server: rmcp would answer these with empty lists, as if prompts and resources were

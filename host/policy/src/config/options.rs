@@ -51,3 +51,19 @@ pub struct AuditOptions {
     /// What to do with a call when its record cannot be written.
     pub on_failure: OnFailure,
 }
+
+/// `[telemetry]`: OpenTelemetry spans and metrics over OTLP/HTTP. Off unless `enabled`; the standard
+/// `OTEL_*` variables (endpoint, headers, service name, intervals, `OTEL_SDK_DISABLED`) apply too.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, rename_all = "kebab-case", deny_unknown_fields)]
+pub struct TelemetryOptions {
+    /// Export spans and metrics.
+    pub enabled: bool,
+    /// The OTLP/HTTP base URL (`/v1/traces` and `/v1/metrics` are appended); default from
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`, else `http://localhost:4318`.
+    pub endpoint: Option<String>,
+    /// `service.name` of the resource; `OTEL_SERVICE_NAME` wins. Default `toolhost`.
+    pub service_name: Option<String>,
+    /// How often metrics are exported, in ms. Default 60000 (`OTEL_METRIC_EXPORT_INTERVAL`).
+    pub metrics_interval_ms: Option<u64>,
+}

@@ -49,6 +49,9 @@ pub struct RawConfig {
     /// Caller profiles, matched in order by token claims.
     #[serde(default)]
     pub callers: Vec<crate::caller::RawProfile>,
+    /// OpenTelemetry export.
+    #[serde(default)]
+    pub telemetry: super::TelemetryOptions,
 }
 
 /// Limits as written; every field optional so that plugins inherit the global ones.

@@ -96,6 +96,8 @@ pub struct Config {
     pub auth: Option<super::AuthConfig>,
     /// Caller profiles (`[[callers]]`); empty means every authenticated caller gets the host's policy.
     pub callers: crate::caller::Profiles,
+    /// OpenTelemetry export.
+    pub telemetry: super::TelemetryOptions,
 }
 
 impl Config {
@@ -276,6 +278,7 @@ impl Config {
             sources,
             auth,
             callers,
+            telemetry: raw.telemetry,
         })
     }
 
