@@ -155,6 +155,21 @@ pub(crate) fn instruments() -> &'static Instruments {
     })
 }
 
+/// Report `running()` as `toolhost.calls.running` at each metrics export.
+pub fn observe_running(running: impl Fn() -> u64 + Send + Sync + 'static) {
+    static GAUGE: OnceLock<opentelemetry::metrics::ObservableGauge<u64>> = OnceLock::new();
+    if !is_on() {
+        return;
+    }
+    GAUGE.get_or_init(|| {
+        global::meter(SCOPE)
+            .u64_observable_gauge("toolhost.calls.running")
+            .with_description("Tool calls executing in the sandbox now.")
+            .with_callback(move |o| o.observe(running(), &[]))
+            .build()
+    });
+}
+
 /// Count one finished call of `tool`.
 pub(crate) fn record_call(tool: &str, error: Option<&str>, fuel: Option<u64>, memory: Option<u64>) {
     let i = instruments();

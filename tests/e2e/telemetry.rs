@@ -203,4 +203,5 @@ fn spans_and_metrics_reach_an_otlp_receiver_with_the_mcp_conventions() {
         "{errors:?}"
     );
     assert!(!metric("toolhost.call.fuel").is_empty());
+    assert!(!metric("toolhost.calls.running").is_empty());
 }

@@ -67,6 +67,8 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
     }
     let Server { shared, config } = server;
     let pipeline = shared.pipeline.clone();
+    let gauged = pipeline.clone();
+    crate::telemetry::observe_running(move || gauged.running() as u64);
     let stop = CancellationToken::new();
     let mcp_stop = CancellationToken::new();
     let watch_stop = CancellationToken::new();

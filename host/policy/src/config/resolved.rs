@@ -222,6 +222,18 @@ impl Config {
             .transpose()?;
         let callers = super::auth::resolve_callers(&raw.callers)?;
         let server = server::resolve_server(&raw.server, o, auth.is_some())?;
+        if let Some(url) = &raw.telemetry.endpoint
+            && !url.parse::<http::Uri>().is_ok_and(|u| {
+                matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some()
+            })
+        {
+            return Err(invalid(
+                "telemetry.endpoint",
+                format!(
+                    "{url:?} is not an http:// or https:// URL (the OTLP/HTTP base, e.g. http://localhost:4318)"
+                ),
+            ));
+        }
         if !callers.is_empty() && auth.is_none() && server.token.is_none() {
             return Err(invalid(
                 "callers",
