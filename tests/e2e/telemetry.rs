@@ -159,6 +159,9 @@ fn spans_and_metrics_reach_an_otlp_receiver_with_the_mcp_conventions() {
     assert_eq!(failed["attributes"]["error.type"], "invalid_input");
     assert_eq!(failed["status"], 2, "STATUS_CODE_ERROR");
     assert_eq!(named("tools/list").len(), 1);
+    let init = named("initialize");
+    assert_eq!(init.len(), 1, "{spans:#?}");
+    assert_eq!(init[0]["attributes"]["mcp.method.name"], "initialize");
     // The batch's calls under the batch's span.
     let batch = named("batch");
     assert_eq!(batch.len(), 1, "{spans:#?}");

@@ -95,9 +95,11 @@ async def test_bearer_token_is_required_when_configured(ws, daemons):
     ws.config.write_text(ws.config.read_text().replace("[server]\n", '[server]\ntoken-env = "TOOLHOST_TEST_TOKEN"\n'))
     d = daemons(ws, env={"TOOLHOST_TEST_TOKEN": "s3cret-token"})
     status, headers, _ = http(d.base + "/health")
-    assert status == 401 and headers.get("www-authenticate") == "Bearer"
-    status, _, _ = http(d.base + "/health", headers={"Authorization": "Bearer wrong"})
+    # RFC 6750 / RFC 9728: the challenge points at the protected-resource metadata.
     assert status == 401
+    assert headers.get("www-authenticate", "").startswith('Bearer resource_metadata="http://')
+    status, headers, _ = http(d.base + "/health", headers={"Authorization": "Bearer wrong"})
+    assert status == 401 and 'error="invalid_token"' in headers.get("www-authenticate", "")
     status, _, _ = http(d.base + "/health", headers={"Authorization": "Bearer s3cret-token"})
     assert status == 200
     async with connect(ws, "http", "auto", daemon=d, headers={"Authorization": "Bearer s3cret-token"}) as client:

@@ -108,6 +108,8 @@ pub struct RawProfile {
     pub timeout_ms: Option<u64>,
     /// Fuel per call, at most.
     pub fuel: Option<u64>,
+    /// Guest memory per call, in MiB, at most.
+    pub memory_mb: Option<u64>,
 }
 
 /// A profile, compiled.
@@ -123,6 +125,8 @@ pub struct Profile {
     pub timeout_ms: Option<u64>,
     /// Its cap on a call's fuel.
     pub fuel: Option<u64>,
+    /// Its cap on a call's guest memory, in MiB.
+    pub memory_mb: Option<u64>,
 }
 
 impl Profile {
@@ -131,6 +135,7 @@ impl Profile {
         crate::grants::Caps {
             timeout: self.timeout_ms.map(std::time::Duration::from_millis),
             fuel: self.fuel,
+            memory_bytes: self.memory_mb.map(|mb| (mb as usize) << 20),
         }
     }
 
@@ -232,6 +237,9 @@ fn compile(index: usize, p: &RawProfile) -> Result<Profile, ProfileError> {
     if p.fuel == Some(0) {
         return Err(ProfileError::Zero("fuel"));
     }
+    if p.memory_mb == Some(0) {
+        return Err(ProfileError::Zero("memory-mb"));
+    }
     Ok(Profile {
         name: p
             .name
@@ -247,6 +255,7 @@ fn compile(index: usize, p: &RawProfile) -> Result<Profile, ProfileError> {
         })?,
         timeout_ms: p.timeout_ms,
         fuel: p.fuel,
+        memory_mb: p.memory_mb.map(|mb| mb.min(4096)),
     })
 }
 
@@ -284,6 +293,8 @@ mod tests {
             match = { scope = "tools.read" }
             tools = ["read_*", "grep"]
             mode = "plan"
+            timeout-ms = 500
+            memory-mb = 8
             deny = ["read_file(./secret/**)"]
             "#,
         );
@@ -299,6 +310,16 @@ mod tests {
             r.allows_tool("read_file") && r.allows_tool("grep") && !r.allows_tool("write_file")
         );
         assert!(r.rules.has_path_denials());
+        // Limits only go down.
+        let limits = crate::grants::Limits::default().capped(r.caps());
+        assert_eq!(limits.timeout, std::time::Duration::from_millis(500));
+        assert_eq!(limits.memory_bytes, 8 << 20);
+        assert_eq!(limits.fuel, crate::grants::Limits::default().fuel);
+        let small = crate::grants::Limits {
+            memory_bytes: 1 << 20,
+            ..crate::grants::Limits::default()
+        };
+        assert_eq!(small.capped(r.caps()).memory_bytes, 1 << 20);
         // ci-bot without the scope is not the CI profile, and reads nothing either.
         assert!(matches!(p.access(&caller("ci-bot", &[])), Access::Denied));
         assert!(matches!(

@@ -52,6 +52,8 @@ pub struct Caps {
     pub timeout: Option<Duration>,
     /// At most this much fuel.
     pub fuel: Option<u64>,
+    /// At most this much guest memory, in bytes.
+    pub memory_bytes: Option<usize>,
 }
 
 impl Limits {
@@ -62,6 +64,9 @@ impl Limits {
         }
         if let Some(f) = caps.fuel {
             self.fuel = self.fuel.min(f);
+        }
+        if let Some(m) = caps.memory_bytes {
+            self.memory_bytes = self.memory_bytes.min(m);
         }
         self
     }

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-    Implementation, ListPromptsRequestMethod, ListPromptsResult,
-    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsRequestMethod,
+    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
+    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
@@ -306,6 +306,25 @@ fn request_span(
     telemetry::server_span(name, &parent, attributes)
 }
 
+/// `answer` inside the server span of MCP request `method` (when telemetry is on), its JSON-RPC
+/// error code as `error.type` when it fails.
+async fn traced<T>(
+    method: &str,
+    context: &RequestContext<RoleServer>,
+    answer: impl Future<Output = Result<T, ErrorData>>,
+) -> Result<T, ErrorData> {
+    if !telemetry::is_on() {
+        return answer.await;
+    }
+    let started = std::time::Instant::now();
+    let caller = caller_of(context);
+    let cx = request_span(method, None, context, caller.as_deref());
+    let result = answer.await;
+    let code = result.as_ref().err().map(|e| e.code.0.to_string());
+    end_request_span(&cx, method, None, code.as_deref(), started);
+    result
+}
+
 /// End a request's span and record `mcp.server.operation.duration`.
 fn end_request_span(
     cx: &opentelemetry::Context,
@@ -372,30 +391,56 @@ impl ServerHandler for McpServer {
 
     // A tools server: rmcp would answer these with empty lists, as if prompts and resources were
     // supported without being declared; say plainly that they are not.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // rmcp's own body, inside a span.
+        traced("initialize", &context, async {
+            context.peer.set_peer_info(request.clone());
+            self.negotiate_initialize(&request)
+        })
+        .await
+    }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        traced("ping", &context, async { Ok(()) }).await
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
+        traced("prompts/list", &context, async {
+            Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
+        })
+        .await
     }
 
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListResourcesRequestMethod>())
+        traced("resources/list", &context, async {
+            Err(ErrorData::method_not_found::<ListResourcesRequestMethod>())
+        })
+        .await
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<
-            ListResourceTemplatesRequestMethod,
-        >())
+        traced("resources/templates/list", &context, async {
+            Err(ErrorData::method_not_found::<
+                ListResourceTemplatesRequestMethod,
+            >())
+        })
+        .await
     }
 
     fn get_tool(&self, name: &str) -> Option<McpTool> {
@@ -422,7 +467,11 @@ impl ServerHandler for McpServer {
         let modern = context
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        Err(unroutable(&request.method, request.params.as_ref(), modern))
+        let method = request.method.clone();
+        traced(&method, &context, async {
+            Err(unroutable(&request.method, request.params.as_ref(), modern))
+        })
+        .await
     }
 
     fn on_initialized(
