@@ -3,6 +3,9 @@
 #   docker-registry   the CNCF distribution server (tests/e2e/oci.rs pushes to and pulls from it)
 #   openssl, curl     the independent cosign signer of those tests (tests/e2e/oci/cosign-sign.sh)
 #   prometheus        scrapes the daemon's /metrics in tests/e2e/prometheus.rs
+#   postgresql        the shared state store of tests/e2e/state.rs and tests/e2e/fleet.rs (the server
+#                     binaries, /usr/lib/postgresql/<major>/bin; tests/e2e/services.rs runs initdb)
+#   haproxy           the load balancer in front of several daemons in tests/e2e/fleet.rs
 # Root, or passwordless sudo, installs what is missing (about 20 s); otherwise the script says what to
 # install and exits 0, and the tests that need it print SKIPPED (or fail, with TOOLHOST_REQUIRE_SERVICES).
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
@@ -12,6 +15,8 @@ missing=()
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 [ -x /usr/bin/prometheus ] || command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+[ -x /usr/sbin/haproxy ] || command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
 [ ${#missing[@]} -eq 0 ] && { echo "services: ready"; exit 0; }
 
 sudo=""
@@ -28,6 +33,8 @@ if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-rec
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
         { echo "services: SKIPPED: apt-get install ${missing[*]} failed"; exit 0; }
 fi
-# The packages' own services (on :5000, :9090) are not ours: the tests start their own, on loopback.
-$sudo systemctl disable --now docker-registry prometheus prometheus-node-exporter >/dev/null 2>&1 || true
+# The packages' own services (on :5000, :9090, :5432, haproxy's) are not ours: the tests start their
+# own, on loopback.
+$sudo systemctl disable --now docker-registry prometheus prometheus-node-exporter postgresql haproxy \
+    >/dev/null 2>&1 || true
 echo "services: ready"

@@ -8,7 +8,9 @@ use crate::audit::{AuditError, AuditLog};
 use crate::exec::Pipeline;
 use crate::registry::{Registry, RegistryError};
 use crate::sandbox::{Sandbox, SandboxError};
-use toolhost_policy::config::Config;
+use crate::state::StateError;
+use crate::tasks::Tasks;
+use toolhost_policy::config::{Config, StateStore};
 
 /// Why a host could not be wired.
 #[derive(Debug, thiserror::Error)]
@@ -39,4 +41,19 @@ pub async fn open(config: Config, max_calls: usize) -> Result<Pipeline, HostErro
     };
     let registry = open_registry(config).await?;
     Ok(Pipeline::new(Arc::new(registry), audit, max_calls))
+}
+
+/// The daemon's tasks over the store `config` names (opened and migrated), beating its heartbeat
+/// until the process ends. An embedded store is this daemon's alone: what a previous run left
+/// unfinished is failed now.
+pub async fn open_tasks(config: &Config) -> Result<Arc<Tasks>, StateError> {
+    let store = crate::state::open(&config.state).await?;
+    let embedded = matches!(config.state, StateStore::Embedded(_));
+    let tasks = Tasks::start(store, config.tasks, embedded).await?;
+    tokio::spawn(
+        tasks
+            .clone()
+            .keep(tokio_util::sync::CancellationToken::new()),
+    );
+    Ok(tasks)
 }

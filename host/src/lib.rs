@@ -15,7 +15,8 @@
 //! [`sandbox`] knows wasmtime; only [`server`] knows MCP and turns outcomes into wire errors; nothing
 //! imports the server or the CLI, and the policy crate knows none of them (the compiler checks it).
 //! [`distribution`] brings plugins from registries into a local store, which the registry loads
-//! from offline.
+//! from offline. [`state`] keeps what must outlive a request (task records and results) in SQLite
+//! or a PostgreSQL shared by many daemons; [`tasks`] runs long calls in the background over it.
 
 pub mod audit;
 pub mod batch;
@@ -26,5 +27,7 @@ pub mod registry;
 pub mod sandbox;
 pub mod scaffold;
 pub mod server;
+pub mod state;
 pub mod stats;
+pub mod tasks;
 pub mod telemetry;

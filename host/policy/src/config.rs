@@ -17,6 +17,7 @@ mod raw;
 mod resolved;
 mod server;
 mod sources;
+mod state;
 
 pub use self::auth::{ALGORITHMS, AuthConfig, Introspection, RawAuth, RawIntrospection};
 pub use self::flags::Overrides;
@@ -26,6 +27,7 @@ pub use self::options::{AuditOptions, EngineOptions, OnFailure, PoolOptions, Tel
 pub use self::raw::{RawAudit, RawCache, RawConfig, RawEngine, RawLimits, RawPlugin, RawServer};
 pub use self::resolved::{Config, PluginPolicy, ServerConfig};
 pub use self::sources::{PluginSource, RawRegistry, RawTrust, RegistrySettings, Sources};
+pub use self::state::{RawState, RawTasks, StateKey, StateStore, TaskOptions};
 
 /// Why a configuration was refused.
 #[derive(Debug, thiserror::Error)]

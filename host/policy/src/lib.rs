@@ -5,7 +5,7 @@
 //! ([`network`]), plugin sources and content digests ([`source`]), the OCI artifact and signature
 //! manifests ([`oci`]), the lockfile ([`lock`]), which signatures are trusted ([`trust`]), the
 //! operator's configuration ([`config`]), who calls and what their profile gives them
-//! ([`caller`]), the LLM batch wire formats ([`batch`]) and the types every call shares ([`call`]).
+//! ([`caller`]), long calls as tasks ([`task`]), the LLM batch wire formats ([`batch`]) and the types every call shares ([`call`]).
 //!
 //! No wasmtime, no MCP, no async runtime: the host crate (`toolhost`) runs what this crate decides,
 //! and the compiler keeps the arrows pointing that way. The one thing read from outside is the
@@ -21,6 +21,7 @@ pub mod lock;
 pub mod network;
 pub mod oci;
 pub mod source;
+pub mod task;
 pub mod text;
 pub mod tool;
 pub mod trust;

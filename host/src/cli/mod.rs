@@ -34,6 +34,39 @@ pub(crate) struct Failure {
     pub(crate) error: anyhow::Error,
 }
 
+/// Open the state store and give the server its tasks. A store that cannot be opened is a
+/// configuration error for the embedded file; a PostgreSQL server that is down is waited for in
+/// the background (`/ready` answers 503 meanwhile), unless its schema is newer than this build.
+async fn attach_tasks(server: &Server, config: &Config) -> anyhow::Result<()> {
+    use toolhost::state::StateError;
+    server.expect_tasks();
+    match toolhost::host::open_tasks(config).await {
+        Ok(tasks) => {
+            server.attach_tasks(tasks);
+            Ok(())
+        }
+        Err(e @ (StateError::Sqlite { .. } | StateError::TooNew { .. })) => Err(e.into()),
+        Err(e) => {
+            tracing::warn!("{e}; serving without tasks until the state store is reachable");
+            let (server, config) = (server.clone(), config.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    match toolhost::host::open_tasks(&config).await {
+                        Ok(tasks) => {
+                            tracing::info!("the state store is reachable: tasks are on");
+                            server.attach_tasks(tasks);
+                            return;
+                        }
+                        Err(e) => tracing::debug!("state store still unreachable: {e}"),
+                    }
+                }
+            });
+            Ok(())
+        }
+    }
+}
+
 fn usage(error: impl Into<anyhow::Error>) -> Failure {
     Failure {
         code: 2,
@@ -86,6 +119,7 @@ impl Cli {
                 };
                 let telemetry = toolhost::telemetry::start(&config.telemetry).map_err(usage)?;
                 let server = Server::new(pipeline, config.server.clone());
+                attach_tasks(&server, &config).await.map_err(usage)?;
                 let served = toolhost::server::serve(server, options).await;
                 // Spans and metrics of the last calls go out before the process does.
                 if let Some(t) = &telemetry {

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData;
@@ -32,19 +32,21 @@ use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
 use crate::exec::{ApprovalRequest, Approver};
+use crate::state::Store;
+use toolhost_policy::config::StateKey;
 
 /// Key of the approval question in `inputRequests` and of its answer in `inputResponses`.
 pub(crate) const APPROVAL_KEY: &str = "approval";
 /// How long a 2026-era approval question stays answerable.
 pub(crate) const STATE_TTL: Duration = Duration::from_secs(600);
 /// The question put to the user.
-fn question(r: &ApprovalRequest) -> String {
+pub(super) fn question(r: &ApprovalRequest) -> String {
     r.question()
 }
 
 /// The elicitation that asks for approval: a form with one checkbox, on by default; accepting the
 /// form approves, declining or cancelling denies, and so does accepting with the box cleared.
-fn elicitation(r: &ApprovalRequest) -> ElicitRequestParams {
+pub(super) fn elicitation(r: &ApprovalRequest) -> ElicitRequestParams {
     let schema = ElicitationSchema::builder()
         .optional_bool_with("approve", |b| {
             b.title("Run this call")
@@ -66,7 +68,7 @@ fn elicitation(r: &ApprovalRequest) -> ElicitRequestParams {
 }
 
 /// Whether an elicitation answer approves the call.
-fn approves(result: &ElicitResult) -> bool {
+pub(super) fn approves(result: &ElicitResult) -> bool {
     result.action == ElicitationAction::Accept
         && result
             .content
@@ -193,22 +195,55 @@ struct ApprovalState {
     input_digest: String,
 }
 
-/// Seals and opens 2026-era approval states; remembers which were used.
+/// Seals and opens 2026-era approval states; remembers which were used: in memory, or in the
+/// shared store once there is one, so that an answer replayed to another daemon is refused too.
 pub(crate) struct RequestStates {
     codec: RequestStateCodec,
     used: Mutex<HashMap<String, Instant>>,
+    store: OnceLock<Arc<dyn Store>>,
 }
 
 impl RequestStates {
-    /// States sealed with a fresh random key: they do not survive a restart, by design.
-    pub(crate) fn new() -> Self {
-        let key: Vec<u8> = (0..3)
-            .flat_map(|_| uuid::Uuid::new_v4().into_bytes())
-            .collect();
+    /// States sealed with `key` (`server.state-key-env`, the same on every daemon), or with a
+    /// fresh random key, which does not survive a restart.
+    pub(crate) fn new(key: Option<&StateKey>) -> Self {
+        let key: Vec<u8> = match key {
+            Some(k) => k.0.clone(),
+            None => (0..3)
+                .flat_map(|_| uuid::Uuid::new_v4().into_bytes())
+                .collect(),
+        };
         Self {
             codec: RequestStateCodec::new_unchecked(key),
             used: Mutex::new(HashMap::new()),
+            store: OnceLock::new(),
         }
+    }
+
+    /// Remember used states in `store` from now on.
+    pub(crate) fn use_store(&self, store: Arc<dyn Store>) {
+        let _ = self.store.set(store);
+    }
+
+    /// Whether `nonce` is used for the first time.
+    async fn first_use(&self, nonce: String) -> Result<bool, ErrorData> {
+        let ttl = i64::try_from(STATE_TTL.as_millis()).unwrap_or(i64::MAX);
+        if let Some(store) = self.store.get() {
+            return store
+                .use_once(&nonce, crate::state::now_ms() + ttl)
+                .await
+                .map_err(|e| {
+                    tracing::error!("cannot record a used requestState: {e}");
+                    ErrorData::internal_error(
+                        "toolhost could not check the approval; try again",
+                        None,
+                    )
+                });
+        }
+        let now = Instant::now();
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        used.retain(|_, expires| *expires > now);
+        Ok(used.insert(nonce, now + STATE_TTL).is_none())
     }
 
     /// The answer to a first `tools/call` whose approval must come from the user.
@@ -244,7 +279,7 @@ impl RequestStates {
     /// Open the state a client echoed with its answer; the approver that gives that answer, or
     /// `None` when the retry carries no answer (the question is then asked again, as SEP-2322
     /// recommends, and the state stays unused).
-    pub(crate) fn answered(
+    pub(crate) async fn answered(
         &self,
         tool: &str,
         arguments: &Value,
@@ -271,10 +306,7 @@ impl RequestStates {
                 None,
             )
         })?;
-        let now = Instant::now();
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
-        used.retain(|_, expires| *expires > now);
-        if used.insert(state.nonce, now + STATE_TTL).is_some() {
+        if !self.first_use(state.nonce).await? {
             return Err(ErrorData::invalid_params(
                 "requestState was already used; call the tool again without requestState",
                 None,
@@ -330,17 +362,19 @@ mod tests {
 
     #[tokio::test]
     async fn accepted_answer_approves_once() {
-        let states = RequestStates::new();
+        let states = RequestStates::new(None);
         let args = json!({"path": "a.txt", "content": "x"});
         let sealed = round_one(&states, &args);
         let accept = responses(json!({"action": "accept", "content": {"approve": true}}));
         let a = states
             .answered("write_file", &args, &sealed, Some(&accept))
+            .await
             .unwrap()
             .unwrap();
         assert!(decide(&a).await);
         let replay = states
             .answered("write_file", &args, &sealed, Some(&accept))
+            .await
             .err()
             .unwrap();
         assert!(
@@ -352,7 +386,7 @@ mod tests {
 
     #[tokio::test]
     async fn declined_or_unchecked_answer_denies() {
-        let states = RequestStates::new();
+        let states = RequestStates::new(None);
         let args = json!({"path": "a.txt", "content": "x"});
         for answer in [
             json!({"action": "decline"}),
@@ -362,15 +396,16 @@ mod tests {
             let sealed = round_one(&states, &args);
             let a = states
                 .answered("write_file", &args, &sealed, Some(&responses(answer)))
+                .await
                 .unwrap()
                 .unwrap();
             assert!(!decide(&a).await);
         }
     }
 
-    #[test]
-    fn state_is_bound_to_tool_and_arguments() {
-        let states = RequestStates::new();
+    #[tokio::test]
+    async fn state_is_bound_to_tool_and_arguments() {
+        let states = RequestStates::new(None);
         let args = json!({"path": "a.txt", "content": "x"});
         let sealed = round_one(&states, &args);
         let accept = responses(json!({"action": "accept"}));
@@ -378,30 +413,34 @@ mod tests {
         assert!(
             states
                 .answered("write_file", &other_args, &sealed, Some(&accept))
+                .await
                 .is_err()
         );
         assert!(
             states
                 .answered("rm", &args, &sealed, Some(&accept))
+                .await
                 .is_err()
         );
         let forged = format!("{sealed}x");
         assert!(
             states
                 .answered("write_file", &args, &forged, Some(&accept))
+                .await
                 .is_err()
         );
-        let other_daemon = RequestStates::new();
+        let other_daemon = RequestStates::new(None);
         assert!(
             other_daemon
                 .answered("write_file", &args, &sealed, Some(&accept))
+                .await
                 .is_err()
         );
     }
 
-    #[test]
-    fn retry_without_an_answer_asks_again_and_keeps_the_state_usable() {
-        let states = RequestStates::new();
+    #[tokio::test]
+    async fn retry_without_an_answer_asks_again_and_keeps_the_state_usable() {
+        let states = RequestStates::new(None);
         let args = json!({"path": "a.txt", "content": "x"});
         let sealed = round_one(&states, &args);
         let other = responses(json!({"action": "accept"}));
@@ -410,12 +449,14 @@ mod tests {
         assert!(
             states
                 .answered("write_file", &args, &sealed, Some(&other))
+                .await
                 .unwrap()
                 .is_none()
         );
         assert!(
             states
                 .answered("write_file", &args, &sealed, None)
+                .await
                 .unwrap()
                 .is_none()
         );
@@ -423,6 +464,7 @@ mod tests {
         assert!(
             states
                 .answered("write_file", &args, &sealed, Some(&accept))
+                .await
                 .unwrap()
                 .is_some()
         );
@@ -431,6 +473,7 @@ mod tests {
         assert!(
             states
                 .answered("write_file", &args, &sealed, Some(&garbage))
+                .await
                 .is_err()
         );
     }

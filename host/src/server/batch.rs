@@ -73,6 +73,10 @@ pub(crate) fn routes(shared: Arc<Shared>, config: &ServerConfig) -> Router {
     };
     Router::new()
         .route("/v1/tool-calls", post(tool_calls))
+        .route(
+            "/v1/tool-calls/{id}",
+            get(super::deferred::status).with_state(api.shared.clone()),
+        )
         .route("/v1/tools", get(tools))
         .with_state(api)
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
@@ -101,6 +105,8 @@ struct CallParams {
     format: Option<String>,
     stream: Option<String>,
     concurrency: Option<String>,
+    #[serde(rename = "async")]
+    deferred: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -209,6 +215,11 @@ async fn tool_calls(
         caller,
         trace,
     };
+    match params.deferred.as_deref() {
+        None | Some("false") => {}
+        Some("true") => return super::deferred::start(&api.shared, batch, options).await,
+        Some(other) => return bad_request(format!("async must be true or false, not {other:?}")),
+    }
     let run = Run {
         api: api.clone(),
         batch_id: batch_id.clone(),

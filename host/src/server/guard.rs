@@ -233,6 +233,7 @@ mod tests {
             max_connections: 1,
             max_concurrent_calls: 1,
             shutdown_grace: Duration::from_secs(1),
+            state_key: None,
         }
     }
 

@@ -7,11 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
+    CreateTaskResult, CustomRequest, CustomResult, ErrorCode, GetTaskParams, GetTaskResult,
     Implementation, InitializeRequestParams, InitializeResult, ListPromptsRequestMethod,
     ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
     ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
+    UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
@@ -23,9 +25,11 @@ use super::listing::{self, PAGE_SIZE};
 use super::outcome::{self, Era};
 use super::progress::ProgressRelay;
 use super::shared::Shared;
+use super::tasks::{self, AskVia, TaskCall};
 use crate::exec::{Approver, CallRequest, ErrorKind};
 use crate::telemetry;
 use toolhost_policy::caller::Caller;
+use toolhost_policy::task::{TaskChoice, TaskSupport, owner_of};
 
 /// What clients read about this server at connection time.
 const INSTRUCTIONS: &str = "toolhost runs each tool in its own WebAssembly sandbox with only the files and \
@@ -152,14 +156,67 @@ impl McpServer {
             .client_capabilities()
             .and_then(|c| c.elicitation)
             .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        if !modern {
+            let support = shared
+                .pipeline
+                .catalog()
+                .get(&tool)
+                .map_or(TaskSupport::Never, |t| t.plugin.policy.task);
+            if support.asked(false) == TaskChoice::Refuse {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!(
+                        "tool {tool} runs only as a task: call it with `task` (2025-11-25 tasks)"
+                    ),
+                    None,
+                ));
+            }
+        }
+        if modern && request.request_state.is_none() {
+            let declared = context
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks());
+            let support = shared
+                .pipeline
+                .catalog()
+                .get(&tool)
+                .map_or(TaskSupport::Never, |t| t.plugin.policy.task);
+            match support.offered(declared) {
+                TaskChoice::Inline => {}
+                TaskChoice::Refuse => {
+                    return Err(ErrorData::missing_required_client_capability(
+                        ClientCapabilities::builder().enable_tasks().build(),
+                    ));
+                }
+                TaskChoice::Task => {
+                    let call = TaskCall {
+                        tool,
+                        arguments,
+                        caller,
+                        era: Era::of(context.protocol_version()),
+                        ask: if elicits {
+                            AskVia::Task
+                        } else {
+                            AskVia::Nobody
+                        },
+                        ttl: None,
+                    };
+                    let record = tasks::start(shared, call).await?;
+                    let poll = tasks::tasks_of(shared)?.options().poll_interval;
+                    return Ok(CallToolResponse::Task(CreateTaskResult::new(tasks::task(
+                        &record, poll,
+                    ))));
+                }
+            }
+        }
         let mut question = None;
         let answered = match (&request.request_state, modern) {
-            (Some(state), true) => shared.states.answered(
-                &tool,
-                &arguments,
-                state,
-                request.input_responses.as_ref(),
-            )?,
+            (Some(state), true) => {
+                shared
+                    .states
+                    .answered(&tool, &arguments, state, request.input_responses.as_ref())
+                    .await?
+            }
             _ => None,
         };
         let approver: Option<Arc<dyn Approver>> = match (answered, modern, elicits) {
@@ -358,14 +415,19 @@ fn caller_of(context: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
-        .with_instructions(INSTRUCTIONS)
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed();
+        // The 2026 tasks extension, once the state store is open (2025-11-25's `tasks` capability
+        // is added on the wire: rmcp has no field for it).
+        let capabilities = if self.shared.tasks().is_some() {
+            capabilities.enable_tasks().build()
+        } else {
+            capabilities.build()
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -459,6 +521,58 @@ impl ServerHandler for McpServer {
         self.call(request, context).await
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        traced("tasks/get", &context, async {
+            let tasks = tasks::tasks_of(&self.shared)?;
+            let owner = owner_of(caller_of(&context).as_deref());
+            let record = tasks
+                .get(&request.task_id, &owner)
+                .await
+                .map_err(tasks::task_error)?;
+            let poll = tasks.options().poll_interval;
+            Ok(GetTaskResult::new(tasks::detailed(&record, poll)))
+        })
+        .await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        traced("tasks/update", &context, async {
+            let tasks = tasks::tasks_of(&self.shared)?;
+            let owner = owner_of(caller_of(&context).as_deref());
+            let answers = serde_json::to_value(&request.input_responses).unwrap_or_default();
+            tasks
+                .respond(&request.task_id, &owner, answers)
+                .await
+                .map_err(tasks::task_error)
+        })
+        .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        traced("tasks/cancel", &context, async {
+            let tasks = tasks::tasks_of(&self.shared)?;
+            let owner = owner_of(caller_of(&context).as_deref());
+            tasks
+                .cancel(&request.task_id, &owner)
+                .await
+                .map(drop)
+                .map_err(tasks::task_error)
+        })
+        .await
+    }
+
     async fn on_custom_request(
         &self,
         request: CustomRequest,
@@ -469,6 +583,16 @@ impl ServerHandler for McpServer {
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
         let method = request.method.clone();
         traced(&method, &context, async {
+            if !modern && tasks::LEGACY_METHODS.contains(&method.as_str()) {
+                let caller = caller_of(&context);
+                let ask = match context.client_capabilities().and_then(|c| c.elicitation) {
+                    Some(_) => AskVia::Peer(context.peer.clone()),
+                    None => AskVia::Nobody,
+                };
+                let params = request.params.clone().unwrap_or(Value::Null);
+                let answer = tasks::legacy(&self.shared, &method, params, caller, ask).await?;
+                return Ok(CustomResult(answer));
+            }
             Err(unroutable(&request.method, request.params.as_ref(), modern))
         })
         .await

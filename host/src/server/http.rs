@@ -60,6 +60,7 @@ pub(crate) fn app(
 
     let plain = Router::new()
         .route("/health", get(health))
+        .route("/ready", get(ready))
         .route("/metrics", get(metrics))
         .with_state(shared.clone())
         .route_layer(middleware::from_fn_with_state(
@@ -68,6 +69,10 @@ pub(crate) fn app(
         ));
     let mcp = Router::new()
         .route_service("/mcp", mcp)
+        .route_layer(middleware::from_fn_with_state(
+            shared.clone(),
+            super::legacy::tasks,
+        ))
         .route_layer(middleware::from_fn_with_state(
             sessions,
             super::compat::revisions,
@@ -228,6 +233,36 @@ type Gauge = (
     &'static str,
     Vec<(&'static [(&'static str, &'static str)], usize)>,
 );
+
+/// Readiness, for a load balancer: 503 while the state store is configured but not reachable,
+/// and from the start of shutdown (so that the balancer drains this daemon); `/health` stays
+/// liveness.
+async fn ready(State(shared): State<Arc<Shared>>) -> Response {
+    if shared.stopping.is_cancelled() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "stopping"})),
+        )
+            .into_response();
+    }
+    let wants = shared.wants_tasks.load(std::sync::atomic::Ordering::SeqCst);
+    let store = match shared.tasks() {
+        Some(tasks) => match tasks.store().ping().await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        },
+        None if wants => Err("the state store is not open yet".to_owned()),
+        None => Ok(()),
+    };
+    match store {
+        Ok(()) => Json(json!({"status": "ready"})).into_response(),
+        Err(why) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "unavailable", "state": why})),
+        )
+            .into_response(),
+    }
+}
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
     let mut text = Exposition::new();

@@ -8,7 +8,8 @@
 //!
 //! Both protocol eras are served at once: clients that `initialize` (up to 2025-11-25) get sessions,
 //! clients that send per-request `_meta` (2026-07-28) are served statelessly. Approvals use
-//! elicitation requests in the first era and the input-required round trip in the second.
+//! elicitation requests in the first era and the input-required round trip in the second. Long
+//! calls may run as tasks in both eras ([`tasks`], with [`legacy`] for 2025-11-25's wire).
 //!
 //! It must not reach past [`crate::exec`]: no gate decisions, no sandbox, no audit writes of its own.
 
@@ -17,9 +18,11 @@ mod auth;
 mod batch;
 mod body;
 mod compat;
+mod deferred;
 mod guard;
 mod handler;
 mod http;
+mod legacy;
 mod listener;
 mod listing;
 mod outcome;
@@ -28,6 +31,7 @@ mod reply;
 mod run;
 mod shared;
 mod stdio;
+mod tasks;
 
 pub use self::batch::BATCH_ID_HEADER;
 pub use self::handler::McpServer;

@@ -1,8 +1,8 @@
 //! State shared by every MCP session, route and transport of one daemon: the pipeline, the calls
 //! in flight, and the shutdown signals, built once ([`Server::new`]). It owns no sockets.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -14,6 +14,7 @@ use toolhost_policy::config::ServerConfig;
 use super::approval::RequestStates;
 use super::handler::McpServer;
 use crate::exec::Pipeline;
+use crate::tasks::Tasks;
 
 /// One daemon's server state over a pipeline, built once: [`serve`](super::serve) runs it, and
 /// tests and embedders take its routes or an MCP handler from it. Cheap to clone.
@@ -24,11 +25,25 @@ pub struct Server {
 }
 
 impl Server {
-    /// The server state for `pipeline`, limited and guarded as `config` says.
+    /// The server state for `pipeline`, limited and guarded as `config` says, without tasks.
     pub fn new(pipeline: Arc<Pipeline>, config: ServerConfig) -> Self {
         Self {
-            shared: Arc::new(Shared::new(pipeline, config.approval_timeout)),
+            shared: Arc::new(Shared::new(pipeline, &config)),
             config: Arc::new(config),
+        }
+    }
+
+    /// Say that a state store is configured: `/ready` answers 503 until [`Self::attach_tasks`].
+    pub fn expect_tasks(&self) {
+        self.shared.wants_tasks.store(true, Ordering::SeqCst);
+    }
+
+    /// Tasks from now on (the daemon opens the state store after its first answer, so that
+    /// `/ready` can say it is not reachable yet); at most once.
+    pub fn attach_tasks(&self, tasks: Arc<Tasks>) {
+        self.shared.states.use_store(tasks.store().clone());
+        if self.shared.tasks.set(tasks).is_err() {
+            tracing::warn!("tasks were attached twice; keeping the first store");
         }
     }
 
@@ -67,19 +82,46 @@ pub(crate) struct Shared {
     pub(crate) in_flight: InFlight,
     /// How long an approval question may stay unanswered.
     pub(crate) approval_timeout: Duration,
+    /// Long calls as tasks, once the state store is open.
+    pub(crate) tasks: OnceLock<Arc<Tasks>>,
+    /// Whether durable state is configured at all (else tasks never come, and `/ready` does not
+    /// wait for them).
+    pub(crate) wants_tasks: AtomicBool,
 }
 
 impl Shared {
     /// State for a daemon serving `pipeline`.
-    fn new(pipeline: Arc<Pipeline>, approval_timeout: Duration) -> Self {
+    fn new(pipeline: Arc<Pipeline>, config: &ServerConfig) -> Self {
         Self {
             pipeline,
-            states: RequestStates::new(),
+            states: RequestStates::new(config.state_key.as_ref()),
             stopping: CancellationToken::new(),
             calls: CancellationToken::new(),
             in_flight: InFlight::default(),
-            approval_timeout,
+            approval_timeout: config.approval_timeout,
+            tasks: OnceLock::new(),
+            wants_tasks: AtomicBool::new(false),
         }
+    }
+
+    /// The tasks, once the store is open.
+    pub(crate) fn tasks(&self) -> Option<&Arc<Tasks>> {
+        self.tasks.get()
+    }
+
+    /// Count a call in flight until the guard drops; the guard may move to another task.
+    pub(crate) fn enter_owned(self: &Arc<Self>) -> OwnedFlight {
+        self.in_flight.count.fetch_add(1, Ordering::SeqCst);
+        OwnedFlight(self.clone())
+    }
+}
+
+/// A call in flight, counted until dropped (see [`Shared::enter_owned`]).
+pub(crate) struct OwnedFlight(Arc<Shared>);
+
+impl Drop for OwnedFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.leave();
     }
 }
 
@@ -98,6 +140,12 @@ impl InFlight {
     pub(crate) fn enter(&self) -> InFlightGuard<'_> {
         self.count.fetch_add(1, Ordering::SeqCst);
         InFlightGuard(self)
+    }
+
+    fn leave(&self) {
+        if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.idle.notify_waiters();
+        }
     }
 
     /// Calls in flight now.
@@ -121,9 +169,7 @@ impl InFlight {
 
 impl Drop for InFlightGuard<'_> {
     fn drop(&mut self) {
-        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.idle.notify_waiters();
-        }
+        self.0.leave();
     }
 }
 

@@ -42,6 +42,8 @@ pub(super) enum Kind {
     Lock,
     /// A trusted signing key.
     Key,
+    /// The embedded state database (task records and results).
+    State,
 }
 
 impl Kind {
@@ -55,6 +57,7 @@ impl Kind {
             Self::Store => "the plugin store",
             Self::Lock => "the lockfile",
             Self::Key => "a trusted signing key",
+            Self::State => "the state database",
         }
     }
 
@@ -70,6 +73,7 @@ impl Kind {
             Self::Store => "read or fill the store pulled plugins load from",
             Self::Lock => "repin the digests pulled plugins load at",
             Self::Key => "replace the key that decides which plugins are trusted",
+            Self::State => "read other callers' task results, or forge them",
         }
     }
 }
@@ -130,6 +134,8 @@ pub(super) struct OwnFiles<'a> {
     pub(super) cache_dir: &'a Option<PathBuf>,
     /// The store, the lockfile.
     pub(super) sources: &'a Sources,
+    /// The embedded state database, when state is not in PostgreSQL.
+    pub(super) state: Option<&'a Path>,
 }
 
 /// toolhost's own files, which no grant may reach, with the settings that name them.
@@ -145,6 +151,7 @@ pub(super) fn protected_paths(
         audit_path,
         cache_dir,
         sources,
+        state,
     } = *own;
     let entry = |setting: &str, path: &Path, kind| Protected {
         setting: setting.to_string(),
@@ -173,6 +180,9 @@ pub(super) fn protected_paths(
     }
     if let Some((p, setting)) = config_file {
         out.push(entry(setting, p, Kind::Config));
+    }
+    if let Some(p) = state {
+        out.push(entry("state.path", p, Kind::State));
     }
     out.push(entry(
         "(beside the config file)",

@@ -52,6 +52,12 @@ pub struct RawConfig {
     /// OpenTelemetry export.
     #[serde(default)]
     pub telemetry: super::TelemetryOptions,
+    /// Where task records and results are kept.
+    #[serde(default)]
+    pub state: super::RawState,
+    /// How long tasks are kept, and how clients poll them.
+    #[serde(default)]
+    pub tasks: super::RawTasks,
 }
 
 /// Limits as written; every field optional so that plugins inherit the global ones.
@@ -128,6 +134,9 @@ pub struct RawServer {
     pub max_concurrent_calls: Option<usize>,
     /// How long shutdown waits for calls in flight, in ms.
     pub shutdown_grace_ms: Option<u64>,
+    /// Name of the environment variable holding the key that seals approval states; the same on
+    /// every daemon behind one load balancer.
+    pub state_key_env: Option<String>,
 }
 
 /// `[engine]` as written.
@@ -179,6 +188,8 @@ pub struct RawPlugin {
     /// Named secrets, given as env vars or as headers the host adds to requests.
     #[serde(default)]
     pub secrets: BTreeMap<String, RawSecret>,
+    /// Whether its tools run as tasks; default from its timeout.
+    pub task: Option<crate::task::TaskSupport>,
 }
 
 /// Read and parse the file at `path`.

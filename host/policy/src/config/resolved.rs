@@ -38,6 +38,8 @@ pub struct PluginPolicy {
     pub disabled: bool,
     /// Where its component comes from, when not from the plugins folder.
     pub source: Option<PluginSource>,
+    /// Whether its tools run as tasks.
+    pub task: crate::task::TaskSupport,
 }
 
 /// Daemon settings, resolved.
@@ -65,6 +67,8 @@ pub struct ServerConfig {
     pub max_concurrent_calls: usize,
     /// Shutdown grace period.
     pub shutdown_grace: Duration,
+    /// The key that seals approval states, shared by every daemon; `None`: a random one per start.
+    pub state_key: Option<super::StateKey>,
 }
 
 /// The validated configuration.
@@ -98,6 +102,10 @@ pub struct Config {
     pub callers: crate::caller::Profiles,
     /// OpenTelemetry export.
     pub telemetry: super::TelemetryOptions,
+    /// Where task records and results are kept.
+    pub state: super::StateStore,
+    /// How long tasks are kept, and how clients poll them.
+    pub tasks: super::TaskOptions,
 }
 
 impl Config {
@@ -158,6 +166,7 @@ impl Config {
             )?,
             disabled: false,
             source: None,
+            task: crate::task::TaskSupport::default_for(defaults.0.timeout),
         };
         let mut plugins = BTreeMap::new();
         for (name, p) in &raw.plugins {
@@ -193,6 +202,9 @@ impl Config {
                     permissions,
                     disabled: p.disabled,
                     source: resolve_source(p.source.as_deref(), p.sha256.as_deref(), &key)?,
+                    task: p
+                        .task
+                        .unwrap_or_else(|| crate::task::TaskSupport::default_for(limits.timeout)),
                 },
             );
         }
@@ -222,6 +234,19 @@ impl Config {
             .transpose()?;
         let callers = super::auth::resolve_callers(&raw.callers)?;
         let server = server::resolve_server(&raw.server, o, auth.is_some())?;
+        let audit_dir = audit_path
+            .as_deref()
+            .and_then(Path::parent)
+            .map_or_else(|| base.join(".toolhost"), Path::to_path_buf);
+        let state = super::state::resolve_store(&raw.state, base, &audit_dir)?;
+        let tasks = super::state::resolve_tasks(&raw.tasks)?;
+        if matches!(state, super::StateStore::Postgres(_)) && server.state_key.is_none() {
+            return Err(invalid(
+                "server.state-key-env",
+                "daemons that share a PostgreSQL [state] must share the key that seals approval \
+                 states: set server.state-key-env to a variable holding at least 32 random bytes",
+            ));
+        }
         if let Some(url) = &raw.telemetry.endpoint
             && !url.parse::<http::Uri>().is_ok_and(|u| {
                 matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some()
@@ -273,6 +298,10 @@ impl Config {
                 audit_path: &audit_path,
                 cache_dir: &cache_dir,
                 sources: &sources,
+                state: match &state {
+                    super::StateStore::Embedded(p) => Some(p),
+                    super::StateStore::Postgres(_) => None,
+                },
             },
         );
         host_state::refuse_grants_over(&grants, &protected)?;
@@ -291,6 +320,8 @@ impl Config {
             auth,
             callers,
             telemetry: raw.telemetry,
+            state,
+            tasks,
         })
     }
 

@@ -131,6 +131,7 @@ pub(super) fn resolve_server(
         max_connections,
         max_concurrent_calls,
         shutdown_grace: Duration::from_millis(raw.shutdown_grace_ms.unwrap_or(5_000)),
+        state_key: super::state::resolve_state_key(raw.state_key_env.as_deref())?,
     })
 }
 

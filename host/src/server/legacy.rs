@@ -1,0 +1,245 @@
+//! MCP 2025-11-25 tasks on the wire, where rmcp (which speaks the 2026 extension) cannot see them:
+//!
+//! - in: a `tools/call` with `task`, and `tasks/get` / `tasks/cancel` from a client that is not on
+//!   2026-07-28, are renamed to methods of ours ([`CALL_AS_TASK`], [`GET`], [`CANCEL`]) that the
+//!   custom-request handler answers ([`super::tasks::legacy`]);
+//! - out: the `initialize` result of a 2025-11-25 session declares the `tasks` capability, and
+//!   `tools/list` says each tool's `execution.taskSupport`.
+//!
+//! [`rewrite_request`] and [`rewrite_response`] work on JSON-RPC values; the HTTP middleware
+//! applies them to `/mcp` bodies. Nothing here runs a call.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::Response;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+
+use super::shared::Shared;
+use toolhost_policy::task::TaskSupport;
+
+/// `tools/call` with `task`, renamed.
+pub(crate) const CALL_AS_TASK: &str = "toolhost/legacy/tasks/call";
+/// 2025-11-25 `tasks/get`, renamed.
+pub(crate) const GET: &str = "toolhost/legacy/tasks/get";
+/// 2025-11-25 `tasks/cancel`, renamed.
+pub(crate) const CANCEL: &str = "toolhost/legacy/tasks/cancel";
+
+/// The revision that replaced these tasks with the extension.
+const EXTENSION_ERA: &str = "2026-07-28";
+
+/// What a response needs, given its request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Nothing.
+    AsIs,
+    /// An `initialize` result: declare tasks if the session is on 2025-11-25.
+    Initialize,
+    /// A `tools/list` result: say each tool's task support.
+    ToolList,
+}
+
+/// The revision a request declares for itself in `_meta` (2026-07-28 requests carry it), if any.
+fn declared_revision(message: &Value) -> Option<&str> {
+    message
+        .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+        .and_then(Value::as_str)
+}
+
+/// Rename a 2025-11-25 task request in place; what its response will need. `revision` is the
+/// transport's idea of the client's revision (the HTTP header), if any.
+pub(crate) fn rewrite_request(message: &mut Value, revision: Option<&str>) -> Answer {
+    let Some(method) = message.get("method").and_then(Value::as_str) else {
+        return Answer::AsIs;
+    };
+    let modern = declared_revision(message)
+        .or(revision)
+        .is_some_and(|r| r >= EXTENSION_ERA);
+    let renamed = match method {
+        "initialize" => return Answer::Initialize,
+        "tools/list" if !modern => return Answer::ToolList,
+        "tools/call"
+            if message
+                .pointer("/params/task")
+                .is_some_and(Value::is_object) =>
+        {
+            CALL_AS_TASK
+        }
+        "tasks/get" if !modern => GET,
+        "tasks/cancel" if !modern => CANCEL,
+        _ => return Answer::AsIs,
+    };
+    message["method"] = json!(renamed);
+    Answer::AsIs
+}
+
+/// Add what a 2025-11-25 client reads from a response; `support` says a tool's task support.
+pub(crate) fn rewrite_response(
+    message: &mut Value,
+    answer: Answer,
+    support: impl Fn(&str) -> Option<TaskSupport>,
+) {
+    let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) else {
+        return;
+    };
+    match answer {
+        Answer::AsIs => {}
+        Answer::Initialize => {
+            let version = result.get("protocolVersion").and_then(Value::as_str);
+            if version.is_some_and(|v| v >= "2025-11-25" && v < EXTENSION_ERA)
+                && let Some(Value::Object(caps)) = result.get_mut("capabilities")
+            {
+                caps.insert(
+                    "tasks".into(),
+                    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+                );
+            }
+        }
+        Answer::ToolList => {
+            if let Some(Value::Array(tools)) = result.get_mut("tools") {
+                for tool in tools {
+                    let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+                    if let Some(s) = support(name)
+                        && s != TaskSupport::Never
+                    {
+                        tool["execution"] = json!({ "taskSupport": s.as_mcp() });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `/mcp` middleware: [`rewrite_request`] on the body (held in memory by then), and
+/// [`rewrite_response`] on the answer when it needs it (JSON, or the events of a stream that ends
+/// with it).
+pub(crate) async fn tasks(
+    State(shared): State<Arc<Shared>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = body.collect().await.map(|b| b.to_bytes()) else {
+        return next.run(Request::from_parts(parts, Body::empty())).await;
+    };
+    let revision = parts
+        .headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut answer = Answer::AsIs;
+    let bytes = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(mut message) if message.is_object() => {
+            let before = message.get("method").cloned();
+            answer = rewrite_request(&mut message, revision.as_deref());
+            if message.get("method") == before.as_ref() {
+                bytes
+            } else {
+                Bytes::from(serde_json::to_vec(&message).unwrap_or_default())
+            }
+        }
+        _ => bytes,
+    };
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    if answer == Answer::AsIs {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let Ok(body) = body.collect().await.map(|b| b.to_bytes()) else {
+        return Response::from_parts(parts, Body::empty());
+    };
+    let is_sse = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let catalog = shared.pipeline.catalog();
+    let support = |name: &str| catalog.get(name).map(|t| t.plugin.policy.task);
+    let rewrite = |text: &str| -> Option<String> {
+        let mut message: Value = serde_json::from_str(text).ok()?;
+        rewrite_response(&mut message, answer, &support);
+        serde_json::to_string(&message).ok()
+    };
+    let body = if is_sse {
+        let text = String::from_utf8_lossy(&body);
+        let mut out = String::with_capacity(text.len() + 128);
+        for line in text.split_inclusive('\n') {
+            match line
+                .strip_prefix("data: ")
+                .and_then(|d| rewrite(d.trim_end()))
+            {
+                Some(data) => {
+                    out.push_str("data: ");
+                    out.push_str(&data);
+                    out.push('\n');
+                }
+                None => out.push_str(line),
+            }
+        }
+        Bytes::from(out)
+    } else {
+        match std::str::from_utf8(&body).ok().and_then(rewrite) {
+            Some(text) => Bytes::from(text),
+            None => body,
+        }
+    };
+    let mut parts = parts;
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renames_only_2025_task_requests() {
+        let mut call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "sleep", "arguments": {}, "task": {"ttl": 1000}}});
+        rewrite_request(&mut call, Some("2025-11-25"));
+        assert_eq!(call["method"], CALL_AS_TASK);
+        let mut plain = json!({"method": "tools/call", "params": {"name": "sleep"}});
+        rewrite_request(&mut plain, None);
+        assert_eq!(plain["method"], "tools/call");
+        let mut get = json!({"method": "tasks/get", "params": {"taskId": "t"}});
+        rewrite_request(&mut get, Some("2025-11-25"));
+        assert_eq!(get["method"], GET);
+        let mut modern = json!({"method": "tasks/get", "params": {"taskId": "t",
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+        rewrite_request(&mut modern, None);
+        assert_eq!(modern["method"], "tasks/get");
+        let mut by_header = json!({"method": "tasks/cancel", "params": {"taskId": "t"}});
+        rewrite_request(&mut by_header, Some("2026-07-28"));
+        assert_eq!(by_header["method"], "tasks/cancel");
+    }
+
+    #[test]
+    fn declares_tasks_to_2025_sessions_and_task_support_per_tool() {
+        let mut init = json!({"id": 0, "result": {"protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}}}});
+        rewrite_response(&mut init, Answer::Initialize, |_| None);
+        assert!(init["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object());
+        let mut old = json!({"result": {"protocolVersion": "2025-06-18", "capabilities": {}}});
+        rewrite_response(&mut old, Answer::Initialize, |_| None);
+        assert!(old["result"]["capabilities"].get("tasks").is_none());
+        let mut list = json!({"result": {"tools": [{"name": "sleep"}, {"name": "echo"}]}});
+        rewrite_response(&mut list, Answer::ToolList, |n| {
+            Some(if n == "sleep" {
+                TaskSupport::Required
+            } else {
+                TaskSupport::Never
+            })
+        });
+        assert_eq!(
+            list["result"]["tools"][0]["execution"]["taskSupport"],
+            "required"
+        );
+        assert!(list["result"]["tools"][1].get("execution").is_none());
+    }
+}

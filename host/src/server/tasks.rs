@@ -1,0 +1,464 @@
+//! MCP tasks in both eras, over [`crate::tasks`]:
+//!
+//! - 2026-07-28, the `io.modelcontextprotocol/tasks` extension: a client that declares it may get
+//!   `resultType: "task"` from `tools/call`; it polls `tasks/get` (the result or error inlined
+//!   once the task ends), answers approvals with `tasks/update`, and stops it with `tasks/cancel`.
+//! - 2025-11-25 (experimental tasks): the client asks with `task` in the call's params; `tools/list`
+//!   says each tool's `execution.taskSupport`; `tasks/get`, `tasks/result` (waits for the end),
+//!   `tasks/list` and `tasks/cancel`.
+//!
+//! Either way the call runs through the pipeline like any other (same gate, limits and audit
+//! record, with the task id as its parent id), and only its owner sees the task.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::ErrorCode;
+use rmcp::model::{
+    DetailedTask, ElicitRequest, ElicitResult, InputRequest, InputRequests, Task as McpTask,
+    TaskPayload, TaskStatus as McpStatus,
+};
+use rmcp::service::{Peer, RoleServer};
+use serde_json::{Value, json};
+use toolhost_policy::call::{CallStatus, ErrorKind};
+use toolhost_policy::caller::Caller;
+use toolhost_policy::task::{TaskChoice, TaskStatus, TaskSupport};
+
+use super::approval::{self, APPROVAL_KEY, ElicitingApprover};
+use super::outcome::{self, Era};
+use super::shared::Shared;
+use crate::exec::{ApprovalRequest, Approver, CallRequest};
+use crate::state::{TaskKind, TaskRecord};
+use crate::tasks::{Finish, NewTask, TaskError, TaskHandle, Tasks};
+
+/// Who answers an approval inside a task.
+pub(super) enum AskVia {
+    /// The task shows `input_required` with the question; the client answers with `tasks/update`.
+    Task,
+    /// An `initialize`-era session that elicits: asked over it while the task waits.
+    Peer(Peer<RoleServer>),
+    /// Nobody: `ask` means deny.
+    Nobody,
+}
+
+/// One `tools/call` to run as a task.
+pub(super) struct TaskCall {
+    pub(super) tool: String,
+    pub(super) arguments: Value,
+    pub(super) caller: Option<Arc<Caller>>,
+    pub(super) era: Era,
+    pub(super) ask: AskVia,
+    /// The TTL the client asked for (2025-11-25), capped by the configured one.
+    pub(super) ttl: Option<Duration>,
+}
+
+/// The tasks, or the error a client gets when the daemon has none (yet).
+pub(super) fn tasks_of(shared: &Shared) -> Result<&Arc<Tasks>, ErrorData> {
+    shared.tasks().ok_or_else(|| {
+        ErrorData::internal_error(
+            "tasks are unavailable: toolhost's state store is not reachable yet; retry shortly",
+            None,
+        )
+    })
+}
+
+/// Start `call` as a task; the record as created.
+pub(super) async fn start(shared: &Arc<Shared>, call: TaskCall) -> Result<TaskRecord, ErrorData> {
+    let tasks = tasks_of(shared)?.clone();
+    let owner = toolhost_policy::task::owner_of(call.caller.as_deref());
+    let new = NewTask {
+        kind: TaskKind::Tool,
+        owner,
+        name: call.tool.clone(),
+        ttl: call.ttl,
+    };
+    let cancel = shared.calls.child_token();
+    let token = cancel.clone();
+    let flight = shared.enter_owned();
+    let shared = shared.clone();
+    let approval_timeout = shared.approval_timeout;
+    let work = move |handle: TaskHandle| async move {
+        let _flight = flight;
+        let approver: Option<Arc<dyn Approver>> = match call.ask {
+            AskVia::Task => Some(Arc::new(TaskApprover {
+                handle: handle.clone(),
+                timeout: approval_timeout,
+            })),
+            AskVia::Peer(peer) => Some(Arc::new(ElicitingApprover::new(peer, approval_timeout))),
+            AskVia::Nobody => None,
+        };
+        let progress = {
+            let handle = handle.clone();
+            Arc::new(move |p: toolhost_policy::call::Progress| handle.report(p.message))
+                as toolhost_policy::call::ProgressSink
+        };
+        let request = CallRequest {
+            tool: call.tool.clone(),
+            input: call.arguments,
+            parent_id: Some(handle.id().to_owned()),
+            origin: "mcp",
+            progress: Some(progress),
+            cancel,
+            approver,
+            caller: call.caller,
+            trace: None,
+        };
+        let outcome = shared.pipeline.call(request).await;
+        if outcome.status == CallStatus::Failed(ErrorKind::Cancelled) {
+            return Finish::Cancelled(if shared.stopping.is_cancelled() {
+                "toolhost shut down before the task finished; call the tool again".to_owned()
+            } else {
+                "cancelled at its owner's request".to_owned()
+            });
+        }
+        match outcome::to_result(&call.tool, outcome, call.era) {
+            Ok(result) => Finish::Completed(serde_json::to_value(result).unwrap_or_default()),
+            Err(e) => Finish::Failed(serde_json::to_value(e).unwrap_or_default()),
+        }
+    };
+    tasks.spawn(new, token, work).await.map_err(|e| {
+        tracing::error!("cannot create a task: {e}");
+        ErrorData::internal_error("toolhost could not create the task; retry shortly", None)
+    })
+}
+
+/// A task operation's error as JSON-RPC: an unknown (or someone else's) task is invalid params.
+pub(super) fn task_error(e: TaskError) -> ErrorData {
+    match e {
+        TaskError::NotFound(_) | TaskError::NotWaiting(_) => {
+            ErrorData::invalid_params(e.to_string(), None)
+        }
+        TaskError::State(e) => {
+            tracing::error!("task store: {e}");
+            ErrorData::internal_error("toolhost's state store did not answer; retry", None)
+        }
+    }
+}
+
+/// Approval inside a task: the question goes into the task record (`input_required`), the answer
+/// comes with `tasks/update`, through whichever daemon the client reaches.
+struct TaskApprover {
+    handle: TaskHandle,
+    timeout: Duration,
+}
+
+impl Approver for TaskApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+        Box::pin(async move {
+            let mut requests = InputRequests::new();
+            requests.insert(
+                APPROVAL_KEY.to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(approval::elicitation(request))),
+            );
+            let Ok(requests) = serde_json::to_value(requests) else {
+                return false;
+            };
+            let answers = self
+                .handle
+                .ask(requests, approval::question(request), self.timeout)
+                .await;
+            answers
+                .and_then(|a| a.get(APPROVAL_KEY).cloned())
+                .and_then(|a| serde_json::from_value::<ElicitResult>(a).ok())
+                .is_some_and(|a| approval::approves(&a))
+        })
+    }
+}
+
+/// The methods of 2025-11-25 tasks, as they reach the custom-request handler: `tasks/list` and
+/// `tasks/result` as sent; `tools/call` with `task`, `tasks/get` and `tasks/cancel` renamed by
+/// [`super::legacy`] (rmcp would read the first without its `task` and the others as the 2026
+/// extension's).
+pub(super) const LEGACY_METHODS: &[&str] = &[
+    "tasks/list",
+    "tasks/result",
+    super::legacy::CALL_AS_TASK,
+    super::legacy::GET,
+    super::legacy::CANCEL,
+];
+
+/// How many tasks one `tasks/list` page holds.
+const LIST_PAGE: usize = 50;
+
+/// Answer one 2025-11-25 task request (`method` is one of [`LEGACY_METHODS`]).
+pub(super) async fn legacy(
+    shared: &Arc<Shared>,
+    method: &str,
+    params: Value,
+    caller: Option<Arc<Caller>>,
+    ask: AskVia,
+) -> Result<Value, ErrorData> {
+    let tasks = tasks_of(shared)?.clone();
+    let poll = tasks.options().poll_interval;
+    let owner = toolhost_policy::task::owner_of(caller.as_deref());
+    let task_id = || {
+        params
+            .get("taskId")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| ErrorData::invalid_params("taskId (a string) is required", None))
+    };
+    match method {
+        "tasks/list" => {
+            let cursor = params.get("cursor").and_then(Value::as_str);
+            let (page, next) = tasks
+                .list(&owner, cursor, LIST_PAGE)
+                .await
+                .map_err(task_error)?;
+            let mut answer = json!({
+                "tasks": page.iter().map(|t| legacy_task(t, poll)).collect::<Vec<_>>(),
+            });
+            if let Some(next) = next {
+                answer["nextCursor"] = json!(next);
+            }
+            Ok(answer)
+        }
+        super::legacy::GET => {
+            let record = tasks.get(&task_id()?, &owner).await.map_err(task_error)?;
+            Ok(legacy_task(&record, poll))
+        }
+        super::legacy::CANCEL => {
+            let id = task_id()?;
+            let record = tasks.get(&id, &owner).await.map_err(task_error)?;
+            if record.status.is_terminal() {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "task {id} already ended ({}); nothing to cancel",
+                        record.status
+                    ),
+                    None,
+                ));
+            }
+            let record = tasks.cancel(&id, &owner).await.map_err(task_error)?;
+            Ok(legacy_task(&record, poll))
+        }
+        "tasks/result" => {
+            let id = task_id()?;
+            // Blocks until the task ends, as the specification says; the HTTP request timeout
+            // still bounds it.
+            let record = loop {
+                let record = tasks.get(&id, &owner).await.map_err(task_error)?;
+                if record.status.is_terminal() {
+                    break record;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(poll.min(Duration::from_millis(250))) => {}
+                    () = shared.stopping.cancelled() => {
+                        return Err(ErrorData::internal_error(
+                            "toolhost is shutting down; ask again once it is back",
+                            None,
+                        ));
+                    }
+                }
+            };
+            let related = json!({ "io.modelcontextprotocol/related-task": { "taskId": id } });
+            match record.status {
+                TaskStatus::Completed => {
+                    let mut result = record.result.unwrap_or_else(|| json!({"content": []}));
+                    result["_meta"] = match result.get("_meta") {
+                        Some(Value::Object(m)) => {
+                            let mut m = m.clone();
+                            m.insert(
+                                "io.modelcontextprotocol/related-task".into(),
+                                json!({ "taskId": id }),
+                            );
+                            Value::Object(m)
+                        }
+                        _ => related,
+                    };
+                    Ok(result)
+                }
+                TaskStatus::Failed => Err(record
+                    .error
+                    .and_then(|e| serde_json::from_value::<ErrorData>(e).ok())
+                    .unwrap_or_else(|| {
+                        ErrorData::internal_error(record.message.unwrap_or_default(), None)
+                    })),
+                _ => Err(ErrorData::invalid_params(
+                    format!(
+                        "task {id} was cancelled: {}",
+                        record.message.unwrap_or_default()
+                    ),
+                    None,
+                )),
+            }
+        }
+        super::legacy::CALL_AS_TASK => {
+            let tool = params
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ErrorData::invalid_params("name (a string) is required", None))?
+                .to_owned();
+            let arguments = match params.get("arguments") {
+                None | Some(Value::Null) => json!({}),
+                Some(a @ Value::Object(_)) => a.clone(),
+                Some(_) => {
+                    return Err(ErrorData::invalid_params(
+                        "arguments must be an object",
+                        None,
+                    ));
+                }
+            };
+            let ttl = params
+                .pointer("/task/ttl")
+                .and_then(Value::as_u64)
+                .map(Duration::from_millis);
+            let support = shared
+                .pipeline
+                .catalog()
+                .get(&tool)
+                .map_or(TaskSupport::Never, |t| t.plugin.policy.task);
+            if support.asked(true) == TaskChoice::Refuse {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!(
+                        "tool {tool} does not run as a task (its taskSupport is forbidden); \
+                         call it without `task`"
+                    ),
+                    None,
+                ));
+            }
+            let call = TaskCall {
+                tool,
+                arguments,
+                caller,
+                era: Era::ObjectsOnly,
+                ask,
+                ttl,
+            };
+            let record = start(shared, call).await?;
+            Ok(json!({ "task": legacy_task(&record, poll) }))
+        }
+        other => Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("method not found: {other}"),
+            None,
+        )),
+    }
+}
+
+/// RFC 3339 with milliseconds, as both eras print times.
+fn iso(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The record as the 2026 extension's `Task`.
+pub(super) fn task(record: &TaskRecord, poll: Duration) -> McpTask {
+    let status = match record.status {
+        TaskStatus::Working => McpStatus::Working,
+        TaskStatus::InputRequired => McpStatus::InputRequired,
+        TaskStatus::Completed => McpStatus::Completed,
+        TaskStatus::Failed => McpStatus::Failed,
+        TaskStatus::Cancelled => McpStatus::Cancelled,
+    };
+    let ttl = u64::try_from(record.expires_ms - record.created_ms).unwrap_or(0);
+    let mut task = McpTask::new(
+        record.id.clone(),
+        status,
+        iso(record.created_ms),
+        iso(record.updated_ms),
+    )
+    .with_ttl_ms(ttl)
+    .with_poll_interval_ms(millis(poll));
+    if let Some(m) = &record.message {
+        task = task.with_status_message(m.clone());
+    }
+    task
+}
+
+/// The record as the 2026 extension's `DetailedTask` (what `tasks/get` answers).
+pub(super) fn detailed(record: &TaskRecord, poll: Duration) -> DetailedTask {
+    let object = |v: &Option<Value>| v.as_ref().and_then(Value::as_object).cloned();
+    let payload = match record.status {
+        TaskStatus::Working => TaskPayload::Working,
+        TaskStatus::InputRequired => match record
+            .input_requests
+            .clone()
+            .and_then(|v| serde_json::from_value(v).ok())
+        {
+            Some(input_requests) => TaskPayload::InputRequired { input_requests },
+            None => TaskPayload::Working,
+        },
+        TaskStatus::Completed => TaskPayload::Completed {
+            result: object(&record.result).unwrap_or_default(),
+        },
+        TaskStatus::Failed => TaskPayload::Failed {
+            error: object(&record.error).unwrap_or_default(),
+        },
+        TaskStatus::Cancelled => TaskPayload::Cancelled,
+    };
+    DetailedTask::new(task(record, poll), payload)
+}
+
+/// The record as 2025-11-25's `Task`.
+pub(super) fn legacy_task(record: &TaskRecord, poll: Duration) -> Value {
+    let mut task = json!({
+        "taskId": record.id,
+        "status": record.status.as_str(),
+        "createdAt": iso(record.created_ms),
+        "lastUpdatedAt": iso(record.updated_ms),
+        "ttl": record.expires_ms - record.created_ms,
+        "pollInterval": millis(poll),
+    });
+    if let Some(m) = &record.message {
+        task["statusMessage"] = json!(m);
+    }
+    task
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(status: TaskStatus) -> TaskRecord {
+        TaskRecord {
+            id: "t1".into(),
+            kind: TaskKind::Tool,
+            owner: "local".into(),
+            name: "sleep".into(),
+            status,
+            message: Some("step 2 of 3".into()),
+            daemon: "d".into(),
+            created_ms: 1_700_000_000_000,
+            updated_ms: 1_700_000_001_500,
+            expires_ms: 1_700_003_600_000,
+            cancel_requested: false,
+            input_requests: None,
+            result: Some(json!({"content": [], "isError": false})),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn the_2026_shape_inlines_the_result_once_completed() {
+        let poll = Duration::from_millis(500);
+        let done = serde_json::to_value(detailed(&record(TaskStatus::Completed), poll)).unwrap();
+        assert_eq!(done["status"], "completed");
+        assert_eq!(done["result"]["isError"], false);
+        assert_eq!(done["ttlMs"], 3_600_000);
+        assert_eq!(done["pollIntervalMs"], 500);
+        assert_eq!(done["createdAt"], "2023-11-14T22:13:20.000Z");
+        let working = serde_json::to_value(detailed(&record(TaskStatus::Working), poll)).unwrap();
+        assert!(working.get("result").is_none());
+        assert_eq!(working["statusMessage"], "step 2 of 3");
+    }
+
+    #[test]
+    fn the_2025_shape_names_ttl_and_poll_interval_plainly() {
+        let t = legacy_task(&record(TaskStatus::Working), Duration::from_secs(1));
+        assert_eq!(t["taskId"], "t1");
+        assert_eq!(t["ttl"], 3_600_000);
+        assert_eq!(t["pollInterval"], 1000);
+        assert!(t.get("result").is_none());
+    }
+}

@@ -1,0 +1,96 @@
+//! The schema, as numbered migrations applied in order, once, each in its own transaction; the
+//! ledger table says which ran. The SQL is written once for both backends (types and syntax that
+//! SQLite and PostgreSQL read alike). Never edit a released migration: add the next one.
+
+use super::StateError;
+
+/// One step of the schema.
+pub(super) struct Migration {
+    /// Applied in increasing order.
+    pub(super) version: i64,
+    /// What it does, for the ledger.
+    pub(super) name: &'static str,
+    /// Statements separated by `;`.
+    pub(super) sql: &'static str,
+}
+
+/// The ledger: which migrations ran, when.
+pub(super) const LEDGER: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (\
+    version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_ms BIGINT NOT NULL)";
+
+/// Every migration, oldest first.
+pub(super) const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "tasks, daemons and used approval states",
+    sql: "CREATE TABLE tasks (
+            id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            name TEXT NOT NULL,
+            status TEXT NOT NULL,
+            message TEXT,
+            daemon TEXT NOT NULL,
+            created_ms BIGINT NOT NULL,
+            updated_ms BIGINT NOT NULL,
+            expires_ms BIGINT NOT NULL,
+            cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+            input_requests TEXT,
+            input_responses TEXT,
+            result TEXT,
+            error TEXT
+        );
+        CREATE INDEX tasks_by_owner ON tasks (owner, created_ms, id);
+        CREATE INDEX tasks_by_daemon ON tasks (daemon, status);
+        CREATE INDEX tasks_by_expiry ON tasks (expires_ms);
+        CREATE TABLE daemons (
+            id TEXT PRIMARY KEY,
+            started_ms BIGINT NOT NULL,
+            heartbeat_ms BIGINT NOT NULL
+        );
+        CREATE TABLE used_states (
+            nonce TEXT PRIMARY KEY,
+            expires_ms BIGINT NOT NULL
+        )",
+}];
+
+/// The migrations still to apply to a database at `current`; a database ahead of this build is
+/// refused rather than written with an older idea of its schema.
+pub(super) fn pending(current: i64) -> Result<&'static [Migration], StateError> {
+    let known = MIGRATIONS.last().map_or(0, |m| m.version);
+    if current > known {
+        return Err(StateError::TooNew {
+            found: current,
+            known,
+        });
+    }
+    let first = MIGRATIONS
+        .iter()
+        .position(|m| m.version > current)
+        .unwrap_or(MIGRATIONS.len());
+    Ok(&MIGRATIONS[first..])
+}
+
+/// The statements of `sql`, one by one.
+pub(super) fn statements(sql: &str) -> impl Iterator<Item = &str> {
+    sql.split(';').map(str::trim).filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_increase_and_pending_follows_the_ledger() {
+        assert!(MIGRATIONS.windows(2).all(|w| w[0].version < w[1].version));
+        assert_eq!(pending(0).unwrap().len(), MIGRATIONS.len());
+        assert!(
+            pending(MIGRATIONS.last().unwrap().version)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(matches!(
+            pending(999),
+            Err(StateError::TooNew { found: 999, .. })
+        ));
+    }
+}

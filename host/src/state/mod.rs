@@ -1,0 +1,469 @@
+//! Durable state: what must outlive one request and be seen by every daemon behind a load
+//! balancer. Task records and their results, daemons' heartbeats, and the approval states already
+//! used. One [`Store`] trait; [`sqlite`] is the embedded default for one daemon, [`postgres`]
+//! serves many. Both apply the same versioned migrations ([`migrations`]) at open.
+
+mod migrations;
+mod postgres;
+mod sqlite;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use toolhost_policy::config::StateStore;
+use toolhost_policy::task::TaskStatus;
+
+/// Why the store could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The SQLite file.
+    #[error("state database {path}: {message}")]
+    Sqlite {
+        /// The file.
+        path: String,
+        /// What SQLite said.
+        message: String,
+    },
+    /// The PostgreSQL server.
+    #[error("PostgreSQL state store: {0}")]
+    Postgres(String),
+    /// The database was migrated by a newer toolhost.
+    #[error(
+        "the state database is at schema version {found}, newer than this toolhost knows ({known}); \
+         upgrade toolhost or point [state] elsewhere"
+    )]
+    TooNew {
+        /// The version found.
+        found: i64,
+        /// The newest version this build knows.
+        known: i64,
+    },
+    /// A stored value did not parse (the row was written by something else).
+    #[error("a stored task record is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// Which front end's work a task holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskKind {
+    /// One MCP `tools/call`.
+    Tool,
+    /// A batch from `POST /v1/tool-calls?async=true`.
+    Batch,
+}
+
+impl TaskKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Tool => "tool",
+            Self::Batch => "batch",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, StateError> {
+        match s {
+            "tool" => Ok(Self::Tool),
+            "batch" => Ok(Self::Batch),
+            other => Err(StateError::Corrupt(format!("unknown task kind {other:?}"))),
+        }
+    }
+}
+
+/// One task as stored. Times are milliseconds since the Unix epoch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    /// Unguessable id (a UUID).
+    pub id: String,
+    /// What it runs.
+    pub kind: TaskKind,
+    /// Whose it is ([`toolhost_policy::task::owner_of`]).
+    pub owner: String,
+    /// The tool's name, or the batch's format.
+    pub name: String,
+    /// Where it is.
+    pub status: TaskStatus,
+    /// The latest progress or the reason it ended.
+    pub message: Option<String>,
+    /// The daemon running it.
+    pub daemon: String,
+    /// When it was created.
+    pub created_ms: i64,
+    /// When it last changed.
+    pub updated_ms: i64,
+    /// When it is deleted.
+    pub expires_ms: i64,
+    /// Its owner asked to cancel it (the daemon running it acts on that).
+    pub cancel_requested: bool,
+    /// The questions it waits on, while `input_required`.
+    pub input_requests: Option<Value>,
+    /// The result, once `completed` (an MCP `CallToolResult`, or a batch's answer).
+    pub result: Option<Value>,
+    /// The error, once `failed` (a JSON-RPC error object).
+    pub error: Option<Value>,
+}
+
+/// A change to a task that has not ended.
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// Still working; the latest progress.
+    Progress(String),
+    /// Waiting for the client to answer `requests`.
+    InputRequired {
+        /// The questions, keyed as the client must answer them.
+        requests: Value,
+        /// Said alongside.
+        message: String,
+    },
+    /// The client's answers (accepted only while `input_required`).
+    Respond(Value),
+    /// Answered: working again, the questions and answers cleared.
+    Resume,
+    /// Ended.
+    Finish {
+        /// `completed`, `failed` or `cancelled`.
+        status: TaskStatus,
+        /// Why, in a sentence.
+        message: Option<String>,
+        /// The result, when completed.
+        result: Option<Value>,
+        /// The error, when failed.
+        error: Option<Value>,
+    },
+}
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Swept {
+    /// Unfinished tasks of silent daemons, now failed.
+    pub orphaned: u64,
+    /// Expired tasks, now deleted.
+    pub expired: u64,
+}
+
+/// The reason an orphaned task failed; the same on every backend.
+pub const ORPHANED: &str = "the toolhost daemon running this task stopped before it finished \
+(killed or restarted); call the tool again";
+
+/// Durable state, shared by every daemon that opens the same store. Every method is one short
+/// statement or transaction; nothing holds a lock across calls.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Whether the store answers now (for `/ready`).
+    async fn ping(&self) -> Result<(), StateError>;
+    /// Keep a new task.
+    async fn insert(&self, task: &TaskRecord) -> Result<(), StateError>;
+    /// The task `id`, unless it expired (`now` is the reader's clock).
+    async fn get(&self, id: &str, now: i64) -> Result<Option<TaskRecord>, StateError>;
+    /// `owner`'s live tasks, oldest first, after the task `after` (a cursor), at most `limit`.
+    async fn list(
+        &self,
+        owner: &str,
+        after: Option<&str>,
+        limit: usize,
+        now: i64,
+    ) -> Result<Vec<TaskRecord>, StateError>;
+    /// Apply `change` to `id` unless it has ended; whether it applied.
+    async fn update(&self, id: &str, change: &Change, now: i64) -> Result<bool, StateError>;
+    /// Ask the daemon running `id` to cancel it.
+    async fn request_cancel(&self, id: &str, now: i64) -> Result<(), StateError>;
+    /// The answers delivered to `id` while it waits for them.
+    async fn responses(&self, id: &str) -> Result<Option<Value>, StateError>;
+    /// Unfinished tasks of `daemon` whose owner asked to cancel them.
+    async fn cancel_requests(&self, daemon: &str) -> Result<Vec<String>, StateError>;
+    /// `daemon` is alive at `now`.
+    async fn heartbeat(&self, daemon: &str, now: i64) -> Result<(), StateError>;
+    /// Fail the unfinished tasks of daemons silent since `silent_since` (or gone), other than
+    /// `except`; delete tasks expired at `now`, and used states past their time.
+    async fn sweep(&self, now: i64, silent_since: i64, except: &str) -> Result<Swept, StateError>;
+    /// Record the single-use `nonce` (valid until `expires`); `false` if it was used before.
+    async fn use_once(&self, nonce: &str, expires: i64) -> Result<bool, StateError>;
+}
+
+/// Open (creating and migrating) the store `config` names.
+pub async fn open(config: &StateStore) -> Result<Arc<dyn Store>, StateError> {
+    Ok(match config {
+        StateStore::Embedded(path) => Arc::new(sqlite::Sqlite::open(path).await?),
+        StateStore::Postgres(url) => Arc::new(postgres::Postgres::open(url).await?),
+    })
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// `text` as JSON, or a [`StateError::Corrupt`].
+fn json(text: Option<String>) -> Result<Option<Value>, StateError> {
+    text.map(|t| serde_json::from_str(&t).map_err(|e| StateError::Corrupt(e.to_string())))
+        .transpose()
+}
+
+/// The columns every `SELECT` of a task reads, in [`TaskRecord`] order.
+const COLUMNS: &str = "id, kind, owner, name, status, message, daemon, created_ms, updated_ms, \
+expires_ms, cancel_requested, input_requests, result, error";
+
+/// A row's text columns, as both backends hand them over.
+struct Row {
+    id: String,
+    kind: String,
+    owner: String,
+    name: String,
+    status: String,
+    message: Option<String>,
+    daemon: String,
+    created_ms: i64,
+    updated_ms: i64,
+    expires_ms: i64,
+    cancel_requested: bool,
+    input_requests: Option<String>,
+    result: Option<String>,
+    error: Option<String>,
+}
+
+impl Row {
+    fn into_record(self) -> Result<TaskRecord, StateError> {
+        Ok(TaskRecord {
+            kind: TaskKind::parse(&self.kind)?,
+            status: self
+                .status
+                .parse()
+                .map_err(|e: toolhost_policy::task::UnknownStatus| {
+                    StateError::Corrupt(e.to_string())
+                })?,
+            input_requests: json(self.input_requests)?,
+            result: json(self.result)?,
+            error: json(self.error)?,
+            id: self.id,
+            owner: self.owner,
+            name: self.name,
+            message: self.message,
+            daemon: self.daemon,
+            created_ms: self.created_ms,
+            updated_ms: self.updated_ms,
+            expires_ms: self.expires_ms,
+            cancel_requested: self.cancel_requested,
+        })
+    }
+}
+
+/// A statement's parameter, whichever backend binds it.
+#[derive(Debug, Clone)]
+enum Param {
+    Int(i64),
+    Text(Option<String>),
+    Bool(bool),
+}
+
+fn text(s: &str) -> Param {
+    Param::Text(Some(s.to_owned()))
+}
+
+fn opt_json(v: Option<&Value>) -> Param {
+    Param::Text(v.map(Value::to_string))
+}
+
+/// One statement in SQLite's `?N` spelling (PostgreSQL's `$N` is derived), with its parameters.
+struct Statement {
+    sql: String,
+    params: Vec<Param>,
+}
+
+/// The statements both backends run: SQL both dialects accept.
+mod sql {
+    use super::*;
+
+    /// The statuses a task may still change from.
+    const UNFINISHED: &str = "status IN ('working', 'input_required')";
+
+    pub(super) fn insert(t: &TaskRecord) -> Statement {
+        Statement {
+            sql: format!(
+                "INSERT INTO tasks ({COLUMNS}) VALUES \
+                 (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+            ),
+            params: vec![
+                text(&t.id),
+                text(t.kind.as_str()),
+                text(&t.owner),
+                text(&t.name),
+                text(t.status.as_str()),
+                Param::Text(t.message.clone()),
+                text(&t.daemon),
+                Param::Int(t.created_ms),
+                Param::Int(t.updated_ms),
+                Param::Int(t.expires_ms),
+                Param::Bool(t.cancel_requested),
+                opt_json(t.input_requests.as_ref()),
+                opt_json(t.result.as_ref()),
+                opt_json(t.error.as_ref()),
+            ],
+        }
+    }
+
+    pub(super) fn get(id: &str, now: i64) -> Statement {
+        Statement {
+            sql: format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1 AND expires_ms > ?2"),
+            params: vec![text(id), Param::Int(now)],
+        }
+    }
+
+    /// A list cursor is `created_ms.id` of the last task of the previous page.
+    pub(super) fn list(owner: &str, after: Option<&str>, limit: usize, now: i64) -> Statement {
+        let limit = Param::Int(i64::try_from(limit).unwrap_or(i64::MAX));
+        let cursor = after.and_then(|c| {
+            let (ms, id) = c.split_once('.')?;
+            Some((ms.parse::<i64>().ok()?, id.to_owned()))
+        });
+        match cursor {
+            Some((ms, id)) => Statement {
+                sql: format!(
+                    "SELECT {COLUMNS} FROM tasks WHERE owner = ?1 AND expires_ms > ?2 \
+                     AND (created_ms > ?3 OR (created_ms = ?3 AND id > ?4)) \
+                     ORDER BY created_ms, id LIMIT ?5"
+                ),
+                params: vec![
+                    text(owner),
+                    Param::Int(now),
+                    Param::Int(ms),
+                    text(&id),
+                    limit,
+                ],
+            },
+            None => Statement {
+                sql: format!(
+                    "SELECT {COLUMNS} FROM tasks WHERE owner = ?1 AND expires_ms > ?2 \
+                     ORDER BY created_ms, id LIMIT ?3"
+                ),
+                params: vec![text(owner), Param::Int(now), limit],
+            },
+        }
+    }
+
+    pub(super) fn update(id: &str, change: &Change, now: i64) -> Statement {
+        let (set, mut params, only_waiting) = match change {
+            Change::Progress(message) => ("message = ?3", vec![text(message)], false),
+            Change::InputRequired { requests, message } => (
+                "status = 'input_required', input_requests = ?3, input_responses = NULL, \
+                 message = ?4",
+                vec![opt_json(Some(requests)), text(message)],
+                false,
+            ),
+            Change::Respond(answers) => {
+                ("input_responses = ?3", vec![opt_json(Some(answers))], true)
+            }
+            Change::Resume => (
+                "status = 'working', input_requests = NULL, input_responses = NULL, \
+                 message = NULL",
+                vec![],
+                false,
+            ),
+            Change::Finish {
+                status,
+                message,
+                result,
+                error,
+            } => (
+                "status = ?3, message = ?4, result = ?5, error = ?6, input_requests = NULL, \
+                 input_responses = NULL",
+                vec![
+                    text(status.as_str()),
+                    Param::Text(message.clone()),
+                    opt_json(result.as_ref()),
+                    opt_json(error.as_ref()),
+                ],
+                false,
+            ),
+        };
+        let condition = if only_waiting {
+            "status = 'input_required'"
+        } else {
+            UNFINISHED
+        };
+        let mut all = vec![text(id), Param::Int(now)];
+        all.append(&mut params);
+        Statement {
+            sql: format!("UPDATE tasks SET {set}, updated_ms = ?2 WHERE id = ?1 AND {condition}"),
+            params: all,
+        }
+    }
+
+    pub(super) fn request_cancel(id: &str, now: i64) -> Statement {
+        Statement {
+            sql: format!(
+                "UPDATE tasks SET cancel_requested = TRUE, updated_ms = ?2 \
+                 WHERE id = ?1 AND {UNFINISHED}"
+            ),
+            params: vec![text(id), Param::Int(now)],
+        }
+    }
+
+    pub(super) fn responses(id: &str) -> Statement {
+        Statement {
+            sql: "SELECT input_responses FROM tasks WHERE id = ?1 AND status = 'input_required'"
+                .into(),
+            params: vec![text(id)],
+        }
+    }
+
+    pub(super) fn cancel_requests(daemon: &str) -> Statement {
+        Statement {
+            sql: format!(
+                "SELECT id FROM tasks WHERE daemon = ?1 AND cancel_requested AND {UNFINISHED}"
+            ),
+            params: vec![text(daemon)],
+        }
+    }
+
+    pub(super) fn heartbeat(daemon: &str, now: i64) -> Statement {
+        Statement {
+            sql: "INSERT INTO daemons (id, started_ms, heartbeat_ms) VALUES (?1, ?2, ?2) \
+                  ON CONFLICT (id) DO UPDATE SET heartbeat_ms = excluded.heartbeat_ms"
+                .into(),
+            params: vec![text(daemon), Param::Int(now)],
+        }
+    }
+
+    /// The sweep, in order: fail orphans, forget silent daemons, delete what expired.
+    pub(super) fn sweep(now: i64, silent_since: i64, except: &str) -> [Statement; 4] {
+        let error = serde_json::json!({"code": -32603, "message": ORPHANED}).to_string();
+        [
+            Statement {
+                sql: format!(
+                    "UPDATE tasks SET status = 'failed', message = ?1, error = ?2, \
+                     input_requests = NULL, input_responses = NULL, updated_ms = ?3 \
+                     WHERE {UNFINISHED} AND daemon <> ?4 AND daemon NOT IN \
+                     (SELECT id FROM daemons WHERE heartbeat_ms >= ?5)"
+                ),
+                params: vec![
+                    text(ORPHANED),
+                    Param::Text(Some(error)),
+                    Param::Int(now),
+                    text(except),
+                    Param::Int(silent_since),
+                ],
+            },
+            Statement {
+                sql: "DELETE FROM daemons WHERE heartbeat_ms < ?1 AND id <> ?2".into(),
+                params: vec![Param::Int(silent_since), text(except)],
+            },
+            Statement {
+                sql: "DELETE FROM tasks WHERE expires_ms <= ?1".into(),
+                params: vec![Param::Int(now)],
+            },
+            Statement {
+                sql: "DELETE FROM used_states WHERE expires_ms <= ?1".into(),
+                params: vec![Param::Int(now)],
+            },
+        ]
+    }
+
+    pub(super) fn use_once(nonce: &str, expires: i64) -> Statement {
+        Statement {
+            sql: "INSERT INTO used_states (nonce, expires_ms) VALUES (?1, ?2) \
+                  ON CONFLICT (nonce) DO NOTHING"
+                .into(),
+            params: vec![text(nonce), Param::Int(expires)],
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! The shared store: a PostgreSQL database that every daemon behind a load balancer opens. One
+//! pipelined connection per daemon, opened again when it drops; migrations run under an advisory
+//! lock, so daemons starting together apply each migration once.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio::sync::Mutex;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls};
+
+use super::{
+    Change, Param, Row, StateError, Statement, Store, Swept, TaskRecord, json, migrations, sql,
+};
+
+/// Any number: the advisory lock key of toolhost's migrations ("toolhost" in ASCII, cut to 8 bytes).
+const MIGRATION_LOCK: i64 = 0x746f_6f6c_686f_7374;
+
+/// A PostgreSQL database.
+pub(super) struct Postgres {
+    url: String,
+    client: Mutex<Option<Arc<Client>>>,
+}
+
+fn fail(e: impl std::fmt::Display) -> StateError {
+    StateError::Postgres(e.to_string())
+}
+
+/// `?N` (SQLite's spelling, which the shared statements use) as `$N`.
+fn dollars(sql: &str) -> String {
+    sql.replace('?', "$")
+}
+
+fn params(list: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
+    list.iter()
+        .map(|p| match p {
+            Param::Int(i) => i as &(dyn ToSql + Sync),
+            Param::Text(t) => t as &(dyn ToSql + Sync),
+            Param::Bool(b) => b as &(dyn ToSql + Sync),
+        })
+        .collect()
+}
+
+fn row(r: &tokio_postgres::Row) -> Result<Row, StateError> {
+    let get = |i| -> Result<String, StateError> { r.try_get(i).map_err(fail) };
+    let opt = |i| -> Result<Option<String>, StateError> { r.try_get(i).map_err(fail) };
+    let int = |i| -> Result<i64, StateError> { r.try_get(i).map_err(fail) };
+    Ok(Row {
+        id: get(0)?,
+        kind: get(1)?,
+        owner: get(2)?,
+        name: get(3)?,
+        status: get(4)?,
+        message: opt(5)?,
+        daemon: get(6)?,
+        created_ms: int(7)?,
+        updated_ms: int(8)?,
+        expires_ms: int(9)?,
+        cancel_requested: r.try_get(10).map_err(fail)?,
+        input_requests: opt(11)?,
+        result: opt(12)?,
+        error: opt(13)?,
+    })
+}
+
+impl Postgres {
+    /// Connect to `url` and bring the schema up to date.
+    pub(super) async fn open(url: &str) -> Result<Self, StateError> {
+        let store = Self {
+            url: url.to_owned(),
+            client: Mutex::new(None),
+        };
+        let client = store.client().await?;
+        migrate(&client).await?;
+        Ok(store)
+    }
+
+    /// The open connection, or a new one if it dropped.
+    async fn client(&self) -> Result<Arc<Client>, StateError> {
+        let mut slot = self.client.lock().await;
+        if let Some(c) = slot.as_ref()
+            && !c.is_closed()
+        {
+            return Ok(c.clone());
+        }
+        let (client, connection) = tokio_postgres::connect(&self.url, NoTls)
+            .await
+            .map_err(fail)?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!("PostgreSQL state store connection ended: {e}");
+            }
+        });
+        let client = Arc::new(client);
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    async fn execute(&self, s: &Statement) -> Result<u64, StateError> {
+        let client = self.client().await?;
+        client
+            .execute(&dollars(&s.sql), &params(&s.params))
+            .await
+            .map_err(fail)
+    }
+
+    async fn query(&self, s: &Statement) -> Result<Vec<tokio_postgres::Row>, StateError> {
+        let client = self.client().await?;
+        client
+            .query(&dollars(&s.sql), &params(&s.params))
+            .await
+            .map_err(fail)
+    }
+
+    async fn records(&self, s: &Statement) -> Result<Vec<TaskRecord>, StateError> {
+        self.query(s)
+            .await?
+            .iter()
+            .map(|r| row(r)?.into_record())
+            .collect()
+    }
+}
+
+/// Apply the pending migrations in one transaction holding the migration lock.
+async fn migrate(client: &Client) -> Result<(), StateError> {
+    client
+        .batch_execute(migrations::LEDGER)
+        .await
+        .map_err(fail)?;
+    client.batch_execute("BEGIN").await.map_err(fail)?;
+    let applied = async {
+        client
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .await
+            .map_err(fail)?;
+        let current: i64 = client
+            .query_one(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+                &[],
+            )
+            .await
+            .map_err(fail)?
+            .get(0);
+        for m in migrations::pending(current)? {
+            for statement in migrations::statements(m.sql) {
+                client.batch_execute(statement).await.map_err(fail)?;
+            }
+            client
+                .execute(
+                    "INSERT INTO schema_migrations (version, name, applied_ms) VALUES ($1, $2, $3)",
+                    &[&m.version, &m.name, &super::now_ms()],
+                )
+                .await
+                .map_err(fail)?;
+        }
+        Ok::<(), StateError>(())
+    }
+    .await;
+    let end = if applied.is_ok() {
+        "COMMIT"
+    } else {
+        "ROLLBACK"
+    };
+    client.batch_execute(end).await.map_err(fail)?;
+    applied
+}
+
+#[async_trait]
+impl Store for Postgres {
+    async fn ping(&self) -> Result<(), StateError> {
+        self.client()
+            .await?
+            .batch_execute("SELECT 1")
+            .await
+            .map_err(fail)
+    }
+
+    async fn insert(&self, task: &TaskRecord) -> Result<(), StateError> {
+        self.execute(&sql::insert(task)).await.map(drop)
+    }
+
+    async fn get(&self, id: &str, now: i64) -> Result<Option<TaskRecord>, StateError> {
+        Ok(self.records(&sql::get(id, now)).await?.pop())
+    }
+
+    async fn list(
+        &self,
+        owner: &str,
+        after: Option<&str>,
+        limit: usize,
+        now: i64,
+    ) -> Result<Vec<TaskRecord>, StateError> {
+        self.records(&sql::list(owner, after, limit, now)).await
+    }
+
+    async fn update(&self, id: &str, change: &Change, now: i64) -> Result<bool, StateError> {
+        Ok(self.execute(&sql::update(id, change, now)).await? > 0)
+    }
+
+    async fn request_cancel(&self, id: &str, now: i64) -> Result<(), StateError> {
+        self.execute(&sql::request_cancel(id, now)).await.map(drop)
+    }
+
+    async fn responses(&self, id: &str) -> Result<Option<Value>, StateError> {
+        let rows = self.query(&sql::responses(id)).await?;
+        let text: Option<String> = match rows.first() {
+            Some(r) => r.try_get(0).map_err(fail)?,
+            None => None,
+        };
+        json(text)
+    }
+
+    async fn cancel_requests(&self, daemon: &str) -> Result<Vec<String>, StateError> {
+        self.query(&sql::cancel_requests(daemon))
+            .await?
+            .iter()
+            .map(|r| r.try_get(0).map_err(fail))
+            .collect()
+    }
+
+    async fn heartbeat(&self, daemon: &str, now: i64) -> Result<(), StateError> {
+        self.execute(&sql::heartbeat(daemon, now)).await.map(drop)
+    }
+
+    async fn sweep(&self, now: i64, silent_since: i64, except: &str) -> Result<Swept, StateError> {
+        // Each statement stands alone: a daemon dying between them leaves nothing half done.
+        let [orphans, daemons, tasks, states] = sql::sweep(now, silent_since, except);
+        let orphaned = self.execute(&orphans).await?;
+        self.execute(&daemons).await?;
+        let expired = self.execute(&tasks).await?;
+        self.execute(&states).await?;
+        Ok(Swept { orphaned, expired })
+    }
+
+    async fn use_once(&self, nonce: &str, expires: i64) -> Result<bool, StateError> {
+        Ok(self.execute(&sql::use_once(nonce, expires)).await? == 1)
+    }
+}

@@ -1,0 +1,241 @@
+//! The embedded store: one SQLite file beside the audit log, for one daemon. Statements run on the
+//! blocking pool, one at a time over one connection (WAL mode, so readers of the file, such as a
+//! backup, do not stop the daemon).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use rusqlite::types::ToSqlOutput;
+use rusqlite::{Connection, OptionalExtension, ToSql};
+use serde_json::Value;
+
+use super::{
+    Change, Param, Row, StateError, Statement, Store, Swept, TaskRecord, json, migrations, sql,
+};
+
+/// A SQLite file.
+pub(super) struct Sqlite {
+    path: PathBuf,
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl ToSql for Param {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        match self {
+            Self::Int(i) => i.to_sql(),
+            Self::Text(t) => t.to_sql(),
+            Self::Bool(b) => b.to_sql(),
+        }
+    }
+}
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok(Row {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        owner: r.get(2)?,
+        name: r.get(3)?,
+        status: r.get(4)?,
+        message: r.get(5)?,
+        daemon: r.get(6)?,
+        created_ms: r.get(7)?,
+        updated_ms: r.get(8)?,
+        expires_ms: r.get(9)?,
+        cancel_requested: r.get(10)?,
+        input_requests: r.get(11)?,
+        result: r.get(12)?,
+        error: r.get(13)?,
+    })
+}
+
+impl Sqlite {
+    /// Open `path` (creating it and its folder), and bring its schema up to date.
+    pub(super) async fn open(path: &Path) -> Result<Self, StateError> {
+        let path = path.to_path_buf();
+        let fail = {
+            let path = path.clone();
+            move |e: &dyn std::fmt::Display| StateError::Sqlite {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            }
+        };
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
+        }
+        let opened = path.clone();
+        let conn = tokio::task::spawn_blocking(move || -> Result<Connection, StateError> {
+            let mut conn = Connection::open(&opened).map_err(|e| fail(&e))?;
+            conn.pragma_update(None, "journal_mode", "WAL")
+                .map_err(|e| fail(&e))?;
+            conn.pragma_update(None, "synchronous", "NORMAL")
+                .map_err(|e| fail(&e))?;
+            conn.busy_timeout(std::time::Duration::from_secs(5))
+                .map_err(|e| fail(&e))?;
+            migrate(&mut conn).map_err(|e| match e {
+                Migrate::TooNew(e) => e,
+                Migrate::Sql(e) => fail(&e),
+            })?;
+            Ok(conn)
+        })
+        .await
+        .map_err(|e| StateError::Sqlite {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })??;
+        Ok(Self {
+            path,
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Run `f` on the connection, on the blocking pool.
+    async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StateError> {
+        let conn = self.conn.clone();
+        let fail = |message: String| StateError::Sqlite {
+            path: self.path.display().to_string(),
+            message,
+        };
+        tokio::task::spawn_blocking(move || {
+            let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut conn)
+        })
+        .await
+        .map_err(|e| fail(e.to_string()))?
+        .map_err(|e| fail(e.to_string()))
+    }
+
+    async fn execute(&self, s: Statement) -> Result<usize, StateError> {
+        self.with(move |c| c.execute(&s.sql, rusqlite::params_from_iter(s.params.iter())))
+            .await
+    }
+
+    async fn records(&self, s: Statement) -> Result<Vec<TaskRecord>, StateError> {
+        let rows = self
+            .with(move |c| {
+                let mut stmt = c.prepare_cached(&s.sql)?;
+                let rows = stmt.query_map(rusqlite::params_from_iter(s.params.iter()), row)?;
+                rows.collect::<rusqlite::Result<Vec<Row>>>()
+            })
+            .await?;
+        rows.into_iter().map(Row::into_record).collect()
+    }
+}
+
+enum Migrate {
+    TooNew(StateError),
+    Sql(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Migrate {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Sql(e)
+    }
+}
+
+/// Apply the pending migrations, each in an immediate transaction with its ledger row.
+fn migrate(conn: &mut Connection) -> Result<(), Migrate> {
+    conn.execute(migrations::LEDGER, [])?;
+    let current: i64 = conn.query_row(
+        "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+        [],
+        |r| r.get(0),
+    )?;
+    for m in migrations::pending(current).map_err(Migrate::TooNew)? {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        for statement in migrations::statements(m.sql) {
+            tx.execute(statement, [])?;
+        }
+        tx.execute(
+            "INSERT INTO schema_migrations (version, name, applied_ms) VALUES (?1, ?2, ?3)",
+            rusqlite::params![m.version, m.name, super::now_ms()],
+        )?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Store for Sqlite {
+    async fn ping(&self) -> Result<(), StateError> {
+        self.with(|c| c.query_row("SELECT 1", [], |_| Ok(()))).await
+    }
+
+    async fn insert(&self, task: &TaskRecord) -> Result<(), StateError> {
+        self.execute(sql::insert(task)).await.map(drop)
+    }
+
+    async fn get(&self, id: &str, now: i64) -> Result<Option<TaskRecord>, StateError> {
+        Ok(self.records(sql::get(id, now)).await?.pop())
+    }
+
+    async fn list(
+        &self,
+        owner: &str,
+        after: Option<&str>,
+        limit: usize,
+        now: i64,
+    ) -> Result<Vec<TaskRecord>, StateError> {
+        self.records(sql::list(owner, after, limit, now)).await
+    }
+
+    async fn update(&self, id: &str, change: &Change, now: i64) -> Result<bool, StateError> {
+        Ok(self.execute(sql::update(id, change, now)).await? > 0)
+    }
+
+    async fn request_cancel(&self, id: &str, now: i64) -> Result<(), StateError> {
+        self.execute(sql::request_cancel(id, now)).await.map(drop)
+    }
+
+    async fn responses(&self, id: &str) -> Result<Option<Value>, StateError> {
+        let s = sql::responses(id);
+        let text: Option<Option<String>> = self
+            .with(move |c| {
+                c.query_row(&s.sql, rusqlite::params_from_iter(s.params.iter()), |r| {
+                    r.get(0)
+                })
+                .optional()
+            })
+            .await?;
+        json(text.flatten())
+    }
+
+    async fn cancel_requests(&self, daemon: &str) -> Result<Vec<String>, StateError> {
+        let s = sql::cancel_requests(daemon);
+        self.with(move |c| {
+            let mut stmt = c.prepare_cached(&s.sql)?;
+            let ids = stmt.query_map(rusqlite::params_from_iter(s.params.iter()), |r| r.get(0))?;
+            ids.collect()
+        })
+        .await
+    }
+
+    async fn heartbeat(&self, daemon: &str, now: i64) -> Result<(), StateError> {
+        self.execute(sql::heartbeat(daemon, now)).await.map(drop)
+    }
+
+    async fn sweep(&self, now: i64, silent_since: i64, except: &str) -> Result<Swept, StateError> {
+        let [orphans, daemons, tasks, states] = sql::sweep(now, silent_since, except);
+        self.with(move |c| {
+            let tx = c.transaction()?;
+            let run =
+                |s: &Statement| tx.execute(&s.sql, rusqlite::params_from_iter(s.params.iter()));
+            let orphaned = run(&orphans)? as u64;
+            run(&daemons)?;
+            let expired = run(&tasks)? as u64;
+            run(&states)?;
+            tx.commit()?;
+            Ok(Swept { orphaned, expired })
+        })
+        .await
+    }
+
+    async fn use_once(&self, nonce: &str, expires: i64) -> Result<bool, StateError> {
+        Ok(self.execute(sql::use_once(nonce, expires)).await? == 1)
+    }
+}
