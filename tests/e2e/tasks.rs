@@ -139,6 +139,27 @@ fn the_2026_extension_runs_calls_as_tasks_and_inlines_the_result() {
     assert!(plain["result"].get("taskId").is_none(), "{plain}");
     assert_eq!(plain["result"]["isError"], false, "{plain}");
 
+    // Progress the plugin reports is the task's status message while it works.
+    let stepping = modern(
+        addr,
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 4000, "steps": 8}}),
+    );
+    let stepping = stepping["result"]["taskId"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let t = modern(addr, "tasks/get", json!({"taskId": stepping}))["result"].clone();
+        if t["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("slept part"))
+        {
+            assert_eq!(t["status"], "working", "{t}");
+            break;
+        }
+        assert!(Instant::now() < deadline && t["status"] == "working", "{t}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
     // Unknown ids are invalid params.
     let unknown = modern(addr, "tasks/get", json!({"taskId": "nope"}));
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");

@@ -128,7 +128,10 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         let session_calls = shared.calls.child_token();
         let server = McpServer::with_shared(shared.clone(), None).with_calls(session_calls.clone());
         let (stdin, stdout) = rmcp::transport::stdio_pipes();
-        let stdin = CancelOnEof::new(stdin, session_calls);
+        // 2025-11-25 tasks on the wire (see `legacy`): requests renamed in, results amended out.
+        let pending = super::legacy::Pending::default();
+        let stdin = super::legacy::StdioIn::new(CancelOnEof::new(stdin, session_calls), pending.clone());
+        let stdout = super::legacy::StdioOut::new(stdout, pending, shared.clone());
         let ct = mcp_stop.child_token();
         let stop = stop.clone();
         let alone = options.http.is_none();

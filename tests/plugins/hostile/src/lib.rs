@@ -119,10 +119,17 @@ fn spin() -> ! {
     }
 }
 
+/// Sleeps `ms`; with `steps`, in that many equal parts, reporting progress after each.
 fn sleep(args: &Args) -> Res {
     let ms = args.u64("ms")?;
+    let steps = args.opt_u64("steps")?.unwrap_or(1).max(1);
     let start = Instant::now();
-    std::thread::sleep(std::time::Duration::from_millis(ms));
+    for step in 1..=steps {
+        std::thread::sleep(std::time::Duration::from_millis(ms / steps));
+        if steps > 1 {
+            host::progress(step, Some(steps), &format!("slept part {step} of {steps}"));
+        }
+    }
     text(format!("slept {} ms", start.elapsed().as_millis()))
 }
 
@@ -606,8 +613,8 @@ fn tools() -> Vec<Tool> {
         tool("spin", "Loop forever without calling the host.", &[], RO),
         tool(
             "sleep",
-            "Sleep `ms` milliseconds (blocks in a WASI host call).",
-            &[("ms", "integer")],
+            "Sleep `ms` milliseconds (blocks in a WASI host call), in `steps` parts with progress.",
+            &[("ms", "integer"), ("steps", "integer")],
             RO,
         ),
         tool(
