@@ -106,7 +106,12 @@ fn modern(addr: SocketAddr, method: &str, params: Value) -> Value {
     headers.push(("MCP-Protocol-Version", "2026-07-28"));
     headers.push(("Mcp-Method", method));
     headers.push(("Connection", "close"));
-    let name = params["name"].as_str().unwrap_or_default().to_owned();
+    // Mcp-Name: the tool for tools/call, the task for tasks/*.
+    let name = params["name"]
+        .as_str()
+        .or(params["taskId"].as_str())
+        .unwrap_or_default()
+        .to_owned();
     if !name.is_empty() {
         headers.push(("Mcp-Name", &name));
     }

@@ -181,7 +181,11 @@ impl McpServer {
                 .catalog()
                 .get(&tool)
                 .map_or(TaskSupport::Never, |t| t.plugin.policy.task);
-            match support.offered(declared) {
+            // An optional task runs inline while the state store is unreachable; a required one
+            // is refused with that reason.
+            let followable =
+                declared && (shared.tasks().is_some() || support == TaskSupport::Required);
+            match support.offered(followable) {
                 TaskChoice::Inline => {}
                 TaskChoice::Refuse => {
                     return Err(ErrorData::missing_required_client_capability(

@@ -50,6 +50,15 @@ fn declared_revision(message: &Value) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
+/// Whether a message may need [`rewrite_request`]: a cheap look at the bytes, so that the many
+/// messages that do not (every `tools/call` without `task`) are not parsed twice.
+fn worth_parsing(bytes: &[u8]) -> bool {
+    const NEEDLES: [&[u8]; 4] = [b"tasks/", b"\"task\"", b"initialize", b"tools/list"];
+    NEEDLES
+        .iter()
+        .any(|n| bytes.windows(n.len()).any(|w| w == *n))
+}
+
 /// Rename a 2025-11-25 task request in place; what its response will need. `revision` is the
 /// transport's idea of the client's revision (the HTTP header), if any.
 pub(crate) fn rewrite_request(message: &mut Value, revision: Option<&str>) -> Answer {
@@ -132,8 +141,12 @@ pub(crate) async fn tasks(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let mut answer = Answer::AsIs;
-    let bytes = match serde_json::from_slice::<Value>(&bytes) {
-        Ok(mut message) if message.is_object() => {
+    let parsed = match worth_parsing(&bytes) {
+        true => serde_json::from_slice::<Value>(&bytes).ok(),
+        false => None,
+    };
+    let bytes = match parsed {
+        Some(mut message) if message.is_object() => {
             let before = message.get("method").cloned();
             answer = rewrite_request(&mut message, revision.as_deref());
             if message.get("method") == before.as_ref() {
@@ -201,7 +214,9 @@ pub(crate) struct Pending(Arc<std::sync::Mutex<std::collections::HashMap<String,
 
 impl Pending {
     fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Answer>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -230,8 +245,12 @@ impl<R> StdioIn<R> {
     fn take_lines(&mut self) {
         while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = self.partial.drain(..=end).collect();
-            match serde_json::from_slice::<Value>(&line) {
-                Ok(mut message) if message.is_object() => {
+            let parsed = match worth_parsing(&line) {
+                true => serde_json::from_slice::<Value>(&line).ok(),
+                false => None,
+            };
+            match parsed {
+                Some(mut message) if message.is_object() => {
                     let before = message.get("method").cloned();
                     let answer = rewrite_request(&mut message, None);
                     if answer != Answer::AsIs
@@ -318,11 +337,15 @@ impl<W> StdioOut<W> {
     fn take_lines(&mut self) {
         while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = self.partial.drain(..=end).collect();
-            let answer = serde_json::from_slice::<Value>(&line).ok().and_then(|m| {
-                let id = m.get("id")?.to_string();
-                let answer = self.pending.lock().remove(&id)?;
-                Some((m, answer))
-            });
+            let waiting = !self.pending.lock().is_empty();
+            let answer = waiting
+                .then(|| serde_json::from_slice::<Value>(&line).ok())
+                .flatten()
+                .and_then(|m| {
+                    let id = m.get("id")?.to_string();
+                    let answer = self.pending.lock().remove(&id)?;
+                    Some((m, answer))
+                });
             match answer {
                 Some((mut message, answer)) => {
                     let catalog = self.shared.pipeline.catalog();

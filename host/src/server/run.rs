@@ -72,6 +72,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
     let stop = CancellationToken::new();
     let mcp_stop = CancellationToken::new();
     let watch_stop = CancellationToken::new();
+    let accepting = CancellationToken::new();
 
     let mut sigint = signal(SignalKind::interrupt()).map_err(ServeError::Signals)?;
     let mut sigterm = signal(SignalKind::terminate()).map_err(ServeError::Signals)?;
@@ -114,11 +115,13 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
                 read_timeout: config.read_timeout,
                 max_connections: config.max_connections,
             };
+            // Connections are still accepted while calls drain: new calls are refused as busy
+            // and `/ready` answers 503, so a load balancer sees the daemon leave.
             Some(tokio::spawn(listener::serve(
                 listener,
                 app,
                 limits,
-                stop.clone(),
+                accepting.clone(),
             )))
         }
     };
@@ -130,7 +133,8 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         let (stdin, stdout) = rmcp::transport::stdio_pipes();
         // 2025-11-25 tasks on the wire (see `legacy`): requests renamed in, results amended out.
         let pending = super::legacy::Pending::default();
-        let stdin = super::legacy::StdioIn::new(CancelOnEof::new(stdin, session_calls), pending.clone());
+        let stdin =
+            super::legacy::StdioIn::new(CancelOnEof::new(stdin, session_calls), pending.clone());
         let stdout = super::legacy::StdioOut::new(stdout, pending, shared.clone());
         let ct = mcp_stop.child_token();
         let stop = stop.clone();
@@ -157,6 +161,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         // sessions now would cut their streams before the last message is written.
         tokio::time::sleep(FLUSH_WAIT).await;
     }
+    accepting.cancel();
     mcp_stop.cancel();
 
     if let Some(task) = http_task {
