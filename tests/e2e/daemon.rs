@@ -599,6 +599,50 @@ pub(crate) fn http(
     conn.send(method, path, &all, body).unwrap()
 }
 
+/// A stateless 2026-07-28 request on a fresh connection, declaring `capabilities` (and carrying
+/// `bearer`, if any); its JSON-RPC answer.
+pub(crate) fn modern_request(
+    addr: SocketAddr,
+    method: &str,
+    params: Value,
+    capabilities: Value,
+    bearer: Option<&str>,
+) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    let mut headers = MCP_HEADERS.to_vec();
+    headers.push(("MCP-Protocol-Version", "2026-07-28"));
+    headers.push(("Mcp-Method", method));
+    headers.push(("Connection", "close"));
+    // Mcp-Name: the tool for tools/call, the task for tasks/*.
+    let name = params["name"]
+        .as_str()
+        .or(params["taskId"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    if !name.is_empty() {
+        headers.push(("Mcp-Name", &name));
+    }
+    let auth = bearer.map(|t| format!("Bearer {t}"));
+    if let Some(a) = &auth {
+        headers.push(("Authorization", a));
+    }
+    let reply = Conn::open(addr)
+        .unwrap()
+        .send("POST", "/mcp", &headers, body.to_string().as_bytes())
+        .unwrap();
+    reply
+        .messages()
+        .into_iter()
+        .find(|m| m["id"] == 7)
+        .unwrap_or_else(|| panic!("no answer from {addr}: {} {}", reply.status, reply.text()))
+}
+
 /// The headers of an MCP POST.
 pub(crate) const MCP_HEADERS: [(&str, &str); 2] = [
     ("Content-Type", "application/json"),

@@ -251,29 +251,7 @@ fn guest_logs_stay_on_one_daemon_log_line() {
 
 /// A stateless 2026-07-28 request on a fresh connection; its JSON-RPC answer.
 fn modern(addr: std::net::SocketAddr, method: &str, params: Value) -> Value {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"},
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
-    let mut headers = MCP_HEADERS.to_vec();
-    headers.push(("MCP-Protocol-Version", "2026-07-28"));
-    headers.push(("Mcp-Method", method));
-    let name = params["name"].as_str().unwrap_or_default().to_owned();
-    if !name.is_empty() {
-        headers.push(("Mcp-Name", &name));
-    }
-    let reply = Conn::open(addr)
-        .unwrap()
-        .send("POST", "/mcp", &headers, body.to_string().as_bytes())
-        .unwrap();
-    reply
-        .messages()
-        .into_iter()
-        .find(|m| m["id"] == 7)
-        .unwrap_or_else(|| panic!("no answer: {} {}", reply.status, reply.text()))
+    crate::daemon::modern_request(addr, method, params, json!({}), None)
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Three daemons with one config, sharing a real PostgreSQL, behind a real HAProxy: 2026-07-28
-//! clients need no stickiness. A task created through one daemon is read through another; an
+//! clients need no stickiness; `initialize`-era sessions work through a balancer that pins them. A task created through one daemon is read through another; an
 //! approval's `requestState` sealed by one is accepted by another (and only once, fleet-wide);
 //! a daemon killed with SIGKILL mid-load leaves no task silently `working` and no call without its
 //! audit line. Small on purpose (CI); `scripts/fleet-soak.sh` runs the bigger version.
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::daemon::{Conn, Daemon, MCP_HEADERS, http};
+use crate::daemon::{Daemon, HttpSession, http, modern_request};
 use crate::harness::Env;
 use crate::services::{Haproxy, Postgres};
 
@@ -94,36 +94,9 @@ fn fleet(test: &str) -> Option<Fleet> {
 
 /// A stateless 2026-07-28 request (declaring the tasks extension and form elicitation).
 fn modern(addr: SocketAddr, method: &str, params: Value) -> Value {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities":
-            {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {"form": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "fleet", "version": "1"},
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params});
-    let mut headers = MCP_HEADERS.to_vec();
-    headers.push(("MCP-Protocol-Version", "2026-07-28"));
-    headers.push(("Mcp-Method", method));
-    headers.push(("Connection", "close"));
-    // Mcp-Name: the tool for tools/call, the task for tasks/*.
-    let name = params["name"]
-        .as_str()
-        .or(params["taskId"].as_str())
-        .unwrap_or_default()
-        .to_owned();
-    if !name.is_empty() {
-        headers.push(("Mcp-Name", &name));
-    }
-    let reply = Conn::open(addr)
-        .unwrap()
-        .send("POST", "/mcp", &headers, body.to_string().as_bytes())
-        .unwrap();
-    reply
-        .messages()
-        .into_iter()
-        .find(|m| m["id"] == 9)
-        .unwrap_or_else(|| panic!("no answer from {addr}: {} {}", reply.status, reply.text()))
+    let capabilities =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {"form": {}}});
+    modern_request(addr, method, params, capabilities, None)
 }
 
 fn status(addr: SocketAddr, id: &str) -> Value {
@@ -227,6 +200,22 @@ fn a_fleet_shares_tasks_and_approvals_and_survives_a_killed_daemon() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(done["result"]["isError"], false, "{done}");
+
+    // Legacy (initialize-era) sessions live in one daemon: through a balancer that pins the
+    // Mcp-Session-Id, every request of a session reaches the daemon that created it.
+    let sticky = Haproxy::start("fleet", &f.addrs, true).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut session = HttpSession::open(sticky.addr, &[]).unwrap();
+    for i in 0..6 {
+        let answer = session.call("echo_input", json!({"n": i})).unwrap();
+        assert_eq!(
+            answer["result"]["isError"],
+            false,
+            "call {i}: {answer}\n{}",
+            sticky.log()
+        );
+    }
+    drop(sticky);
 
     // SIGKILL one daemon while tasks run on all three: each task still ends, with a reason.
     // CI runs 9; scripts/fleet-soak.sh many more (TOOLHOST_FLEET_TASKS).

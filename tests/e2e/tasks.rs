@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::daemon::{Conn, Daemon, HttpSession, MCP_HEADERS};
+use crate::daemon::{Daemon, HttpSession, modern_request};
 use crate::harness::Env;
 use crate::issuer::{Alg, Issuer, now};
 
@@ -32,43 +32,12 @@ fn modern_with(
     tasks: bool,
     bearer: Option<&str>,
 ) -> Value {
-    let mut params = params;
     let capabilities = if tasks {
         json!({"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {"form": {}}})
     } else {
         json!({})
     };
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-        "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"},
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
-    let mut headers = MCP_HEADERS.to_vec();
-    headers.push(("MCP-Protocol-Version", "2026-07-28"));
-    headers.push(("Mcp-Method", method));
-    // Mcp-Name: the tool for tools/call, the task for tasks/*.
-    let name = params["name"]
-        .as_str()
-        .or(params["taskId"].as_str())
-        .unwrap_or_default()
-        .to_owned();
-    if !name.is_empty() {
-        headers.push(("Mcp-Name", &name));
-    }
-    let auth = bearer.map(|t| format!("Bearer {t}"));
-    if let Some(a) = &auth {
-        headers.push(("Authorization", a));
-    }
-    let reply = Conn::open(addr)
-        .unwrap()
-        .send("POST", "/mcp", &headers, body.to_string().as_bytes())
-        .unwrap();
-    reply
-        .messages()
-        .into_iter()
-        .find(|m| m["id"] == 7)
-        .unwrap_or_else(|| panic!("no answer: {} {}", reply.status, reply.text()))
+    modern_request(addr, method, params, capabilities, bearer)
 }
 
 fn modern(addr: SocketAddr, method: &str, params: Value) -> Value {
