@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::daemon::{Conn, Daemon, HttpSession, MCP_HEADERS, http};
+use crate::daemon::{Daemon, HttpSession, http};
 use crate::harness::Env;
 use crate::hostile::components::{Component, PAYLOAD, log_then_ok, ok_content, ok_structured};
 

@@ -99,7 +99,7 @@ pub(crate) fn rewrite_response(
         Answer::AsIs => {}
         Answer::Initialize => {
             let version = result.get("protocolVersion").and_then(Value::as_str);
-            if version.is_some_and(|v| v >= "2025-11-25" && v < EXTENSION_ERA)
+            if version.is_some_and(|v| ("2025-11-25"..EXTENSION_ERA).contains(&v))
                 && let Some(Value::Object(caps)) = result.get_mut("capabilities")
             {
                 caps.insert(
@@ -176,7 +176,7 @@ pub(crate) async fn tasks(
     let support = |name: &str| catalog.get(name).map(|t| t.plugin.policy.task);
     let rewrite = |text: &str| -> Option<String> {
         let mut message: Value = serde_json::from_str(text).ok()?;
-        rewrite_response(&mut message, answer, &support);
+        rewrite_response(&mut message, answer, support);
         serde_json::to_string(&message).ok()
     };
     let body = if is_sse {
