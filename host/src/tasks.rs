@@ -344,7 +344,7 @@ impl TaskHandle {
     }
 
     /// Report progress from synchronous code (a pipeline progress sink): written in the
-    /// background, at most every [`PROGRESS_EVERY`]; reports in between are dropped.
+    /// background, at most every 250 ms; reports in between are dropped.
     pub fn report(&self, message: String) {
         {
             let mut last = self

@@ -9,7 +9,7 @@
 //! Both protocol eras are served at once: clients that `initialize` (up to 2025-11-25) get sessions,
 //! clients that send per-request `_meta` (2026-07-28) are served statelessly. Approvals use
 //! elicitation requests in the first era and the input-required round trip in the second. Long
-//! calls may run as tasks in both eras ([`tasks`], with [`legacy`] for 2025-11-25's wire).
+//! calls may run as tasks in both eras (`tasks`, with `legacy` for 2025-11-25's wire).
 //!
 //! It must not reach past [`crate::exec`]: no gate decisions, no sandbox, no audit writes of its own.
 

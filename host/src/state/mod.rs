@@ -1,7 +1,7 @@
 //! Durable state: what must outlive one request and be seen by every daemon behind a load
 //! balancer. Task records and their results, daemons' heartbeats, and the approval states already
-//! used. One [`Store`] trait; [`sqlite`] is the embedded default for one daemon, [`postgres`]
-//! serves many. Both apply the same versioned migrations ([`migrations`]) at open.
+//! used. One [`Store`] trait; `sqlite` is the embedded default for one daemon, `postgres`
+//! serves many. Both apply the same versioned migrations (`migrations`) at open.
 
 mod migrations;
 mod postgres;
