@@ -7,13 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
-    CreateTaskResult, CustomRequest, CustomResult, ErrorCode, GetTaskParams, GetTaskResult,
-    Implementation, InitializeRequestParams, InitializeResult, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
-    UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
+    GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
+    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool as McpTool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
@@ -24,76 +23,19 @@ use super::approval::{AskClient, ElicitingApprover};
 use super::listing::{self, PAGE_SIZE};
 use super::outcome::{self, Era};
 use super::progress::ProgressRelay;
+use super::routing::unroutable;
 use super::shared::Shared;
-use super::tasks::{self, AskVia, TaskCall};
+use super::spans::{end_request_span, request_span, traced};
+use super::tasks::{self, AskVia};
 use crate::exec::{Approver, CallRequest, ErrorKind};
 use crate::telemetry;
 use toolhost_policy::caller::Caller;
-use toolhost_policy::task::{TaskChoice, TaskSupport, owner_of};
+use toolhost_policy::task::owner_of;
 
 /// What clients read about this server at connection time.
 const INSTRUCTIONS: &str = "toolhost runs each tool in its own WebAssembly sandbox with only the files and \
 environment its policy grants. Failed calls come back as error results that say what to change. Calls that \
 need approval ask the user through elicitation when the client supports it; otherwise they are denied.";
-
-/// The methods rmcp reads into typed requests. One of them arriving as a custom request had params
-/// of the wrong shape (`"name": 5`, `"arguments": []`): JSON-RPC answers that with -32602 Invalid
-/// params, where rmcp's default says -32601 Method not found.
-const TYPED_METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "server/discover",
-    "completion/complete",
-    "logging/setLevel",
-    "prompts/get",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "resources/directory/read",
-    "subscriptions/listen",
-    "tools/call",
-    "tools/list",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
-    "skills/list",
-    "skills/get",
-];
-
-/// Methods the 2026-07-28 revision removed: for its clients they are unknown, whatever the params.
-const REMOVED_IN_2026: &[&str] = &[
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
-
-/// The error for a request no handler took: bad params of a known method, or an unknown method
-/// (which includes, for a 2026-07-28 request, the methods that revision removed).
-fn unroutable(method: &str, params: Option<&Value>, modern: bool) -> ErrorData {
-    if !TYPED_METHODS.contains(&method) || (modern && REMOVED_IN_2026.contains(&method)) {
-        return ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            format!("method not found: {method}"),
-            None,
-        );
-    }
-    let params = params.cloned().unwrap_or(Value::Null);
-    let why = match method {
-        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params).err(),
-        "tools/list" => serde_json::from_value::<Option<PaginatedRequestParams>>(params).err(),
-        _ => None,
-    };
-    let message = match why {
-        Some(e) => format!("invalid params for {method}: {e}"),
-        None => format!("invalid params for {method}"),
-    };
-    ErrorData::invalid_params(message, None)
-}
 
 /// The MCP server over one pipeline; cheap to clone (one clone per HTTP session).
 #[derive(Clone)]
@@ -156,62 +98,18 @@ impl McpServer {
             .client_capabilities()
             .and_then(|c| c.elicitation)
             .is_some_and(|e| e.form.is_some() || e.url.is_none());
-        if !modern {
-            let support = shared
-                .pipeline
-                .catalog()
-                .get(&tool)
-                .map_or(TaskSupport::Never, |t| t.plugin.policy.task);
-            if support.asked(false) == TaskChoice::Refuse {
-                return Err(ErrorData::new(
-                    ErrorCode::METHOD_NOT_FOUND,
-                    format!(
-                        "tool {tool} runs only as a task: call it with `task` (2025-11-25 tasks)"
-                    ),
-                    None,
-                ));
-            }
-        }
-        if modern && request.request_state.is_none() {
-            let declared = context
-                .client_capabilities()
-                .is_some_and(|c| c.supports_tasks());
-            let support = shared
-                .pipeline
-                .catalog()
-                .get(&tool)
-                .map_or(TaskSupport::Never, |t| t.plugin.policy.task);
-            // An optional task runs inline while the state store is unreachable; a required one
-            // is refused with that reason.
-            let followable =
-                declared && (shared.tasks().is_some() || support == TaskSupport::Required);
-            match support.offered(followable) {
-                TaskChoice::Inline => {}
-                TaskChoice::Refuse => {
-                    return Err(ErrorData::missing_required_client_capability(
-                        ClientCapabilities::builder().enable_tasks().build(),
-                    ));
-                }
-                TaskChoice::Task => {
-                    let call = TaskCall {
-                        tool,
-                        arguments,
-                        caller,
-                        era: Era::of(context.protocol_version()),
-                        ask: if elicits {
-                            AskVia::Task
-                        } else {
-                            AskVia::Nobody
-                        },
-                        ttl: None,
-                    };
-                    let record = tasks::start(shared, call).await?;
-                    let poll = tasks::tasks_of(shared)?.options().poll_interval;
-                    return Ok(CallToolResponse::Task(CreateTaskResult::new(tasks::task(
-                        &record, poll,
-                    ))));
-                }
-            }
+        if let Some(answer) = tasks::offer(
+            shared,
+            &context,
+            &tool,
+            &arguments,
+            caller.clone(),
+            elicits,
+            request.request_state.is_some(),
+        )
+        .await?
+        {
+            return Ok(answer);
         }
         let mut question = None;
         let answered = match (&request.request_state, modern) {
@@ -327,89 +225,8 @@ impl McpServer {
     }
 }
 
-/// The server span of an MCP request, as the MCP semantic conventions name and attribute it, under
-/// the trace its `_meta.traceparent` continues.
-fn request_span(
-    method: &str,
-    tool: Option<&str>,
-    context: &RequestContext<RoleServer>,
-    caller: Option<&Caller>,
-) -> opentelemetry::Context {
-    use opentelemetry::KeyValue;
-    let meta = |key: &str| context.meta.get(key).and_then(Value::as_str);
-    let parent = telemetry::remote_parent(meta("traceparent"), meta("tracestate"));
-    let mut attributes = vec![
-        KeyValue::new("mcp.method.name", method.to_owned()),
-        KeyValue::new("jsonrpc.request.id", context.id.to_string()),
-    ];
-    if let Some(v) = context.protocol_version() {
-        attributes.push(KeyValue::new("mcp.protocol.version", v.to_string()));
-    }
-    let session = context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|p| p.headers.get("mcp-session-id"))
-        .and_then(|v| v.to_str().ok());
-    if let Some(id) = session {
-        attributes.push(KeyValue::new("mcp.session.id", id.to_owned()));
-    }
-    if let Some(tool) = tool {
-        attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_owned()));
-        attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
-    }
-    if let Some(c) = caller {
-        attributes.push(KeyValue::new("enduser.id", c.subject.clone()));
-    }
-    let name = match tool {
-        Some(t) => format!("{method} {t}"),
-        None => method.to_owned(),
-    };
-    telemetry::server_span(name, &parent, attributes)
-}
-
-/// `answer` inside the server span of MCP request `method` (when telemetry is on), its JSON-RPC
-/// error code as `error.type` when it fails.
-async fn traced<T>(
-    method: &str,
-    context: &RequestContext<RoleServer>,
-    answer: impl Future<Output = Result<T, ErrorData>>,
-) -> Result<T, ErrorData> {
-    if !telemetry::is_on() {
-        return answer.await;
-    }
-    let started = std::time::Instant::now();
-    let caller = caller_of(context);
-    let cx = request_span(method, None, context, caller.as_deref());
-    let result = answer.await;
-    let code = result.as_ref().err().map(|e| e.code.0.to_string());
-    end_request_span(&cx, method, None, code.as_deref(), started);
-    result
-}
-
-/// End a request's span and record `mcp.server.operation.duration`.
-fn end_request_span(
-    cx: &opentelemetry::Context,
-    method: &str,
-    tool: Option<&str>,
-    error: Option<&str>,
-    started: std::time::Instant,
-) {
-    use opentelemetry::KeyValue;
-    telemetry::end_span(cx, error);
-    let mut attributes = vec![KeyValue::new("mcp.method.name", method.to_owned())];
-    if let Some(t) = tool {
-        attributes.push(KeyValue::new("gen_ai.tool.name", t.to_owned()));
-    }
-    if let Some(e) = error {
-        attributes.push(KeyValue::new("error.type", e.to_owned()));
-    }
-    telemetry::instruments()
-        .operation
-        .record(started.elapsed().as_secs_f64(), &attributes);
-}
-
 /// The authenticated caller of an HTTP request (put there by [`super::auth`]); `None` on stdio.
-fn caller_of(context: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
+pub(super) fn caller_of(context: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
     context
         .extensions
         .get::<axum::http::request::Parts>()
@@ -587,14 +404,15 @@ impl ServerHandler for McpServer {
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
         let method = request.method.clone();
         traced(&method, &context, async {
-            if !modern && tasks::LEGACY_METHODS.contains(&method.as_str()) {
+            if !modern && super::legacy::LEGACY_METHODS.contains(&method.as_str()) {
                 let caller = caller_of(&context);
                 let ask = match context.client_capabilities().and_then(|c| c.elicitation) {
                     Some(_) => AskVia::Peer(context.peer.clone()),
                     None => AskVia::Nobody,
                 };
                 let params = request.params.clone().unwrap_or(Value::Null);
-                let answer = tasks::legacy(&self.shared, &method, params, caller, ask).await?;
+                let answer =
+                    super::legacy::answer(&self.shared, &method, params, caller, ask).await?;
                 return Ok(CustomResult(answer));
             }
             Err(unroutable(&request.method, request.params.as_ref(), modern))

@@ -28,8 +28,10 @@ mod listing;
 mod outcome;
 mod progress;
 mod reply;
+mod routing;
 mod run;
 mod shared;
+mod spans;
 mod stdio;
 mod tasks;
 

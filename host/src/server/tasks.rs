@@ -14,12 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ErrorData;
-use rmcp::model::ErrorCode;
+use rmcp::model::{
+    CallToolResponse, ClientCapabilities, CreateTaskResult, ErrorCode, ProtocolVersion,
+};
 use rmcp::model::{
     DetailedTask, ElicitRequest, ElicitResult, InputRequest, InputRequests, Task as McpTask,
     TaskPayload, TaskStatus as McpStatus,
 };
-use rmcp::service::{Peer, RoleServer};
+use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
 use toolhost_policy::call::{CallStatus, ErrorKind};
 use toolhost_policy::caller::Caller;
@@ -123,6 +125,72 @@ pub(super) async fn start(shared: &Arc<Shared>, call: TaskCall) -> Result<TaskRe
     })
 }
 
+/// How a plain `tools/call` (no 2025 `task` param) meets the tool's task support: `Some` answer
+/// when it runs as a 2026 task or is refused, `None` to run it inline. A retry that answers an
+/// approval (`has_state`) always runs inline.
+pub(super) async fn offer(
+    shared: &Arc<Shared>,
+    context: &RequestContext<RoleServer>,
+    tool: &str,
+    arguments: &Value,
+    caller: Option<Arc<Caller>>,
+    elicits: bool,
+    has_state: bool,
+) -> Result<Option<CallToolResponse>, ErrorData> {
+    let modern = context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    let support = shared
+        .pipeline
+        .catalog()
+        .get(tool)
+        .map_or(TaskSupport::Never, |t| t.plugin.policy.task);
+    if !modern {
+        if support.asked(false) == TaskChoice::Refuse {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("tool {tool} runs only as a task: call it with `task` (2025-11-25 tasks)"),
+                None,
+            ));
+        }
+        return Ok(None);
+    }
+    if has_state {
+        return Ok(None);
+    }
+    let declared = context
+        .client_capabilities()
+        .is_some_and(|c| c.supports_tasks());
+    // An optional task runs inline while the state store is unreachable; a required one is
+    // refused with that reason.
+    let followable = declared && (shared.tasks().is_some() || support == TaskSupport::Required);
+    match support.offered(followable) {
+        TaskChoice::Inline => Ok(None),
+        TaskChoice::Refuse => Err(ErrorData::missing_required_client_capability(
+            ClientCapabilities::builder().enable_tasks().build(),
+        )),
+        TaskChoice::Task => {
+            let call = TaskCall {
+                tool: tool.to_owned(),
+                arguments: arguments.clone(),
+                caller,
+                era: Era::of(context.protocol_version()),
+                ask: if elicits {
+                    AskVia::Task
+                } else {
+                    AskVia::Nobody
+                },
+                ttl: None,
+            };
+            let record = start(shared, call).await?;
+            let poll = tasks_of(shared)?.options().poll_interval;
+            Ok(Some(CallToolResponse::Task(CreateTaskResult::new(task(
+                &record, poll,
+            )))))
+        }
+    }
+}
+
 /// A task operation's error as JSON-RPC: an unknown (or someone else's) task is invalid params.
 pub(super) fn task_error(e: TaskError) -> ErrorData {
     match e {
@@ -166,178 +234,6 @@ impl Approver for TaskApprover {
                 .and_then(|a| serde_json::from_value::<ElicitResult>(a).ok())
                 .is_some_and(|a| approval::approves(&a))
         })
-    }
-}
-
-/// The methods of 2025-11-25 tasks, as they reach the custom-request handler: `tasks/list` and
-/// `tasks/result` as sent; `tools/call` with `task`, `tasks/get` and `tasks/cancel` renamed by
-/// [`super::legacy`] (rmcp would read the first without its `task` and the others as the 2026
-/// extension's).
-pub(super) const LEGACY_METHODS: &[&str] = &[
-    "tasks/list",
-    "tasks/result",
-    super::legacy::CALL_AS_TASK,
-    super::legacy::GET,
-    super::legacy::CANCEL,
-];
-
-/// How many tasks one `tasks/list` page holds.
-const LIST_PAGE: usize = 50;
-
-/// Answer one 2025-11-25 task request (`method` is one of [`LEGACY_METHODS`]).
-pub(super) async fn legacy(
-    shared: &Arc<Shared>,
-    method: &str,
-    params: Value,
-    caller: Option<Arc<Caller>>,
-    ask: AskVia,
-) -> Result<Value, ErrorData> {
-    let tasks = tasks_of(shared)?.clone();
-    let poll = tasks.options().poll_interval;
-    let owner = toolhost_policy::task::owner_of(caller.as_deref());
-    let task_id = || {
-        params
-            .get("taskId")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| ErrorData::invalid_params("taskId (a string) is required", None))
-    };
-    match method {
-        "tasks/list" => {
-            let cursor = params.get("cursor").and_then(Value::as_str);
-            let (page, next) = tasks
-                .list(&owner, cursor, LIST_PAGE)
-                .await
-                .map_err(task_error)?;
-            let mut answer = json!({
-                "tasks": page.iter().map(|t| legacy_task(t, poll)).collect::<Vec<_>>(),
-            });
-            if let Some(next) = next {
-                answer["nextCursor"] = json!(next);
-            }
-            Ok(answer)
-        }
-        super::legacy::GET => {
-            let record = tasks.get(&task_id()?, &owner).await.map_err(task_error)?;
-            Ok(legacy_task(&record, poll))
-        }
-        super::legacy::CANCEL => {
-            let id = task_id()?;
-            let record = tasks.get(&id, &owner).await.map_err(task_error)?;
-            if record.status.is_terminal() {
-                return Err(ErrorData::invalid_params(
-                    format!(
-                        "task {id} already ended ({}); nothing to cancel",
-                        record.status
-                    ),
-                    None,
-                ));
-            }
-            let record = tasks.cancel(&id, &owner).await.map_err(task_error)?;
-            Ok(legacy_task(&record, poll))
-        }
-        "tasks/result" => {
-            let id = task_id()?;
-            // Blocks until the task ends, as the specification says; the HTTP request timeout
-            // still bounds it.
-            let record = loop {
-                let record = tasks.get(&id, &owner).await.map_err(task_error)?;
-                if record.status.is_terminal() {
-                    break record;
-                }
-                tokio::select! {
-                    () = tokio::time::sleep(poll.min(Duration::from_millis(250))) => {}
-                    () = shared.stopping.cancelled() => {
-                        return Err(ErrorData::internal_error(
-                            "toolhost is shutting down; ask again once it is back",
-                            None,
-                        ));
-                    }
-                }
-            };
-            let related = json!({ "io.modelcontextprotocol/related-task": { "taskId": id } });
-            match record.status {
-                TaskStatus::Completed => {
-                    let mut result = record.result.unwrap_or_else(|| json!({"content": []}));
-                    result["_meta"] = match result.get("_meta") {
-                        Some(Value::Object(m)) => {
-                            let mut m = m.clone();
-                            m.insert(
-                                "io.modelcontextprotocol/related-task".into(),
-                                json!({ "taskId": id }),
-                            );
-                            Value::Object(m)
-                        }
-                        _ => related,
-                    };
-                    Ok(result)
-                }
-                TaskStatus::Failed => Err(record
-                    .error
-                    .and_then(|e| serde_json::from_value::<ErrorData>(e).ok())
-                    .unwrap_or_else(|| {
-                        ErrorData::internal_error(record.message.unwrap_or_default(), None)
-                    })),
-                _ => Err(ErrorData::invalid_params(
-                    format!(
-                        "task {id} was cancelled: {}",
-                        record.message.unwrap_or_default()
-                    ),
-                    None,
-                )),
-            }
-        }
-        super::legacy::CALL_AS_TASK => {
-            let tool = params
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| ErrorData::invalid_params("name (a string) is required", None))?
-                .to_owned();
-            let arguments = match params.get("arguments") {
-                None | Some(Value::Null) => json!({}),
-                Some(a @ Value::Object(_)) => a.clone(),
-                Some(_) => {
-                    return Err(ErrorData::invalid_params(
-                        "arguments must be an object",
-                        None,
-                    ));
-                }
-            };
-            let ttl = params
-                .pointer("/task/ttl")
-                .and_then(Value::as_u64)
-                .map(Duration::from_millis);
-            let support = shared
-                .pipeline
-                .catalog()
-                .get(&tool)
-                .map_or(TaskSupport::Never, |t| t.plugin.policy.task);
-            if support.asked(true) == TaskChoice::Refuse {
-                return Err(ErrorData::new(
-                    ErrorCode::METHOD_NOT_FOUND,
-                    format!(
-                        "tool {tool} does not run as a task (its taskSupport is forbidden); \
-                         call it without `task`"
-                    ),
-                    None,
-                ));
-            }
-            let call = TaskCall {
-                tool,
-                arguments,
-                caller,
-                era: Era::ObjectsOnly,
-                ask,
-                ttl,
-            };
-            let record = start(shared, call).await?;
-            Ok(json!({ "task": legacy_task(&record, poll) }))
-        }
-        other => Err(ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            format!("method not found: {other}"),
-            None,
-        )),
     }
 }
 

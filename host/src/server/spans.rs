@@ -1,0 +1,93 @@
+//! The server span of each MCP request, named and attributed as the OpenTelemetry MCP semantic
+//! conventions say, and `mcp.server.operation.duration`. Only when telemetry is on.
+
+use std::future::Future;
+
+use rmcp::ErrorData;
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::Value;
+use toolhost_policy::caller::Caller;
+
+use super::handler::caller_of;
+use crate::telemetry;
+
+/// The server span of an MCP request, as the MCP semantic conventions name and attribute it, under
+/// the trace its `_meta.traceparent` continues.
+pub(super) fn request_span(
+    method: &str,
+    tool: Option<&str>,
+    context: &RequestContext<RoleServer>,
+    caller: Option<&Caller>,
+) -> opentelemetry::Context {
+    use opentelemetry::KeyValue;
+    let meta = |key: &str| context.meta.get(key).and_then(Value::as_str);
+    let parent = telemetry::remote_parent(meta("traceparent"), meta("tracestate"));
+    let mut attributes = vec![
+        KeyValue::new("mcp.method.name", method.to_owned()),
+        KeyValue::new("jsonrpc.request.id", context.id.to_string()),
+    ];
+    if let Some(v) = context.protocol_version() {
+        attributes.push(KeyValue::new("mcp.protocol.version", v.to_string()));
+    }
+    let session = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.headers.get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok());
+    if let Some(id) = session {
+        attributes.push(KeyValue::new("mcp.session.id", id.to_owned()));
+    }
+    if let Some(tool) = tool {
+        attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_owned()));
+        attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+    }
+    if let Some(c) = caller {
+        attributes.push(KeyValue::new("enduser.id", c.subject.clone()));
+    }
+    let name = match tool {
+        Some(t) => format!("{method} {t}"),
+        None => method.to_owned(),
+    };
+    telemetry::server_span(name, &parent, attributes)
+}
+
+/// `answer` inside the server span of MCP request `method` (when telemetry is on), its JSON-RPC
+/// error code as `error.type` when it fails.
+pub(super) async fn traced<T>(
+    method: &str,
+    context: &RequestContext<RoleServer>,
+    answer: impl Future<Output = Result<T, ErrorData>>,
+) -> Result<T, ErrorData> {
+    if !telemetry::is_on() {
+        return answer.await;
+    }
+    let started = std::time::Instant::now();
+    let caller = caller_of(context);
+    let cx = request_span(method, None, context, caller.as_deref());
+    let result = answer.await;
+    let code = result.as_ref().err().map(|e| e.code.0.to_string());
+    end_request_span(&cx, method, None, code.as_deref(), started);
+    result
+}
+
+/// End a request's span and record `mcp.server.operation.duration`.
+pub(super) fn end_request_span(
+    cx: &opentelemetry::Context,
+    method: &str,
+    tool: Option<&str>,
+    error: Option<&str>,
+    started: std::time::Instant,
+) {
+    use opentelemetry::KeyValue;
+    telemetry::end_span(cx, error);
+    let mut attributes = vec![KeyValue::new("mcp.method.name", method.to_owned())];
+    if let Some(t) = tool {
+        attributes.push(KeyValue::new("gen_ai.tool.name", t.to_owned()));
+    }
+    if let Some(e) = error {
+        attributes.push(KeyValue::new("error.type", e.to_owned()));
+    }
+    telemetry::instruments()
+        .operation
+        .record(started.elapsed().as_secs_f64(), &attributes);
+}
