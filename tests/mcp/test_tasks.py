@@ -1,14 +1,20 @@
-"""2025-11-25 tasks through the official Python client, over stdio and HTTP: its typed requests
-(`tools/call` with `task`, `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`) and its own
-validation of each answer against that revision's schema. The 2026 extension is covered by the
-Rust end-to-end tests (tests/e2e/tasks.rs) and rmcp."""
+"""Tasks through the official Python client (mcp 2.3), over stdio and HTTP, in both eras:
+2025-11-25 with its typed requests (`tools/call` with `task`, `tasks/get`, `tasks/result`,
+`tasks/list`, `tasks/cancel`) and its own validation of each answer against that revision's schema;
+2026-07-28 through the SDK's extension interface, which claims `resultType: "task"` and polls
+`tasks/get`. Cancel, approvals, expiry and owners in the 2026 extension are in tests/e2e/tasks.rs."""
 
 from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import TypeAdapter
 
 import anyio
 import pytest
 from conftest import connect
 from mcp import types
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.anyio
@@ -80,3 +86,61 @@ async def test_a_2025_client_runs_a_tool_as_a_task(ws, transport):
     cancelled_record = await ws.wait_for_audit(lambda r: r.get("parent_id") == running.task.task_id)
     assert cancelled_record["error_kind"] == "cancelled"
     await anyio.sleep(0)
+
+
+class TaskHandle(types.Result):
+    """The 2026 tasks extension's `CreateTaskResult` (`resultType: "task"`)."""
+
+    result_type: Literal["task"] = "task"
+    task_id: str
+    status: str
+    poll_interval_ms: int | None = None
+
+
+class GetTask(types.GetTaskRequest):
+    """`tasks/get` as the 2026 extension sends it: over HTTP the task id is its `Mcp-Name`."""
+
+    name_param: ClassVar[str | None] = "taskId"
+
+
+class TasksExtension(ClientExtension):
+    """A client side of `io.modelcontextprotocol/tasks`, built on the SDK's extension interface: a
+    `tools/call` answered with a task is polled with `tasks/get` until it ends, and its inlined
+    result becomes the call's result. What it saw is kept for the test."""
+
+    identifier = "io.modelcontextprotocol/tasks"
+
+    def __init__(self) -> None:
+        self.seen: list[dict] = []
+
+    def claims(self):
+        return [ResultClaim(result_type="task", model=TaskHandle, resolve=self.resolve)]
+
+    async def resolve(self, handle: TaskHandle, ctx: ClaimContext) -> types.CallToolResult:
+        while True:
+            request = GetTask(params=types.GetTaskRequestParams(task_id=handle.task_id))
+            raw = await ctx.session.send_request(request, TypeAdapter(dict))
+            self.seen.append(raw)
+            if raw["status"] in ("completed", "failed", "cancelled"):
+                break
+            await anyio.sleep((handle.poll_interval_ms or 200) / 1000)
+        assert raw["status"] == "completed", raw
+        return types.CallToolResult.model_validate(raw["result"])
+
+
+async def test_a_2026_client_follows_a_task_through_the_extension(ws, transport):
+    ws.write_config(TASKS)
+    tasks = TasksExtension()
+    async with connect(ws, transport, "auto", extensions=[tasks]) as client:
+        assert client.protocol_version == "2026-07-28"
+        result = await client.call_tool("sleep", {"ms": 600, "steps": 3})
+        assert not result.is_error
+        assert result.content[0].text.startswith("slept")
+        # A tool that offers no task answers inline, through the same client.
+        echoed = await client.call_tool("echo", {"text": "inline"})
+        assert echoed.structured_content == {"text": "inline"}
+    statuses = [s["status"] for s in tasks.seen]
+    assert statuses[-1] == "completed", statuses
+    task_id = tasks.seen[-1]["taskId"]
+    record = await ws.wait_for_audit(lambda r: r.get("parent_id") == task_id)
+    assert record["tool"] == "sleep" and record["outcome"] == "ok"
