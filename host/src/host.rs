@@ -10,7 +10,7 @@ use crate::registry::{Registry, RegistryError};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::state::StateError;
 use crate::tasks::Tasks;
-use toolhost_policy::config::{Config, StateStore};
+use toolhost_policy::config::Config;
 
 /// Why a host could not be wired.
 #[derive(Debug, thiserror::Error)]
@@ -44,12 +44,11 @@ pub async fn open(config: Config, max_calls: usize) -> Result<Pipeline, HostErro
 }
 
 /// The daemon's tasks over the store `config` names (opened and migrated), beating its heartbeat
-/// until the process ends. An embedded store is this daemon's alone: what a previous run left
-/// unfinished is failed now.
+/// until the process ends. What a previous run left unfinished in an embedded store this daemon
+/// has to itself is failed now.
 pub async fn open_tasks(config: &Config) -> Result<Arc<Tasks>, StateError> {
     let store = crate::state::open(&config.state).await?;
-    let embedded = matches!(config.state, StateStore::Embedded(_));
-    let tasks = Tasks::start(store, config.tasks, embedded).await?;
+    let tasks = Tasks::start(store, config.tasks).await?;
     tokio::spawn(
         tasks
             .clone()

@@ -84,17 +84,16 @@ pub struct Tasks {
 }
 
 impl Tasks {
-    /// Tasks over `store`, run by a daemon with a fresh id. `embedded` says the store is this
-    /// daemon's alone: whatever a previous run left unfinished failed with it, so say so now.
+    /// Tasks over `store`, run by a daemon with a fresh id. When the store is this daemon's alone,
+    /// whatever a previous run left unfinished failed with it: say so now, not after the lease.
     pub async fn start(
         store: Arc<dyn Store>,
         options: TaskOptions,
-        embedded: bool,
     ) -> Result<Arc<Self>, StateError> {
         let daemon = uuid::Uuid::now_v7().to_string();
         let now = now_ms();
         store.heartbeat(&daemon, now).await?;
-        if embedded {
+        if store.sole_user() {
             let swept = store.sweep(now, now + 1, &daemon).await?;
             if swept.orphaned > 0 {
                 tracing::warn!(

@@ -462,3 +462,22 @@ fn ready_tells_a_balancer_when_to_send_traffic() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_second_daemon_on_the_same_embedded_file_fails_nothing_that_still_runs() {
+    let (env, _first, addr) = start(TASK_CONFIG);
+    let running = modern(
+        addr,
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 3000}}),
+    );
+    let id = running["result"]["taskId"].as_str().unwrap().to_owned();
+    // A second daemon with the same config (as two desktop clients would start): the file is
+    // locked by the first, so the second takes nothing in it for abandoned.
+    let second = Daemon::start(&env, &["--no-watch", "--http", "127.0.0.1:0"]);
+    let other = second.http.unwrap();
+    let seen = modern(other, "tasks/get", json!({"taskId": id}));
+    assert_eq!(seen["result"]["status"], "working", "{seen}");
+    let done = wait_for(other, &id, &["completed", "failed"], None);
+    assert_eq!(done["status"], "completed", "{done}");
+}

@@ -150,6 +150,11 @@ pub const ORPHANED: &str = "the toolhost daemon running this task stopped before
 /// statement or transaction; nothing holds a lock across calls.
 #[async_trait]
 pub trait Store: Send + Sync {
+    /// Whether this daemon is the only one using the store, so that what is unfinished in it was
+    /// left by a previous run (the embedded file, when its lock was free).
+    fn sole_user(&self) -> bool {
+        false
+    }
     /// Whether the store answers now (for `/ready`).
     async fn ping(&self) -> Result<(), StateError>;
     /// Keep a new task.

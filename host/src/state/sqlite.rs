@@ -18,6 +18,9 @@ use super::{
 pub(super) struct Sqlite {
     path: PathBuf,
     conn: Arc<Mutex<Connection>>,
+    /// An exclusive lock on `<file>.lock`, held while this daemon runs, when it got one: then no
+    /// other daemon uses the file, and whatever is unfinished in it was left by a previous run.
+    sole: Option<std::fs::File>,
 }
 
 impl ToSql for Param {
@@ -85,9 +88,11 @@ impl Sqlite {
             path: path.display().to_string(),
             message: e.to_string(),
         })??;
+        let sole = lock_beside(&path);
         Ok(Self {
             path,
             conn: Arc::new(Mutex::new(conn)),
+            sole,
         })
     }
 
@@ -127,6 +132,21 @@ impl Sqlite {
     }
 }
 
+/// The lock file beside `db`, locked exclusively, or `None` when another process holds it (two
+/// daemons sharing one embedded file, as two desktop clients launching the same config would).
+fn lock_beside(db: &Path) -> Option<std::fs::File> {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(PathBuf::from(name))
+        .ok()?;
+    file.try_lock().ok()?;
+    Some(file)
+}
+
 enum Migrate {
     TooNew(StateError),
     Sql(rusqlite::Error),
@@ -162,6 +182,10 @@ fn migrate(conn: &mut Connection) -> Result<(), Migrate> {
 
 #[async_trait]
 impl Store for Sqlite {
+    fn sole_user(&self) -> bool {
+        self.sole.is_some()
+    }
+
     async fn ping(&self) -> Result<(), StateError> {
         self.with(|c| c.query_row("SELECT 1", [], |_| Ok(()))).await
     }

@@ -276,6 +276,26 @@ mod tests {
     }
 
     #[test]
+    fn no_grant_reaches_the_state_database() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("data")).unwrap();
+        let text = r#"
+            [state]
+            path = "data/state.db"
+            [plugins.fs]
+            dirs = [{ host = "data", mode = "ro" }]
+        "#;
+        let raw = toml::from_str(text).unwrap();
+        let e = crate::config::Config::from_raw(raw, root.path(), &Default::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("plugins.fs.dirs[0].host") && e.contains("the state database"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_short_state_key_is_refused() {
         assert_eq!(resolve_state_key(None).unwrap(), None);
         let e = resolve_state_key(Some("TOOLHOST_TEST_SURELY_UNSET_KEY"))
