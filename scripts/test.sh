@@ -18,6 +18,10 @@ cargo test --release --locked
 if [ -x tests/mcp/run.sh ]; then
   tests/mcp/run.sh
 fi
+# The deployment files (deploy/): Kubernetes schemas (kubernetes-validate, offline), the production
+# properties of the manifests and the Dockerfile, and the ConfigMap's toolhost.toml loaded by the
+# binary: a few seconds, plus the pip install on first use.
+tests/deploy/run.sh
 # The MCP conformance suite over HTTP, against tests/mcp/conformance/expected-failures.yaml: about 30 s,
 # plus 1-2 min on first use (Node 22 and the suite from npm, the conformance plugin).
 tests/mcp/conformance/run.sh
