@@ -390,7 +390,14 @@ fn foreign_hosts_and_origins_and_bad_tokens_are_refused_before_anything_runs() {
             "allowed-hosts",
         ),
     ] {
-        for path in ["/mcp", "/health", "/v1/tools"] {
+        // The probes answer without a token, but the Host and Origin guard covers them too.
+        let probes = if status == 403 {
+            &["/health", "/ready"][..]
+        } else {
+            &[][..]
+        };
+        for path in ["/mcp", "/metrics", "/v1/tools"].iter().chain(probes) {
+            let path = *path;
             let method = if path == "/mcp" { "POST" } else { "GET" };
             let mut all = MCP_HEADERS.to_vec();
             all.extend_from_slice(&headers);

@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,8 @@ pub(crate) fn free_port() -> u16 {
 pub(crate) struct Postgres {
     /// `postgres://toolhost@127.0.0.1:PORT/toolhost`: no password needed.
     pub(crate) url: String,
+    /// The CA that signed the server's certificate, when started with TLS.
+    pub(crate) ca: Option<PathBuf>,
     port: u16,
     /// The server's programs: `initdb`, `pg_ctl`, `postgres` (and usually the clients).
     bin: PathBuf,
@@ -40,6 +42,17 @@ impl Postgres {
     /// Initialise a cluster and start its server on a free loopback port, or `None` (SKIPPED) when
     /// PostgreSQL is not installed. Panics, with the server's log, when it does not come up.
     pub(crate) fn start(test: &str) -> Option<Postgres> {
+        Self::start_with(test, false)
+    }
+
+    /// [`Self::start`], serving TLS too with a certificate for 127.0.0.1 from a throw-away CA
+    /// (openssl); the CA certificate's path is in [`Self::ca`].
+    pub(crate) fn start_tls(test: &str) -> Option<Postgres> {
+        service("openssl", test)?;
+        Self::start_with(test, true)
+    }
+
+    fn start_with(test: &str, tls: bool) -> Option<Postgres> {
         let bin = match debian_bin() {
             Some(bin) => bin,
             None => {
@@ -66,6 +79,7 @@ impl Postgres {
             dir.tempdir()
         }
         .unwrap();
+        let ca = tls.then(|| make_certificates(dir.path()));
         if as_postgres {
             let out = Command::new("chown")
                 .args(["-R", "postgres:postgres"])
@@ -82,6 +96,7 @@ impl Postgres {
         let port = free_port();
         let mut pg = Postgres {
             url: format!("postgres://toolhost@127.0.0.1:{port}/toolhost"),
+            ca,
             port,
             bin,
             as_postgres,
@@ -105,9 +120,14 @@ impl Postgres {
             ],
         );
         // Loopback only; the Unix socket in our dir, not /var/run/postgresql.
-        let options = format!(
+        let mut options = format!(
             "-c listen_addresses=127.0.0.1 -p {port} -k '{dir}' -c fsync=off -c max_connections=100"
         );
+        if pg.ca.is_some() {
+            options.push_str(&format!(
+                " -c ssl=on -c ssl_cert_file='{dir}/server.crt' -c ssl_key_file='{dir}/server.key'"
+            ));
+        }
         let log = format!("{dir}/log");
         pg.running = true; // from here on, dropping it tries to stop it
         pg.run(
@@ -405,4 +425,85 @@ fn haproxy_config(front: SocketAddr, backends: &[SocketAddr], sticky: bool) -> S
         ));
     }
     text
+}
+
+/// A CA and a server certificate for 127.0.0.1 it signed, in `dir` (`ca.crt`, `server.crt`,
+/// `server.key` with mode 0600, as PostgreSQL insists); the CA certificate's path.
+fn make_certificates(dir: &Path) -> PathBuf {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &["req", "-x509"][..],
+            &ec[..],
+            &[
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.crt",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=toolhost test CA",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"][..],
+            &ec[..],
+            &[
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+                "-subj",
+                "/CN=127.0.0.1",
+            ],
+        ]
+        .concat(),
+    );
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+    ]);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        dir.join("server.key"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    dir.join("ca.crt")
 }

@@ -76,3 +76,39 @@ fn postgres_migrations_run_once_and_readiness_follows_the_store() {
     assert_eq!(http(a, "GET", "/health", &[], b"").status, 200);
     drop((one, two));
 }
+
+#[test]
+fn postgres_over_tls_is_verified_against_the_configured_ca() {
+    let Some(pg) = Postgres::start_tls("postgres_tls") else {
+        return;
+    };
+    let ca = pg.ca.clone().unwrap();
+    let url = format!("{}?sslmode=require", pg.url);
+    let vars = [
+        ("TOOLHOST_STATE_URL", url.as_str()),
+        ("TOOLHOST_STATE_KEY", KEY),
+    ];
+    // With the CA: ready, over TLS (the server's own view of the connection says so).
+    let trusted = format!("{CONFIG}ca-file = \"{}\"\n", ca.display());
+    let env = Env::new(&["echo"], &trusted);
+    let daemon = Daemon::start_env(&env, &["--no-watch", "--http", "127.0.0.1:0"], &vars);
+    ready_is(daemon.http.unwrap(), 200);
+    let ssl = pg.psql(
+        "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) \
+         WHERE ssl AND usename = 'toolhost' AND pid <> pg_backend_pid()",
+    );
+    assert_ne!(ssl.trim(), "0", "the daemon's connection is not encrypted");
+
+    // Without it, the server's certificate is not trusted: not ready, and the reason is shown.
+    let env = Env::new(&["echo"], CONFIG);
+    let daemon = Daemon::start_env(&env, &["--no-watch", "--http", "127.0.0.1:0"], &vars);
+    let addr = daemon.http.unwrap();
+    ready_is(addr, 503);
+    let body = http(addr, "GET", "/ready", &[], b"").text();
+    assert!(body.contains("not open yet"), "{body}");
+    assert!(
+        daemon.stderr().contains("certificate") || daemon.stderr().contains("UnknownIssuer"),
+        "{}",
+        daemon.stderr()
+    );
+}

@@ -94,13 +94,18 @@ async def test_configured_host_and_origin_are_allowed(ws, daemons):
 async def test_bearer_token_is_required_when_configured(ws, daemons):
     ws.config.write_text(ws.config.read_text().replace("[server]\n", '[server]\ntoken-env = "TOOLHOST_TEST_TOKEN"\n'))
     d = daemons(ws, env={"TOOLHOST_TEST_TOKEN": "s3cret-token"})
-    status, headers, _ = http(d.base + "/health")
+    status, headers, _ = http(d.base + "/metrics")
     # RFC 6750 / RFC 9728: the challenge points at the protected-resource metadata.
     assert status == 401
     assert headers.get("www-authenticate", "").startswith('Bearer resource_metadata="http://')
-    status, headers, _ = http(d.base + "/health", headers={"Authorization": "Bearer wrong"})
+    status, headers, _ = http(d.base + "/metrics", headers={"Authorization": "Bearer wrong"})
     assert status == 401 and 'error="invalid_token"' in headers.get("www-authenticate", "")
-    status, _, _ = http(d.base + "/health", headers={"Authorization": "Bearer s3cret-token"})
+    status, _, _ = http(d.base + "/metrics", headers={"Authorization": "Bearer s3cret-token"})
+    assert status == 200
+    # The probes answer without a token (a kubelet cannot send one), and name no plugin then.
+    status, _, body = http(d.base + "/health")
+    assert status == 200 and isinstance(json.loads(body)["plugins"]["rejected"], int)
+    status, _, _ = http(d.base + "/ready")
     assert status == 200
     async with connect(ws, "http", "auto", daemon=d, headers={"Authorization": "Bearer s3cret-token"}) as client:
         r = await client.call_tool("echo", {"text": "authorised"})

@@ -208,10 +208,14 @@ fn plugin_counts(shared: &Shared) -> (usize, Vec<String>) {
     (catalog.plugins.len() - rejected.len(), rejected)
 }
 
-async fn health(State(shared): State<Arc<Shared>>) -> Response {
+async fn health(
+    State(shared): State<Arc<Shared>>,
+    probe: Option<axum::Extension<super::auth::Unauthenticated>>,
+) -> Response {
+    // Liveness: 200 while the process serves, shutting down included (readiness is `/ready`).
     let stopping = shared.stopping.is_cancelled();
     let (loaded, rejected) = plugin_counts(&shared);
-    let body: Value = json!({
+    let mut body: Value = json!({
         "status": if stopping { "stopping" } else { "ok" },
         "version": env!("CARGO_PKG_VERSION"),
         "tools": shared.pipeline.catalog().tools.len(),
@@ -219,12 +223,11 @@ async fn health(State(shared): State<Arc<Shared>>) -> Response {
         "running_calls": shared.pipeline.running(),
         "calls_in_flight": shared.in_flight.count(),
     });
-    let status = if stopping {
-        StatusCode::SERVICE_UNAVAILABLE
-    } else {
-        StatusCode::OK
-    };
-    (status, Json(body)).into_response()
+    if probe.is_some() {
+        // A probe without a token learns that the daemon lives, not which plugins failed.
+        body["plugins"]["rejected"] = json!(rejected.len());
+    }
+    Json(body).into_response()
 }
 
 /// A gauge for `/metrics`: name, help text, and (labels, value) samples.

@@ -190,7 +190,9 @@ pub trait Store: Send + Sync {
 pub async fn open(config: &StateStore) -> Result<Arc<dyn Store>, StateError> {
     Ok(match config {
         StateStore::Embedded(path) => Arc::new(sqlite::Sqlite::open(path).await?),
-        StateStore::Postgres(url) => Arc::new(postgres::Postgres::open(url).await?),
+        StateStore::Postgres { url, ca_file } => {
+            Arc::new(postgres::Postgres::open(url, ca_file.as_deref()).await?)
+        }
     })
 }
 

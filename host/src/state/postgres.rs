@@ -1,14 +1,19 @@
 //! The shared store: a PostgreSQL database that every daemon behind a load balancer opens. One
-//! pipelined connection per daemon, opened again when it drops; migrations run under an advisory
+//! pipelined connection per daemon, opened again when it drops, over TLS when the URL's `sslmode`
+//! asks (verified against the webpki roots and `state.ca-file`); migrations run under an advisory
 //! lock, so daemons starting together apply each migration once.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 use serde_json::Value;
 use tokio::sync::Mutex;
+use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::{
     Change, Param, Row, StateError, Statement, Store, Swept, TaskRecord, json, migrations, sql,
@@ -20,7 +25,43 @@ const MIGRATION_LOCK: i64 = 0x746f_6f6c_686f_7374;
 /// A PostgreSQL database.
 pub(super) struct Postgres {
     url: String,
+    tls: MakeRustlsConnect,
     client: Mutex<Option<Arc<Client>>>,
+}
+
+/// TLS as the URL's `sslmode` asks, verifying the server against the webpki roots and the
+/// certificates in `ca_file`.
+fn tls(ca_file: Option<&Path>) -> Result<MakeRustlsConnect, StateError> {
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.into(),
+    };
+    if let Some(path) = ca_file {
+        let pem = std::fs::read(path)
+            .map_err(|e| StateError::Postgres(format!("CA file {}: {e}", path.display())))?;
+        let mut added = 0;
+        for cert in CertificateDer::pem_slice_iter(&pem) {
+            let cert =
+                cert.map_err(|e| StateError::Postgres(format!("CA file {}: {e}", path.display())))?;
+            roots
+                .add(cert)
+                .map_err(|e| StateError::Postgres(format!("CA file {}: {e}", path.display())))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(StateError::Postgres(format!(
+                "CA file {} holds no PEM certificate",
+                path.display()
+            )));
+        }
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(fail)?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
 }
 
 fn fail(e: impl std::fmt::Display) -> StateError {
@@ -66,9 +107,10 @@ fn row(r: &tokio_postgres::Row) -> Result<Row, StateError> {
 
 impl Postgres {
     /// Connect to `url` and bring the schema up to date.
-    pub(super) async fn open(url: &str) -> Result<Self, StateError> {
+    pub(super) async fn open(url: &str, ca_file: Option<&Path>) -> Result<Self, StateError> {
         let store = Self {
             url: url.to_owned(),
+            tls: tls(ca_file)?,
             client: Mutex::new(None),
         };
         let client = store.client().await?;
@@ -84,9 +126,19 @@ impl Postgres {
         {
             return Ok(c.clone());
         }
-        let (client, connection) = tokio_postgres::connect(&self.url, NoTls)
+        let (client, connection) = tokio_postgres::connect(&self.url, self.tls.clone())
             .await
-            .map_err(fail)?;
+            .map_err(|e| {
+                // The error's source says why (refused, TLS, authentication); the URL is not in it.
+                let mut why = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(s) = source {
+                    why.push_str(": ");
+                    why.push_str(&s.to_string());
+                    source = s.source();
+                }
+                StateError::Postgres(why)
+            })?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::warn!("PostgreSQL state store connection ended: {e}");

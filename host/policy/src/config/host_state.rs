@@ -44,6 +44,8 @@ pub(super) enum Kind {
     Key,
     /// The embedded state database (task records and results).
     State,
+    /// The CA certificate the PostgreSQL state store is checked against.
+    StateCa,
 }
 
 impl Kind {
@@ -58,6 +60,7 @@ impl Kind {
             Self::Lock => "the lockfile",
             Self::Key => "a trusted signing key",
             Self::State => "the state database",
+            Self::StateCa => "the state store's CA certificate",
         }
     }
 
@@ -74,6 +77,7 @@ impl Kind {
             Self::Lock => "repin the digests pulled plugins load at",
             Self::Key => "replace the key that decides which plugins are trusted",
             Self::State => "read other callers' task results, or forge them",
+            Self::StateCa => "make toolhost trust another database server",
         }
     }
 }
@@ -134,8 +138,8 @@ pub(super) struct OwnFiles<'a> {
     pub(super) cache_dir: &'a Option<PathBuf>,
     /// The store, the lockfile.
     pub(super) sources: &'a Sources,
-    /// The embedded state database, when state is not in PostgreSQL.
-    pub(super) state: Option<&'a Path>,
+    /// Where durable state is kept.
+    pub(super) state: &'a super::StateStore,
 }
 
 /// toolhost's own files, which no grant may reach, with the settings that name them.
@@ -181,8 +185,12 @@ pub(super) fn protected_paths(
     if let Some((p, setting)) = config_file {
         out.push(entry(setting, p, Kind::Config));
     }
-    if let Some(p) = state {
-        out.push(entry("state.path", p, Kind::State));
+    match state {
+        super::StateStore::Embedded(p) => out.push(entry("state.path", p, Kind::State)),
+        super::StateStore::Postgres {
+            ca_file: Some(p), ..
+        } => out.push(entry("state.ca-file", p, Kind::StateCa)),
+        super::StateStore::Postgres { .. } => {}
     }
     out.push(entry(
         "(beside the config file)",

@@ -240,7 +240,7 @@ impl Config {
             .map_or_else(|| base.join(".toolhost"), Path::to_path_buf);
         let state = super::state::resolve_store(&raw.state, base, &audit_dir)?;
         let tasks = super::state::resolve_tasks(&raw.tasks)?;
-        if matches!(state, super::StateStore::Postgres(_)) && server.state_key.is_none() {
+        if matches!(state, super::StateStore::Postgres { .. }) && server.state_key.is_none() {
             return Err(invalid(
                 "server.state-key-env",
                 "daemons that share a PostgreSQL [state] must share the key that seals approval \
@@ -298,10 +298,7 @@ impl Config {
                 audit_path: &audit_path,
                 cache_dir: &cache_dir,
                 sources: &sources,
-                state: match &state {
-                    super::StateStore::Embedded(p) => Some(p),
-                    super::StateStore::Postgres(_) => None,
-                },
+                state: &state,
             },
         );
         host_state::refuse_grants_over(&grants, &protected)?;

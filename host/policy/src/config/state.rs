@@ -18,6 +18,9 @@ pub struct RawState {
     pub url_env: Option<String>,
     /// The embedded SQLite file when no URL is given; default `state.db` beside the audit log.
     pub path: Option<PathBuf>,
+    /// PEM certificates of the CA that signed the PostgreSQL server's certificate, when it is not
+    /// a public one (the webpki roots are always trusted).
+    pub ca_file: Option<PathBuf>,
 }
 
 /// `[tasks]` as written.
@@ -39,7 +42,12 @@ pub enum StateStore {
     /// A SQLite file, for one daemon.
     Embedded(PathBuf),
     /// A PostgreSQL database, shared by every daemon with the same config.
-    Postgres(String),
+    Postgres {
+        /// `postgres://…`; TLS as its `sslmode` says (`prefer` by default, `require` to insist).
+        url: String,
+        /// Extra trusted CA certificates (PEM).
+        ca_file: Option<PathBuf>,
+    },
 }
 
 impl std::fmt::Debug for StateStore {
@@ -47,7 +55,10 @@ impl std::fmt::Debug for StateStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Embedded(p) => f.debug_tuple("Embedded").field(p).finish(),
-            Self::Postgres(_) => f.write_str("Postgres(..)"),
+            Self::Postgres { ca_file, .. } => f
+                .debug_struct("Postgres")
+                .field("ca_file", ca_file)
+                .finish_non_exhaustive(),
         }
     }
 }
@@ -126,8 +137,25 @@ pub(super) fn resolve_store(
                     "must be a postgres:// or postgresql:// URL (absent: the embedded SQLite file)",
                 ));
             }
-            Ok(StateStore::Postgres(url))
+            let ca_file = match &raw.ca_file {
+                Some(p) => {
+                    let path = base.join(p);
+                    if !path.is_file() {
+                        return Err(invalid(
+                            "state.ca-file",
+                            format!("{} is not a file", path.display()),
+                        ));
+                    }
+                    Some(path)
+                }
+                None => None,
+            };
+            Ok(StateStore::Postgres { url, ca_file })
         }
+        None if raw.ca_file.is_some() => Err(invalid(
+            "state.ca-file",
+            "a CA for the PostgreSQL server; without state.url or state.url-env there is none",
+        )),
         None => Ok(StateStore::Embedded(match &raw.path {
             Some(p) => base.join(p),
             None => audit_dir.join("state.db"),
@@ -231,7 +259,7 @@ mod tests {
             ..RawState::default()
         };
         let s = store(raw).unwrap();
-        assert!(matches!(s, StateStore::Postgres(_)));
+        assert!(matches!(s, StateStore::Postgres { .. }));
         assert!(!format!("{s:?}").contains("hunter2"));
     }
 

@@ -188,7 +188,17 @@ pub(crate) fn layer(
     }
 }
 
-/// Middleware: the metadata to anyone; every other route to authenticated callers only.
+/// The probes a load balancer or kubelet sends without a token: liveness and readiness. They
+/// answer anyone the Host and Origin guard lets through, with counts but no names
+/// ([`Unauthenticated`] says so).
+pub(crate) const PROBE_PATHS: [&str; 2] = ["/health", "/ready"];
+
+/// Marks a probe that came without a valid token.
+#[derive(Clone, Copy)]
+pub(crate) struct Unauthenticated;
+
+/// Middleware: the metadata and the probes to anyone; every other route to authenticated
+/// callers only.
 pub(crate) async fn authenticated(
     State(auth): State<Arc<Authenticator>>,
     mut request: Request,
@@ -196,6 +206,13 @@ pub(crate) async fn authenticated(
 ) -> Response {
     if request.uri().path().starts_with(METADATA_PATH) {
         return Json(auth.metadata()).into_response();
+    }
+    if PROBE_PATHS.contains(&request.uri().path()) {
+        match auth.authenticate(request.headers()).await {
+            Ok(caller) => request.extensions_mut().insert(Arc::new(caller)).map(drop),
+            Err(_) => request.extensions_mut().insert(Unauthenticated).map(drop),
+        };
+        return next.run(request).await;
     }
     match auth.authenticate(request.headers()).await {
         Ok(caller) => {
