@@ -264,6 +264,14 @@ fn a_fleet_shares_tasks_and_approvals_and_survives_a_killed_daemon() {
         ended.push(s);
     }
     let failed = ended.iter().filter(|s| s["status"] == "failed").count();
+    let busy = ended
+        .iter()
+        .filter(|s| s["result"]["_meta"]["toolhost/errorKind"] == "busy")
+        .count();
+    eprintln!(
+        "fleet: {count} tasks; {failed} failed with the killed daemon, {busy} answered busy, \
+         the rest completed"
+    );
     assert!(
         (1..count).contains(&failed),
         "round robin put some tasks on the killed daemon: {ended:?}"
