@@ -366,6 +366,27 @@ impl TaskHandle {
         });
     }
 
+    /// Show the task as waiting for the client (`input_required`, with `requests`), while the
+    /// question goes to the client another way (an `initialize`-era session's elicitation).
+    pub async fn show_waiting(&self, requests: Value, message: String) {
+        let change = Change::InputRequired { requests, message };
+        if let Err(e) = self.tasks.store.update(&self.id, &change, now_ms()).await {
+            tracing::warn!(task = self.id, "cannot show the task waiting: {e}");
+        }
+    }
+
+    /// Show the task as working again after [`Self::show_waiting`].
+    pub async fn show_working(&self) {
+        if let Err(e) = self
+            .tasks
+            .store
+            .update(&self.id, &Change::Resume, now_ms())
+            .await
+        {
+            tracing::warn!(task = self.id, "cannot show the task working: {e}");
+        }
+    }
+
     /// Ask the client `requests` (the task shows `input_required` meanwhile) and wait for its
     /// answers, until `timeout` or the task's cancellation; `None` without an answer.
     pub async fn ask(&self, requests: Value, message: String, timeout: Duration) -> Option<Value> {

@@ -144,3 +144,27 @@ async def test_a_2026_client_follows_a_task_through_the_extension(ws, transport)
     task_id = tasks.seen[-1]["taskId"]
     record = await ws.wait_for_audit(lambda r: r.get("parent_id") == task_id)
     assert record["tool"] == "sleep" and record["outcome"] == "ok"
+
+
+async def test_a_2025_task_asks_for_approval_over_the_session(ws, transport):
+    ws.write_config(TASKS)
+    client_box: dict = {}
+    statuses: list[str] = []
+
+    async def approve(context, params: types.ElicitRequestParams):
+        # While the question is open, the task says it waits for input.
+        listed = await client_box["client"].session.send_request(types.ListTasksRequest(), types.ListTasksResult)
+        statuses.extend(t.status for t in listed.tasks)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async with connect(ws, transport, "legacy", elicitation_callback=approve) as client:
+        client_box["client"] = client
+        created = await create_task(client.session, "remember", {"value": "v"})
+        result = await client.session.send_request(
+            types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=created.task.task_id)),
+            types.CallToolResult,
+        )
+    assert not result.is_error
+    assert "input_required" in statuses, statuses
+    record = await ws.wait_for_audit(lambda r: r.get("parent_id") == created.task.task_id)
+    assert record["decision"] == {"kind": "asked", "answer": True}

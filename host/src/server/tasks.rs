@@ -87,7 +87,10 @@ pub(super) async fn start(shared: &Arc<Shared>, call: TaskCall) -> Result<TaskRe
                 handle: handle.clone(),
                 timeout: approval_timeout,
             })),
-            AskVia::Peer(peer) => Some(Arc::new(ElicitingApprover::new(peer, approval_timeout))),
+            AskVia::Peer(peer) => Some(Arc::new(PeerTaskApprover {
+                handle: handle.clone(),
+                eliciting: ElicitingApprover::new(peer, approval_timeout),
+            })),
             AskVia::Nobody => None,
         };
         let progress = {
@@ -233,6 +236,35 @@ impl Approver for TaskApprover {
                 .and_then(|a| a.get(APPROVAL_KEY).cloned())
                 .and_then(|a| serde_json::from_value::<ElicitResult>(a).ok())
                 .is_some_and(|a| approval::approves(&a))
+        })
+    }
+}
+
+/// Approval inside a 2025-11-25 task: asked over the session with `elicitation/create`, the task
+/// showing `input_required` (with the same question) until the answer comes.
+struct PeerTaskApprover {
+    handle: TaskHandle,
+    eliciting: ElicitingApprover,
+}
+
+impl Approver for PeerTaskApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+        Box::pin(async move {
+            let mut requests = InputRequests::new();
+            requests.insert(
+                APPROVAL_KEY.to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(approval::elicitation(request))),
+            );
+            let requests = serde_json::to_value(requests).unwrap_or_default();
+            self.handle
+                .show_waiting(requests, approval::question(request))
+                .await;
+            let approved = self.eliciting.approve(request).await;
+            self.handle.show_working().await;
+            approved
         })
     }
 }
