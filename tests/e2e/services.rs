@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -79,7 +79,10 @@ impl Postgres {
             dir.tempdir()
         }
         .unwrap();
-        let ca = tls.then(|| make_certificates(dir.path()));
+        let ca = tls.then(|| {
+            crate::harness::loopback_certificates(dir.path());
+            dir.path().join("ca.pem")
+        });
         if as_postgres {
             let out = Command::new("chown")
                 .args(["-R", "postgres:postgres"])
@@ -125,7 +128,7 @@ impl Postgres {
         );
         if pg.ca.is_some() {
             options.push_str(&format!(
-                " -c ssl=on -c ssl_cert_file='{dir}/server.crt' -c ssl_key_file='{dir}/server.key'"
+                " -c ssl=on -c ssl_cert_file='{dir}/leaf.pem' -c ssl_key_file='{dir}/leaf.key'"
             ));
         }
         let log = format!("{dir}/log");
@@ -425,85 +428,4 @@ fn haproxy_config(front: SocketAddr, backends: &[SocketAddr], sticky: bool) -> S
         ));
     }
     text
-}
-
-/// A CA and a server certificate for 127.0.0.1 it signed, in `dir` (`ca.crt`, `server.crt`,
-/// `server.key` with mode 0600, as PostgreSQL insists); the CA certificate's path.
-fn make_certificates(dir: &Path) -> PathBuf {
-    let openssl = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-    ];
-    openssl(
-        &[
-            &["req", "-x509"][..],
-            &ec[..],
-            &[
-                "-keyout",
-                "ca.key",
-                "-out",
-                "ca.crt",
-                "-days",
-                "2",
-                "-subj",
-                "/CN=toolhost test CA",
-            ],
-        ]
-        .concat(),
-    );
-    openssl(
-        &[
-            &["req"][..],
-            &ec[..],
-            &[
-                "-keyout",
-                "server.key",
-                "-out",
-                "server.csr",
-                "-subj",
-                "/CN=127.0.0.1",
-            ],
-        ]
-        .concat(),
-    );
-    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "server.crt",
-        "-days",
-        "2",
-        "-extfile",
-        "san.ext",
-    ]);
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(
-        dir.join("server.key"),
-        std::fs::Permissions::from_mode(0o600),
-    )
-    .unwrap();
-    dir.join("ca.crt")
 }

@@ -207,6 +207,16 @@ pub(super) fn task_error(e: TaskError) -> ErrorData {
     }
 }
 
+/// The approval question as a task's `inputRequests`: one form elicitation under [`APPROVAL_KEY`].
+fn approval_question(request: &ApprovalRequest) -> Value {
+    let mut requests = InputRequests::new();
+    requests.insert(
+        APPROVAL_KEY.to_owned(),
+        InputRequest::Elicitation(ElicitRequest::new(approval::elicitation(request))),
+    );
+    serde_json::to_value(requests).unwrap_or_default()
+}
+
 /// Approval inside a task: the question goes into the task record (`input_required`), the answer
 /// comes with `tasks/update`, through whichever daemon the client reaches.
 struct TaskApprover {
@@ -220,14 +230,7 @@ impl Approver for TaskApprover {
         request: &'a ApprovalRequest,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
         Box::pin(async move {
-            let mut requests = InputRequests::new();
-            requests.insert(
-                APPROVAL_KEY.to_owned(),
-                InputRequest::Elicitation(ElicitRequest::new(approval::elicitation(request))),
-            );
-            let Ok(requests) = serde_json::to_value(requests) else {
-                return false;
-            };
+            let requests = approval_question(request);
             let answers = self
                 .handle
                 .ask(requests, approval::question(request), self.timeout)
@@ -253,12 +256,7 @@ impl Approver for PeerTaskApprover {
         request: &'a ApprovalRequest,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
         Box::pin(async move {
-            let mut requests = InputRequests::new();
-            requests.insert(
-                APPROVAL_KEY.to_owned(),
-                InputRequest::Elicitation(ElicitRequest::new(approval::elicitation(request))),
-            );
-            let requests = serde_json::to_value(requests).unwrap_or_default();
+            let requests = approval_question(request);
             self.handle
                 .show_waiting(requests, approval::question(request))
                 .await;

@@ -9,15 +9,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use serde_json::Value;
 use tokio::sync::Mutex;
 use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::{
-    Change, Param, Row, StateError, Statement, Store, Swept, TaskRecord, json, migrations, sql,
-};
+use super::{Backend, Param, Row, StateError, Statement, TaskRecord, migrations};
 
 /// Any number: the advisory lock key of toolhost's migrations ("toolhost" in ASCII, cut to 8 bytes).
 const MIGRATION_LOCK: i64 = 0x746f_6f6c_686f_7374;
@@ -149,28 +146,12 @@ impl Postgres {
         Ok(client)
     }
 
-    async fn execute(&self, s: &Statement) -> Result<u64, StateError> {
-        let client = self.client().await?;
-        client
-            .execute(&dollars(&s.sql), &params(&s.params))
-            .await
-            .map_err(fail)
-    }
-
     async fn query(&self, s: &Statement) -> Result<Vec<tokio_postgres::Row>, StateError> {
         let client = self.client().await?;
         client
             .query(&dollars(&s.sql), &params(&s.params))
             .await
             .map_err(fail)
-    }
-
-    async fn records(&self, s: &Statement) -> Result<Vec<TaskRecord>, StateError> {
-        self.query(s)
-            .await?
-            .iter()
-            .map(|r| row(r)?.into_record())
-            .collect()
     }
 }
 
@@ -219,7 +200,7 @@ async fn migrate(client: &Client) -> Result<(), StateError> {
 }
 
 #[async_trait]
-impl Store for Postgres {
+impl Backend for Postgres {
     async fn ping(&self) -> Result<(), StateError> {
         self.client()
             .await?
@@ -228,64 +209,36 @@ impl Store for Postgres {
             .map_err(fail)
     }
 
-    async fn insert(&self, task: &TaskRecord) -> Result<(), StateError> {
-        self.execute(&sql::insert(task)).await.map(drop)
+    async fn execute(&self, s: Statement) -> Result<u64, StateError> {
+        let client = self.client().await?;
+        client
+            .execute(&dollars(&s.sql), &params(&s.params))
+            .await
+            .map_err(fail)
     }
 
-    async fn get(&self, id: &str, now: i64) -> Result<Option<TaskRecord>, StateError> {
-        Ok(self.records(&sql::get(id, now)).await?.pop())
+    async fn records(&self, s: Statement) -> Result<Vec<TaskRecord>, StateError> {
+        self.query(&s)
+            .await?
+            .iter()
+            .map(|r| row(r)?.into_record())
+            .collect()
     }
 
-    async fn list(
-        &self,
-        owner: &str,
-        after: Option<&str>,
-        limit: usize,
-        now: i64,
-    ) -> Result<Vec<TaskRecord>, StateError> {
-        self.records(&sql::list(owner, after, limit, now)).await
-    }
-
-    async fn update(&self, id: &str, change: &Change, now: i64) -> Result<bool, StateError> {
-        Ok(self.execute(&sql::update(id, change, now)).await? > 0)
-    }
-
-    async fn request_cancel(&self, id: &str, now: i64) -> Result<(), StateError> {
-        self.execute(&sql::request_cancel(id, now)).await.map(drop)
-    }
-
-    async fn responses(&self, id: &str) -> Result<Option<Value>, StateError> {
-        let rows = self.query(&sql::responses(id)).await?;
-        let text: Option<String> = match rows.first() {
-            Some(r) => r.try_get(0).map_err(fail)?,
-            None => None,
-        };
-        json(text)
-    }
-
-    async fn cancel_requests(&self, daemon: &str) -> Result<Vec<String>, StateError> {
-        self.query(&sql::cancel_requests(daemon))
+    async fn texts(&self, s: Statement) -> Result<Vec<Option<String>>, StateError> {
+        self.query(&s)
             .await?
             .iter()
             .map(|r| r.try_get(0).map_err(fail))
             .collect()
     }
 
-    async fn heartbeat(&self, daemon: &str, now: i64) -> Result<(), StateError> {
-        self.execute(&sql::heartbeat(daemon, now)).await.map(drop)
-    }
-
-    async fn sweep(&self, now: i64, silent_since: i64, except: &str) -> Result<Swept, StateError> {
+    async fn execute_all(&self, all: Vec<Statement>) -> Result<Vec<u64>, StateError> {
         // Each statement stands alone: a daemon dying between them leaves nothing half done.
-        let [orphans, daemons, tasks, states] = sql::sweep(now, silent_since, except);
-        let orphaned = self.execute(&orphans).await?;
-        self.execute(&daemons).await?;
-        let expired = self.execute(&tasks).await?;
-        self.execute(&states).await?;
-        Ok(Swept { orphaned, expired })
-    }
-
-    async fn use_once(&self, nonce: &str, expires: i64) -> Result<bool, StateError> {
-        Ok(self.execute(&sql::use_once(nonce, expires)).await? == 1)
+        let mut changed = Vec::with_capacity(all.len());
+        for s in all {
+            changed.push(self.execute(s).await?);
+        }
+        Ok(changed)
     }
 }

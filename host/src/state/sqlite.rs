@@ -7,12 +7,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use rusqlite::types::ToSqlOutput;
-use rusqlite::{Connection, OptionalExtension, ToSql};
-use serde_json::Value;
+use rusqlite::{Connection, ToSql};
 
-use super::{
-    Change, Param, Row, StateError, Statement, Store, Swept, TaskRecord, json, migrations, sql,
-};
+use super::{Backend, Param, Row, StateError, Statement, TaskRecord, migrations};
 
 /// A SQLite file.
 pub(super) struct Sqlite {
@@ -114,22 +111,6 @@ impl Sqlite {
         .map_err(|e| fail(e.to_string()))?
         .map_err(|e| fail(e.to_string()))
     }
-
-    async fn execute(&self, s: Statement) -> Result<usize, StateError> {
-        self.with(move |c| c.execute(&s.sql, rusqlite::params_from_iter(s.params.iter())))
-            .await
-    }
-
-    async fn records(&self, s: Statement) -> Result<Vec<TaskRecord>, StateError> {
-        let rows = self
-            .with(move |c| {
-                let mut stmt = c.prepare_cached(&s.sql)?;
-                let rows = stmt.query_map(rusqlite::params_from_iter(s.params.iter()), row)?;
-                rows.collect::<rusqlite::Result<Vec<Row>>>()
-            })
-            .await?;
-        rows.into_iter().map(Row::into_record).collect()
-    }
 }
 
 /// The lock file beside `db`, locked exclusively, or `None` when another process holds it (two
@@ -181,7 +162,7 @@ fn migrate(conn: &mut Connection) -> Result<(), Migrate> {
 }
 
 #[async_trait]
-impl Store for Sqlite {
+impl Backend for Sqlite {
     fn sole_user(&self) -> bool {
         self.sole.is_some()
     }
@@ -190,76 +171,45 @@ impl Store for Sqlite {
         self.with(|c| c.query_row("SELECT 1", [], |_| Ok(()))).await
     }
 
-    async fn insert(&self, task: &TaskRecord) -> Result<(), StateError> {
-        self.execute(sql::insert(task)).await.map(drop)
+    async fn execute(&self, s: Statement) -> Result<u64, StateError> {
+        let changed = self
+            .with(move |c| c.execute(&s.sql, rusqlite::params_from_iter(s.params.iter())))
+            .await?;
+        Ok(changed as u64)
     }
 
-    async fn get(&self, id: &str, now: i64) -> Result<Option<TaskRecord>, StateError> {
-        Ok(self.records(sql::get(id, now)).await?.pop())
-    }
-
-    async fn list(
-        &self,
-        owner: &str,
-        after: Option<&str>,
-        limit: usize,
-        now: i64,
-    ) -> Result<Vec<TaskRecord>, StateError> {
-        self.records(sql::list(owner, after, limit, now)).await
-    }
-
-    async fn update(&self, id: &str, change: &Change, now: i64) -> Result<bool, StateError> {
-        Ok(self.execute(sql::update(id, change, now)).await? > 0)
-    }
-
-    async fn request_cancel(&self, id: &str, now: i64) -> Result<(), StateError> {
-        self.execute(sql::request_cancel(id, now)).await.map(drop)
-    }
-
-    async fn responses(&self, id: &str) -> Result<Option<Value>, StateError> {
-        let s = sql::responses(id);
-        let text: Option<Option<String>> = self
+    async fn records(&self, s: Statement) -> Result<Vec<TaskRecord>, StateError> {
+        let rows = self
             .with(move |c| {
-                c.query_row(&s.sql, rusqlite::params_from_iter(s.params.iter()), |r| {
-                    r.get(0)
-                })
-                .optional()
+                let mut stmt = c.prepare_cached(&s.sql)?;
+                let rows = stmt.query_map(rusqlite::params_from_iter(s.params.iter()), row)?;
+                rows.collect::<rusqlite::Result<Vec<Row>>>()
             })
             .await?;
-        json(text.flatten())
+        rows.into_iter().map(Row::into_record).collect()
     }
 
-    async fn cancel_requests(&self, daemon: &str) -> Result<Vec<String>, StateError> {
-        let s = sql::cancel_requests(daemon);
+    async fn texts(&self, s: Statement) -> Result<Vec<Option<String>>, StateError> {
         self.with(move |c| {
             let mut stmt = c.prepare_cached(&s.sql)?;
-            let ids = stmt.query_map(rusqlite::params_from_iter(s.params.iter()), |r| r.get(0))?;
-            ids.collect()
+            let texts =
+                stmt.query_map(rusqlite::params_from_iter(s.params.iter()), |r| r.get(0))?;
+            texts.collect()
         })
         .await
     }
 
-    async fn heartbeat(&self, daemon: &str, now: i64) -> Result<(), StateError> {
-        self.execute(sql::heartbeat(daemon, now)).await.map(drop)
-    }
-
-    async fn sweep(&self, now: i64, silent_since: i64, except: &str) -> Result<Swept, StateError> {
-        let [orphans, daemons, tasks, states] = sql::sweep(now, silent_since, except);
+    async fn execute_all(&self, all: Vec<Statement>) -> Result<Vec<u64>, StateError> {
         self.with(move |c| {
             let tx = c.transaction()?;
-            let run =
-                |s: &Statement| tx.execute(&s.sql, rusqlite::params_from_iter(s.params.iter()));
-            let orphaned = run(&orphans)? as u64;
-            run(&daemons)?;
-            let expired = run(&tasks)? as u64;
-            run(&states)?;
+            let mut changed = Vec::with_capacity(all.len());
+            for s in &all {
+                let n = tx.execute(&s.sql, rusqlite::params_from_iter(s.params.iter()))?;
+                changed.push(n as u64);
+            }
             tx.commit()?;
-            Ok(Swept { orphaned, expired })
+            Ok(changed)
         })
         .await
-    }
-
-    async fn use_once(&self, nonce: &str, expires: i64) -> Result<bool, StateError> {
-        Ok(self.execute(sql::use_once(nonce, expires)).await? == 1)
     }
 }

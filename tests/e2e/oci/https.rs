@@ -3,7 +3,7 @@
 //! through SSL_CERT_FILE, which the system verifier reads.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 const SERVER: &str = r#"
@@ -28,93 +28,11 @@ pub(crate) struct HttpsServer {
     _dir: tempfile::TempDir,
 }
 
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 impl HttpsServer {
     pub(crate) fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
-        openssl(
-            d,
-            &[
-                &["req", "-x509"][..],
-                &ec,
-                &[
-                    "-keyout",
-                    "ca.key",
-                    "-out",
-                    "ca.pem",
-                    "-days",
-                    "2",
-                    "-subj",
-                    "/CN=toolhost test CA",
-                    "-addext",
-                    "basicConstraints=critical,CA:TRUE",
-                    "-addext",
-                    "keyUsage=critical,keyCertSign",
-                ],
-            ]
-            .concat(),
-        );
-        openssl(
-            d,
-            &[
-                &["req"][..],
-                &ec,
-                &[
-                    "-keyout",
-                    "leaf.key",
-                    "-out",
-                    "leaf.csr",
-                    "-subj",
-                    "/CN=127.0.0.1",
-                ],
-            ]
-            .concat(),
-        );
-        std::fs::write(
-            d.join("leaf.ext"),
-            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-        )
-        .unwrap();
-        openssl(
-            d,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                "leaf.csr",
-                "-CA",
-                "ca.pem",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                "leaf.pem",
-                "-days",
-                "2",
-                "-extfile",
-                "leaf.ext",
-            ],
-        );
+        crate::harness::loopback_certificates(d);
         let root = d.join("www");
         std::fs::create_dir(&root).unwrap();
         let mut child = Command::new("python3")
