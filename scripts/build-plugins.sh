@@ -18,7 +18,7 @@ done
 
 target=wasm32-wasip2
 examples=(echo math fs fetch github)
-fixtures=(hostile)
+fixtures=(hostile generic)
 # Example targets of the contract crate, one component each.
 contract=(describe_traps describe_spins bad_schema dup_names bad_name many_tools net_import)
 
@@ -33,7 +33,8 @@ cargo build --release --target "$target" --lib --examples \
     -p toolhost-plugin-fetch \
     -p toolhost-plugin-github \
     -p toolhost-fixture-hostile \
-    -p toolhost-fixture-contract
+    -p toolhost-fixture-contract \
+    -p toolhost-fixture-generic
 
 target_dir="$(cargo metadata --format-version 1 --no-deps \
     | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"

@@ -24,7 +24,7 @@ use crate::harness::{Env, root};
 /// that the timing-sensitive tests running alongside keep a core.
 static HEAVY: Mutex<()> = Mutex::new(());
 
-fn heavy() -> MutexGuard<'static, ()> {
+pub(crate) fn heavy() -> MutexGuard<'static, ()> {
     HEAVY.lock().unwrap_or_else(|e| e.into_inner())
 }
 

@@ -22,6 +22,7 @@ mod clients;
 mod deadlines;
 mod declarations;
 mod fleet;
+mod generic;
 mod host_state;
 mod hostile;
 mod languages;

@@ -18,6 +18,7 @@ mod resolved;
 mod server;
 mod sources;
 mod state;
+mod tools;
 
 pub use self::auth::{ALGORITHMS, AuthConfig, Introspection, RawAuth, RawIntrospection};
 pub use self::flags::Overrides;
@@ -28,6 +29,7 @@ pub use self::raw::{RawAudit, RawCache, RawConfig, RawEngine, RawLimits, RawPlug
 pub use self::resolved::{Config, PluginPolicy, ServerConfig};
 pub use self::sources::{PluginSource, RawRegistry, RawTrust, RegistrySettings, Sources};
 pub use self::state::{RawState, RawTasks, StateKey, StateStore, TaskOptions};
+pub use self::tools::{RawToolOverride, ToolOverride};
 
 /// Why a configuration was refused.
 #[derive(Debug, thiserror::Error)]

@@ -25,3 +25,4 @@ pub mod task;
 pub mod text;
 pub mod tool;
 pub mod trust;
+pub mod wit;

@@ -52,6 +52,10 @@ pub(super) enum Command {
         /// The language: rust, python, js or c.
         #[arg(long, value_name = "LANG")]
         lang: Lang,
+        /// A generic component (Rust): plain typed functions in its own WIT world, each served as a
+        /// tool, instead of the toolhost:plugin contract.
+        #[arg(long)]
+        generic: bool,
     },
     /// Run the MCP daemon: on stdio by default, over Streamable HTTP with --http, or both.
     Serve {

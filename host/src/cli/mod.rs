@@ -85,8 +85,13 @@ impl Cli {
     /// Run the command; `Ok(code)` for normal exits (0 or 1).
     pub(crate) async fn run(self) -> Result<u8, Failure> {
         // `new` only writes files: a broken toolhost.toml in the current directory must not stop it.
-        if let Command::New { name, lang } = &self.command {
-            return new_project(name, *lang, &self.global.dirs);
+        if let Command::New {
+            name,
+            lang,
+            generic,
+        } = &self.command
+        {
+            return new_project(name, *lang, *generic, &self.global.dirs);
         }
         let g = &self.global;
         let overrides = Overrides {
@@ -104,7 +109,11 @@ impl Cli {
         };
         let config = Config::load(g.config.as_deref(), &overrides).map_err(usage)?;
         match self.command {
-            Command::New { name, lang } => new_project(&name, lang, &overrides.dirs),
+            Command::New {
+                name,
+                lang,
+                generic,
+            } => new_project(&name, lang, generic, &overrides.dirs),
             Command::Serve {
                 stdio,
                 http,
@@ -228,7 +237,7 @@ async fn batch(
 }
 
 /// `new`: the global `--dir` (a grant, PLUGIN=PATH, for the other commands) names the project's directory.
-fn new_project(name: &str, lang: Lang, dirs: &[String]) -> Result<u8, Failure> {
+fn new_project(name: &str, lang: Lang, generic: bool, dirs: &[String]) -> Result<u8, Failure> {
     let dir = match dirs {
         [] => PathBuf::from(name),
         [dir] if !dir.contains('=') => PathBuf::from(dir),
@@ -239,12 +248,16 @@ fn new_project(name: &str, lang: Lang, dirs: &[String]) -> Result<u8, Failure> {
             )));
         }
     };
-    let project = scaffold::create(name, lang, &dir).map_err(|e| match e {
+    let project = scaffold::create(name, lang, generic, &dir).map_err(|e| match e {
         scaffold::ScaffoldError::Io { .. } => other(e),
         _ => usage(e),
     })?;
     let shown = project.dir.display();
-    println!("created the {lang} plugin '{}' in {shown}:", project.name);
+    let kind = if generic { "generic " } else { "" };
+    println!(
+        "created the {kind}{lang} plugin '{}' in {shown}:",
+        project.name
+    );
     for file in &project.files {
         println!("  {}", file.display());
     }

@@ -102,7 +102,10 @@ pub(super) fn list(registry: &Registry, json: bool) -> Result<u8, Failure> {
                 ));
             }
             PluginStatus::Loaded {
-                hidden, provenance, ..
+                hidden,
+                provenance,
+                skipped,
+                ..
             } => {
                 let signature = provenance
                     .signature
@@ -122,6 +125,14 @@ pub(super) fn list(registry: &Registry, json: bool) -> Result<u8, Failure> {
                         one_line(owner)
                     ));
                 }
+                for s in skipped {
+                    out.push_str(&format!(
+                        "plugin {}: function {} not served: {}\n",
+                        one_line(name),
+                        one_line(&s.export),
+                        one_line(&s.reason)
+                    ));
+                }
             }
         }
     }
@@ -133,7 +144,8 @@ pub(super) fn list(registry: &Registry, json: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// `inspect`: a component's imports and exports, and whether it fits the contract.
+/// `inspect`: a component's imports and exports, whether it loads, and for a generic component the
+/// tools (with their schemas) its exported functions become and the functions that cannot be tools.
 pub(super) fn inspect(config: &Config, file: &std::path::Path) -> Result<u8, Failure> {
     let bytes = std::fs::read(file)
         .with_context(|| format!("cannot read {}", file.display()))
@@ -158,9 +170,33 @@ pub(super) fn inspect(config: &Config, file: &std::path::Path) -> Result<u8, Fai
             for name in &i.exports {
                 println!("  {}", one_line(name));
             }
+            for s in &i.skipped {
+                println!(
+                    "not a tool: {}: {}",
+                    one_line(&s.export),
+                    one_line(&s.reason)
+                );
+            }
             match &i.problem {
-                None => {
+                None if i.tools.is_empty() => {
                     println!("fits the toolhost:plugin@0.1.0 contract");
+                    Ok(0)
+                }
+                None => {
+                    println!("a generic component: each exported function is a tool");
+                    for t in &i.tools {
+                        println!("tool {} ({})", t.name, one_line(&t.export.path()));
+                        println!("  {}", one_line(&t.description));
+                        let schema =
+                            |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default();
+                        println!(
+                            "  input schema: {}",
+                            schema(&t.input_schema).replace('\n', "\n  ")
+                        );
+                        if let Some(out) = &t.output_schema {
+                            println!("  output schema: {}", schema(out).replace('\n', "\n  "));
+                        }
+                    }
                     Ok(0)
                 }
                 Some(p) => {

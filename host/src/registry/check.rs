@@ -69,6 +69,19 @@ fn check_all(specs: Vec<GuestSpec>) -> Result<Vec<CheckedTool>, String> {
     Ok(out)
 }
 
+/// Whether a schema of `s` is larger than any tool's may be, and how.
+pub(crate) fn oversized(s: &GuestSpec) -> Option<String> {
+    [
+        ("input-schema", Some(&s.input_schema)),
+        ("output-schema", s.output_schema.as_ref()),
+    ]
+    .into_iter()
+    .find_map(|(which, text)| {
+        let len = text?.len();
+        (len > MAX_SCHEMA).then(|| format!("{which} is {len} bytes; the limit is {MAX_SCHEMA}"))
+    })
+}
+
 fn check_one(s: GuestSpec) -> Result<CheckedTool, String> {
     let name = &s.name;
     if s.description.trim().is_empty() {
@@ -89,18 +102,8 @@ fn check_one(s: GuestSpec) -> Result<CheckedTool, String> {
             title.len()
         ));
     }
-    for (which, text) in [
-        ("input-schema", Some(&s.input_schema)),
-        ("output-schema", s.output_schema.as_ref()),
-    ] {
-        if let Some(text) = text
-            && text.len() > MAX_SCHEMA
-        {
-            return Err(format!(
-                "tool '{name}': {which} is {} bytes; the limit is {MAX_SCHEMA}",
-                text.len()
-            ));
-        }
+    if let Some(why) = oversized(&s) {
+        return Err(format!("tool '{name}': {why}"));
     }
     if s.hints.read_only && s.hints.destructive {
         return Err(format!(

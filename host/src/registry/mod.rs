@@ -10,13 +10,14 @@
 //! and logged; give one of them a `prefix` in the config to serve both.
 
 mod check;
+mod load;
 mod rejection;
 mod watch;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinSet;
@@ -25,18 +26,16 @@ use crate::distribution::{self, Provenance};
 use crate::sandbox::{Prepared, Sandbox};
 use toolhost_policy::config::{Config, PluginPolicy};
 use toolhost_policy::gate::{InputValidator, OutputValidator, PathGuard};
-use toolhost_policy::grants::Limits;
 use toolhost_policy::source::Digest;
 use toolhost_policy::text::OneLine;
 use toolhost_policy::tool::ToolSpec;
+use toolhost_policy::wit::Skipped;
 
 pub use self::rejection::{DeclarationError, Rejection};
 pub use self::watch::watch;
 
 /// Largest plugin file accepted.
 pub(crate) const MAX_PLUGIN_BYTES: u64 = 512 << 20;
-/// `describe` gets this long, at most, whatever the plugin's call timeout.
-const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One loaded plugin: compiled, described, with its resolved policy.
 pub struct LoadedPlugin {
@@ -84,6 +83,11 @@ pub enum PluginStatus {
         load_ms: u64,
         /// Where the component came from.
         provenance: Provenance,
+        /// Whether it is a generic component (its exported functions are its tools).
+        generic: bool,
+        /// A generic component's exported functions that are not tools, and why.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        skipped: Vec<Skipped>,
     },
     /// Not serving (or serving the previous version, if `kept_previous`).
     Rejected {
@@ -137,6 +141,7 @@ struct Entry {
     tools: Vec<Arc<Tool>>,
     from_cache: bool,
     load_ms: u64,
+    skipped: Vec<Skipped>,
 }
 
 /// A file that could not be loaded.
@@ -225,7 +230,7 @@ impl Registry {
             let sandbox = self.sandbox.clone();
             jobs.spawn(async move {
                 let started = Instant::now();
-                let r = load(&sandbox, &name, &path, bytes, provenance, policy).await;
+                let r = load::load(&sandbox, &name, &path, bytes, provenance, policy).await;
                 (name, path, r, started.elapsed())
             });
         }
@@ -235,16 +240,22 @@ impl Registry {
                 continue;
             };
             match result {
-                Ok((plugin, tools, from_cache)) => {
+                Ok(loaded) => {
                     let load_ms = took.as_millis() as u64;
-                    tracing::info!(plugin = %OneLine(&name), tools = tools.len(), from_cache, load_ms, "plugin loaded");
+                    let (tools, from_cache) = (loaded.tools.len(), loaded.from_cache);
+                    tracing::info!(plugin = %OneLine(&name), tools, from_cache, load_ms, "plugin loaded");
+                    for s in &loaded.skipped {
+                        tracing::info!(plugin = %OneLine(&name), function = %OneLine(&s.export),
+                            "function not served: {}", OneLine(&s.reason));
+                    }
                     next.insert(
                         name,
                         Entry {
-                            plugin,
-                            tools,
+                            plugin: loaded.plugin,
+                            tools: loaded.tools,
                             from_cache,
                             load_ms,
+                            skipped: loaded.skipped,
                         },
                     );
                 }
@@ -308,7 +319,7 @@ impl Registry {
                     "file ignored: the config gives this plugin a `source`");
                 continue;
             }
-            let read = read_plugin(&path).map(|bytes| {
+            let read = load::read_plugin(&path).map(|bytes| {
                 let provenance = Provenance {
                     source: path.display().to_string(),
                     digest: Digest::of(&bytes),
@@ -376,6 +387,8 @@ fn build_catalog(
                 from_cache: e.from_cache,
                 load_ms: e.load_ms,
                 provenance: e.plugin.provenance.clone(),
+                generic: e.plugin.prepared.plugin.generic().is_some(),
+                skipped: e.skipped.clone(),
             },
         );
     }
@@ -409,71 +422,4 @@ fn scan(dir: &Path) -> Result<BTreeMap<String, PathBuf>, RegistryError> {
         }
     }
     Ok(out)
-}
-
-fn read_plugin(path: &Path) -> Result<Vec<u8>, Rejection> {
-    let len = std::fs::metadata(path).map_err(Rejection::Read)?.len();
-    if len > MAX_PLUGIN_BYTES {
-        return Err(Rejection::TooLarge {
-            len,
-            limit: MAX_PLUGIN_BYTES,
-        });
-    }
-    std::fs::read(path).map_err(Rejection::Read)
-}
-
-/// Compile, describe and check one plugin.
-async fn load(
-    sandbox: &Arc<Sandbox>,
-    name: &str,
-    path: &Path,
-    bytes: Vec<u8>,
-    provenance: Provenance,
-    policy: PluginPolicy,
-) -> Result<(Arc<LoadedPlugin>, Vec<Arc<Tool>>, bool), Rejection> {
-    let compiler = sandbox.clone();
-    let component = tokio::task::spawn_blocking(move || compiler.load(&bytes))
-        .await
-        .map_err(|source| Rejection::Crashed {
-            stage: "the compiler",
-            source,
-        })??;
-    let from_cache = component.from_cache;
-    let limits = Limits {
-        timeout: policy.limits.timeout.min(DESCRIBE_TIMEOUT),
-        ..policy.limits
-    };
-    let report = sandbox.describe(component.clone(), name, &limits).await;
-    let specs = report.result.map_err(Rejection::Describe)?;
-    // Compiling schemas and bounding their cost is CPU work on plugin-chosen input: off the runtime.
-    let checked = tokio::task::spawn_blocking(move || check::check_specs(specs))
-        .await
-        .map_err(|source| Rejection::Crashed {
-            stage: "the schema check",
-            source,
-        })??;
-    let plugin = Arc::new(LoadedPlugin {
-        name: name.to_string(),
-        path: path.to_path_buf(),
-        provenance,
-        prepared: sandbox.prepare(component, name, policy.grants.clone(), policy.limits),
-        policy,
-    });
-    let tools = checked
-        .into_iter()
-        .map(|c| {
-            let guest_name = c.spec.name.clone();
-            let mut spec = c.spec;
-            spec.name = format!("{}{}", plugin.policy.prefix, guest_name);
-            Arc::new(Tool {
-                files: Arc::new(plugin.policy.permissions.path_guard(&spec.name)),
-                spec,
-                guest_name,
-                plugin: plugin.clone(),
-                input: c.input,
-                output: c.output,
-            })
-        })
-        .collect();
-    Ok((plugin, tools, from_cache))
 }

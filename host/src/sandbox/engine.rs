@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
@@ -15,9 +15,11 @@ use super::SandboxError;
 use super::bindings::{Plugin as PluginWorld, PluginPre};
 use super::budget::FileBudget;
 use super::cache::{CompileCache, sha256_hex};
+use super::generic::{self, Functions};
 use super::pool::pooling_config;
 use super::state::State;
 use toolhost_policy::config::{EngineOptions, PoolOptions};
+use toolhost_policy::wit::{self, Docs, GenericTool, Skipped};
 
 /// How often the epoch advances: the granularity of deadlines, cancellation and yielding.
 pub(crate) const TICK: Duration = Duration::from_millis(5);
@@ -40,11 +42,40 @@ pub struct Sandbox {
 /// A compiled plugin, ready to instantiate cheaply for every call.
 #[derive(Clone)]
 pub struct Plugin {
-    pub(crate) pre: PluginPre<State>,
+    pub(crate) kind: Kind,
     /// SHA-256 of the component file.
     pub content_hash: String,
     /// Whether it came from the compile cache.
     pub from_cache: bool,
+}
+
+/// How the host talks to a plugin.
+#[derive(Clone)]
+pub(crate) enum Kind {
+    /// It implements `toolhost:plugin`: `describe` names its tools, `call` runs them.
+    Contract(PluginPre<State>),
+    /// Each function it exports is a tool.
+    Generic(Arc<Generic>),
+}
+
+/// A generic plugin: its instance-pre, its callable functions and what was skipped.
+pub(crate) struct Generic {
+    pub(crate) pre: InstancePre<State>,
+    pub(crate) functions: Functions,
+    /// The tools, derived once at load.
+    tools: Vec<GenericTool>,
+    skipped: Vec<Skipped>,
+}
+
+impl Plugin {
+    /// For a generic plugin, its tools (derived from its exports and doc comments) and the
+    /// functions that cannot be tools; `None` for a contract plugin, which describes itself.
+    pub fn generic(&self) -> Option<(&[GenericTool], &[Skipped])> {
+        match &self.kind {
+            Kind::Contract(_) => None,
+            Kind::Generic(g) => Some((&g.tools, &g.skipped)),
+        }
+    }
 }
 
 /// What a component imports and exports, and whether it fits the contract.
@@ -54,8 +85,12 @@ pub struct Inspection {
     pub imports: Vec<String>,
     /// Exported interfaces and functions.
     pub exports: Vec<String>,
-    /// Why it does not fit, if it does not.
+    /// Why it does not load, if it does not.
     pub problem: Option<String>,
+    /// For a generic component, the tools its exports become.
+    pub tools: Vec<GenericTool>,
+    /// For a generic component, the exported functions that cannot be tools, and why.
+    pub skipped: Vec<Skipped>,
 }
 
 impl Sandbox {
@@ -170,30 +205,53 @@ impl Sandbox {
                 c
             }
         };
-        let pre = self.link_component(&component)?;
+        let kind = self.link_component(&component, bytes)?;
         Ok(Plugin {
-            pre,
+            kind,
             content_hash,
             from_cache,
         })
     }
 
-    fn link_component(&self, component: &Component) -> Result<PluginPre<State>, SandboxError> {
-        let has_export = component
+    /// Link a component: as a contract plugin when it exports `toolhost:plugin/tool`, otherwise as
+    /// a generic one (`bytes` gives its doc comments).
+    fn link_component(&self, component: &Component, bytes: &[u8]) -> Result<Kind, SandboxError> {
+        let contract = component
             .component_type()
             .exports(&self.engine)
             .any(|(name, _)| name == TOOL_EXPORT);
-        if !has_export {
-            return Err(SandboxError::Contract(format!(
-                "it does not export `{TOOL_EXPORT}` (exports: {})",
-                list_or_none(names(component, &self.engine, false))
-            )));
-        }
         let instance_pre = self
             .linker
             .instantiate_pre(component)
             .map_err(|e| SandboxError::Contract(describe_link_error(&e)))?;
-        PluginPre::new(instance_pre).map_err(|e| SandboxError::Contract(format!("{e:#}")))
+        if contract {
+            return PluginPre::new(instance_pre)
+                .map(Kind::Contract)
+                .map_err(|e| SandboxError::Contract(format!("{e:#}")));
+        }
+        let (functions, order, skipped) = generic::read(component, &self.engine);
+        if order.is_empty() {
+            let why: Vec<String> = skipped
+                .iter()
+                .map(|s| format!("{} ({})", s.export, s.reason))
+                .collect();
+            return Err(SandboxError::NoTools(format!(
+                "it exports neither `{TOOL_EXPORT}` nor a function that can be a tool (exports: {})",
+                list_or_none(if why.is_empty() {
+                    names(component, &self.engine, false)
+                } else {
+                    why
+                })
+            )));
+        }
+        let docs = Docs::parse(generic::doc_sections(bytes).iter().map(Vec::as_slice));
+        let tools = wit::tools(functions.exports(&order), &docs);
+        Ok(Kind::Generic(Arc::new(Generic {
+            pre: instance_pre,
+            functions,
+            tools,
+            skipped,
+        })))
     }
 
     /// What a component file imports and exports, and whether it would load.
@@ -201,11 +259,17 @@ impl Sandbox {
         check_header(bytes)?;
         let component = Component::from_binary(&self.engine, bytes)
             .map_err(|e| SandboxError::Invalid(format!("{e:#}")))?;
-        let problem = self.link_component(&component).err().map(|e| e.to_string());
+        let (problem, (tools, skipped)) = match self.link_component(&component, bytes) {
+            Err(e) => (Some(e.to_string()), Default::default()),
+            Ok(Kind::Contract(_)) => (None, Default::default()),
+            Ok(Kind::Generic(g)) => (None, (g.tools.clone(), g.skipped.clone())),
+        };
         Ok(Inspection {
             imports: names(&component, &self.engine, true),
             exports: names(&component, &self.engine, false),
             problem,
+            tools,
+            skipped,
         })
     }
 }

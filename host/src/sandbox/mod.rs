@@ -12,6 +12,7 @@ mod budget;
 mod cache;
 mod engine;
 mod files;
+mod generic;
 pub mod network;
 mod output;
 mod pool;
@@ -41,6 +42,9 @@ pub enum SandboxError {
     /// The component does not fit the `toolhost:plugin` contract.
     #[error("does not fit the toolhost:plugin@0.1.0 contract: {0}")]
     Contract(String),
+    /// The component neither fits the contract nor exports a function that can be a tool.
+    #[error("no tools: {0}")]
+    NoTools(String),
     /// A granted directory could not be opened.
     #[error("cannot open granted directory '{path}': {reason}")]
     Grant {

@@ -5,12 +5,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::{ResourceTable, ResourceTableError};
+use wasmtime::component::{Instance, InstancePre, ResourceTable, ResourceTableError};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::exports::toolhost::plugin::tool::ToolError;
+use super::bindings::{Plugin as PluginWorld, PluginPre};
 use super::budget::BudgetExhausted;
-use super::engine::{Plugin, Sandbox};
+use super::engine::{Kind, Plugin, Sandbox};
 use super::files::{self, OpenFiles};
 use super::network;
 use super::output::CappedOutput;
@@ -109,7 +110,7 @@ pub struct RunReport<T> {
 }
 
 impl Sandbox {
-    /// Ask a plugin which tools it provides, with no grants at all.
+    /// Ask a contract plugin which tools it provides, with no grants at all.
     pub async fn describe(
         &self,
         plugin: Plugin,
@@ -124,7 +125,12 @@ impl Sandbox {
             cancel: &never,
             caps: Default::default(),
         };
-        self.run(&bare, io, async |store, p| {
+        let Kind::Contract(pre) = &bare.plugin.kind else {
+            return RunReport::refused(RunError::Setup(
+                "a generic plugin has no describe export".into(),
+            ));
+        };
+        self.run(&bare, io, pre, async |store, p| {
             let specs = p.toolhost_plugin_tool().call_describe(store).await?;
             Ok(specs.into_iter().map(GuestSpec::from).collect())
         })
@@ -132,6 +138,8 @@ impl Sandbox {
     }
 
     /// Run `tool` with `input` (JSON text) in a fresh store with the plugin's grants and limits.
+    /// For a generic plugin, `tool` is the function's [`Export::path`] and `input` is read into
+    /// its arguments exactly.
     pub async fn call(
         &self,
         prepared: &Prepared,
@@ -139,32 +147,37 @@ impl Sandbox {
         input: &str,
         io: CallIo<'_>,
     ) -> RunReport<Result<GuestOutput, GuestError>> {
-        let report = self
-            .run(prepared, io, async |store, p| {
-                let r = p
-                    .toolhost_plugin_tool()
-                    .call_call(store, tool, input)
-                    .await?;
-                Ok(r.map(|o| GuestOutput {
-                    content: o.content,
-                    structured: o.structured,
+        let report = match &prepared.plugin.kind {
+            Kind::Contract(pre) => {
+                self.run(prepared, io, pre, async |store, p| {
+                    let r = p
+                        .toolhost_plugin_tool()
+                        .call_call(store, tool, input)
+                        .await?;
+                    Ok(r.map(|o| GuestOutput {
+                        content: o.content,
+                        structured: o.structured,
+                    })
+                    .map_err(|e| match e {
+                        ToolError::InvalidInput(m) => GuestError::InvalidInput(m),
+                        ToolError::Failed(m) => GuestError::Failed(m),
+                    }))
                 })
-                .map_err(|e| match e {
-                    ToolError::InvalidInput(m) => GuestError::InvalidInput(m),
-                    ToolError::Failed(m) => GuestError::Failed(m),
-                }))
-            })
-            .await;
+                .await
+            }
+            Kind::Generic(generic) => self.call_generic(prepared, generic, tool, input, io).await,
+        };
         super::network::redact_report(report, prepared.network.redactor())
     }
 
     /// One store for `prepared`: each capability prepared for the call, the limits applied, `body`
     /// raced against the deadline and the caller's cancellation.
-    async fn run<T>(
+    pub(super) async fn run<P: Instantiate, T>(
         &self,
         prepared: &Prepared,
         io: CallIo<'_>,
-        body: impl AsyncFnOnce(&mut Store<State>, &super::bindings::Plugin) -> wasmtime::Result<T>,
+        pre: &P,
+        body: impl AsyncFnOnce(&mut Store<State>, P::Instance) -> wasmtime::Result<T>,
     ) -> RunReport<T> {
         let started = Instant::now();
         let capped = prepared.limits.capped(io.caps);
@@ -177,15 +190,9 @@ impl Sandbox {
             Ok(w) => w,
             Err(e) => {
                 return RunReport {
-                    result: Err(RunError::Setup(e)),
-                    fuel_used: 0,
-                    peak_memory: 0,
-                    stdout: String::new(),
-                    stderr: String::new(),
-                    stdio_dropped: 0,
                     elapsed: started.elapsed(),
                     instantiate: started.elapsed(),
-                    network: Vec::new(),
+                    ..RunReport::refused(RunError::Setup(e))
                 };
             }
         };
@@ -226,9 +233,9 @@ impl Sandbox {
             Err(e) => Err(RunError::Setup(format!("{e:#}"))),
             Ok(()) => {
                 let work = async {
-                    let instance = prepared.plugin.pre.instantiate_async(&mut store).await?;
+                    let instance = pre.instantiate(&mut store).await?;
                     instantiate = started.elapsed();
-                    body(&mut store, &instance).await
+                    body(&mut store, instance).await
                 };
                 tokio::select! {
                     biased;
@@ -261,6 +268,44 @@ impl Sandbox {
             instantiate,
             network,
         }
+    }
+}
+
+impl<T> RunReport<T> {
+    /// A call that never reached the guest.
+    pub(super) fn refused(why: RunError) -> Self {
+        Self {
+            result: Err(why),
+            fuel_used: 0,
+            peak_memory: 0,
+            stdout: String::new(),
+            stderr: String::new(),
+            stdio_dropped: 0,
+            elapsed: Duration::ZERO,
+            instantiate: Duration::ZERO,
+            network: Vec::new(),
+        }
+    }
+}
+
+/// A pre-linked component that makes a fresh instance in a store: the contract's bindings, or a
+/// plain instance for a generic plugin.
+pub(super) trait Instantiate {
+    type Instance;
+    async fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<Self::Instance>;
+}
+
+impl Instantiate for PluginPre<State> {
+    type Instance = PluginWorld;
+    async fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<PluginWorld> {
+        self.instantiate_async(store).await
+    }
+}
+
+impl Instantiate for InstancePre<State> {
+    type Instance = Instance;
+    async fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<Instance> {
+        self.instantiate_async(store).await
     }
 }
 

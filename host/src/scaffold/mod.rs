@@ -110,6 +110,12 @@ pub enum ScaffoldError {
          (it names the tool, the .wasm file and the package)"
     )]
     BadName(String),
+    /// `--generic` is not offered in this language.
+    #[error(
+        "`--generic` scaffolds Rust only; in {0}, build any world with its toolchain \
+         (plugins/README.md shows how) and toolhost serves its exported functions"
+    )]
+    NoGeneric(Lang),
     /// The target directory exists and has files in it.
     #[error("{} exists and is not empty; choose another --dir", .0.display())]
     NotEmpty(PathBuf),
@@ -136,11 +142,17 @@ pub struct Project {
     pub files: Vec<PathBuf>,
 }
 
-/// Write a new plugin project named `name` in `lang` into `dir`, which must be absent or empty.
-pub fn create(name: &str, lang: Lang, dir: &Path) -> Result<Project, ScaffoldError> {
+/// Write a new plugin project named `name` in `lang` into `dir`, which must be absent or empty:
+/// a contract plugin, or with `generic` a component that exports plain typed functions.
+pub fn create(name: &str, lang: Lang, generic: bool, dir: &Path) -> Result<Project, ScaffoldError> {
     if !is_valid_name(name) || !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
         return Err(ScaffoldError::BadName(name.to_string()));
     }
+    let templates = if generic {
+        templates::generic(lang).ok_or(ScaffoldError::NoGeneric(lang))?
+    } else {
+        templates::for_lang(lang)
+    };
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| ScaffoldError::Io { path, source }
@@ -151,7 +163,7 @@ pub fn create(name: &str, lang: Lang, dir: &Path) -> Result<Project, ScaffoldErr
         return Err(ScaffoldError::NotEmpty(dir.to_path_buf()));
     }
     let mut files = Vec::new();
-    for t in templates::for_lang(lang) {
+    for t in templates {
         let path = dir.join(t.path);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -181,13 +193,32 @@ fn render(path: &str, text: &str, name: &str, lang: Lang) -> String {
     } else {
         text.to_string()
     };
+    let wit = wit_name(name);
     text.replace("{{name}}", name)
+        .replace("{{wit}}", &wit)
+        .replace("{{wit_snake}}", &wit.replace('-', "_"))
         .replace("{{crate}}", &package)
         .replace("{{lib}}", &package.replace('-', "_"))
         .replace("{{package}}", &package)
         .replace("{{lang_title}}", lang.title())
         .replace("{{build_notes}}", lang.toolchain())
         .replace("{{unit_test}}", lang.unit_test())
+}
+
+/// `name` as a WIT identifier: lowercase words joined by `-`, each starting with a letter.
+fn wit_name(name: &str) -> String {
+    name.to_ascii_lowercase()
+        .split(['-', '_'])
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            if w.starts_with(|c: char| c.is_ascii_digit()) {
+                format!("n{w}")
+            } else {
+                w.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("-")
 }
 
 #[cfg(unix)]
@@ -207,8 +238,13 @@ mod tests {
 
     #[test]
     fn fills_every_placeholder_in_every_language() {
-        for lang in Lang::ALL {
-            for t in templates::for_lang(lang) {
+        let generic = templates::generic(Lang::Rust).unwrap();
+        for (lang, templates) in Lang::ALL
+            .map(|l| (l, templates::for_lang(l)))
+            .into_iter()
+            .chain([(Lang::Rust, generic)])
+        {
+            for t in templates {
                 let text = render(t.path, t.text, "Word-Stats", lang);
                 assert!(
                     !text.contains("{{"),
@@ -238,7 +274,7 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    create(bad, Lang::Rust, &dir.path().join("p")),
+                    create(bad, Lang::Rust, false, &dir.path().join("p")),
                     Err(ScaffoldError::BadName(_))
                 ),
                 "{bad}"
@@ -246,7 +282,7 @@ mod tests {
         }
         std::fs::write(dir.path().join("keep.txt"), "x").unwrap();
         assert!(matches!(
-            create("ok", Lang::C, dir.path()),
+            create("ok", Lang::C, false, dir.path()),
             Err(ScaffoldError::NotEmpty(_))
         ));
     }
@@ -255,13 +291,29 @@ mod tests {
     fn writes_the_contract_a_build_script_and_a_test_for_each_language() {
         let dir = tempfile::tempdir().unwrap();
         for lang in Lang::ALL {
-            let p = create("demo", lang, &dir.path().join(lang.as_str())).unwrap();
+            let p = create("demo", lang, false, &dir.path().join(lang.as_str())).unwrap();
             for needed in ["wit/plugin.wit", "build.sh", "test.sh", "README.md"] {
                 assert!(p.dir.join(needed).is_file(), "{lang}: no {needed}");
             }
             let contract = std::fs::read_to_string(p.dir.join("wit/plugin.wit")).unwrap();
             assert!(contract.contains("package toolhost:plugin@0.1.0;"));
         }
+        let g = create(
+            "Word__Stats-2x_9",
+            Lang::Rust,
+            true,
+            &dir.path().join("generic"),
+        )
+        .unwrap();
+        let world = std::fs::read_to_string(g.dir.join("wit/world.wit")).unwrap();
+        assert!(
+            world.contains("package local:word-stats-n2x-n9;"),
+            "{world}"
+        );
+        assert!(matches!(
+            create("demo", Lang::Python, true, &dir.path().join("py-generic")),
+            Err(ScaffoldError::NoGeneric(Lang::Python))
+        ));
         assert_eq!("JavaScript".parse::<Lang>(), Ok(Lang::Js));
         assert!(
             "cobol"

@@ -110,6 +110,25 @@ const C: &[Template] = &[
     README,
 ];
 
+/// A generic component in Rust: its own world instead of the contract.
+const GENERIC_RUST: &[Template] = &[
+    file("Cargo.toml", include_str!("generic/Cargo.toml.tmpl")),
+    file("src/lib.rs", include_str!("generic/lib.rs.tmpl")),
+    file("wit/world.wit", include_str!("generic/world.wit.tmpl")),
+    script("build.sh", include_str!("rust/build.sh.tmpl")),
+    file(".gitignore", include_str!("rust/gitignore.tmpl")),
+    script("test.sh", include_str!("generic/test.sh.tmpl")),
+    file("README.md", include_str!("generic/README.md.tmpl")),
+];
+
+/// The files of a generic project in `lang`, if `toolhost new --generic` offers that language.
+pub(super) fn generic(lang: Lang) -> Option<&'static [Template]> {
+    match lang {
+        Lang::Rust => Some(GENERIC_RUST),
+        Lang::Python | Lang::Js | Lang::C => None,
+    }
+}
+
 /// The files of a project in `lang`.
 pub(super) fn for_lang(lang: Lang) -> &'static [Template] {
     match lang {

@@ -125,3 +125,53 @@ fn new_refuses_a_bad_name_and_a_non_empty_dir() {
     );
     assert!(dir.path().join("fresh/package-lock.json").is_file());
 }
+
+/// `toolhost new NAME --lang rust --generic`: a component of plain typed functions; its test.sh calls
+/// the derived tool (its `read-only` said in toolhost.toml) and sees a derived-schema refusal and a
+/// `result::err`; the component loads as a generic plugin whose tool has an output schema.
+#[test]
+fn new_generic_rust_project_builds_and_serves_its_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("word-stats");
+    let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .args(["new", "word-stats", "--lang", "rust", "--generic"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("created the generic rust plugin 'word-stats'"),
+        "{stdout}"
+    );
+    let mut test = Command::new(project.join("test.sh"));
+    toolchain_env(&mut test)
+        .env("TOOLHOST", env!("CARGO_BIN_EXE_toolhost"))
+        .env("CARGO_TARGET_DIR", root().join("target/scaffold-rust"));
+    let out = {
+        let _heavy = heavy();
+        test.output().unwrap()
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "test.sh of a new generic project failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("test.sh: ok"), "{stdout}");
+    let env = Env::new(&[], "");
+    std::fs::copy(
+        project.join("word-stats.wasm"),
+        env.path().join("plugins/word-stats.wasm"),
+    )
+    .unwrap();
+    let out = env.run(&["list", "--json"]);
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tool = &list["tools"][0];
+    assert_eq!(tool["name"], "tools_count", "{list}");
+    assert_eq!(
+        tool["output_schema"]["required"],
+        serde_json::json!(["lines", "words", "chars"])
+    );
+    assert_eq!(list["plugins"]["word-stats"]["generic"], true);
+}

@@ -190,6 +190,9 @@ pub struct RawPlugin {
     pub secrets: BTreeMap<String, RawSecret>,
     /// Whether its tools run as tasks; default from its timeout.
     pub task: Option<crate::task::TaskSupport>,
+    /// Per tool (by the name the plugin gives it): description, title, hints, permission subject.
+    #[serde(default)]
+    pub tools: BTreeMap<String, super::RawToolOverride>,
 }
 
 /// Read and parse the file at `path`.

@@ -40,6 +40,8 @@ pub struct PluginPolicy {
     pub source: Option<PluginSource>,
     /// Whether its tools run as tasks.
     pub task: crate::task::TaskSupport,
+    /// The operator's word on single tools, by the name the plugin gives them.
+    pub tools: BTreeMap<String, super::ToolOverride>,
 }
 
 /// Daemon settings, resolved.
@@ -167,6 +169,7 @@ impl Config {
             disabled: false,
             source: None,
             task: crate::task::TaskSupport::default_for(defaults.0.timeout),
+            tools: BTreeMap::new(),
         };
         let mut plugins = BTreeMap::new();
         for (name, p) in &raw.plugins {
@@ -205,6 +208,7 @@ impl Config {
                     task: p
                         .task
                         .unwrap_or_else(|| crate::task::TaskSupport::default_for(limits.timeout)),
+                    tools: super::tools::resolve_tools(&p.tools, &key)?,
                 },
             );
         }

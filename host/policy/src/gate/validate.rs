@@ -161,6 +161,9 @@ pub struct Validated {
 pub struct InputValidator {
     validator: Validator,
     cost: u64,
+    /// For a generic plugin's tool, the function whose arguments the input must convert to exactly:
+    /// the schema cannot say everything (a 64-bit bound, a float that stands for an integer).
+    exact: Option<crate::wit::Export>,
 }
 
 impl InputValidator {
@@ -173,7 +176,16 @@ impl InputValidator {
         Ok(Self {
             validator: compile(schema)?,
             cost,
+            exact: None,
         })
+    }
+
+    /// Also require that an input converts exactly to `export`'s arguments.
+    pub fn exactly(self, export: crate::wit::Export) -> Self {
+        Self {
+            exact: Some(export),
+            ..self
+        }
     }
 
     /// Whether checking `input` (coercions included) is surely quick enough to run on the
@@ -202,15 +214,20 @@ impl InputValidator {
         }
         let mut targets = Targets::default();
         let problems = describe(self.validator.iter_errors(&input), Some(&mut targets));
-        if problems.is_empty() {
-            return Ok(Validated {
+        let validated = if problems.is_empty() {
+            Validated {
                 input,
                 coercions: Vec::new(),
-            });
-        }
-        match coerce::repair(&self.validator, &input, targets, limits) {
-            Some((input, coercions)) => Ok(Validated { input, coercions }),
-            None => Err(invalid(problems)),
+            }
+        } else {
+            match coerce::repair(&self.validator, &input, targets, limits) {
+                Some((input, coercions)) => Validated { input, coercions },
+                None => return Err(invalid(problems)),
+            }
+        };
+        match self.exact.as_ref().map(|e| e.arguments(&validated.input)) {
+            Some(Err(problems)) => Err(invalid(problems)),
+            _ => Ok(validated),
         }
     }
 }

@@ -1,0 +1,105 @@
+//! `[plugins.NAME.tools.TOOL]`: what the operator says about one tool, over what the plugin
+//! declares. A generic plugin's plain WIT cannot declare hints or a permission subject and may
+//! carry no docs, so this is where they come from; a contract plugin's may be corrected too.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::{ConfigError, invalid};
+use crate::tool::{Hints, is_valid_name};
+
+/// The file's table, as written.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawToolOverride {
+    /// Replaces the title.
+    pub title: Option<String>,
+    /// Replaces the description.
+    pub description: Option<String>,
+    /// The tool does not change its environment (so it needs no approval under `ask` defaults).
+    pub read_only: Option<bool>,
+    /// The tool may destroy or overwrite data.
+    pub destructive: Option<bool>,
+    /// Calling it twice has no further effect.
+    pub idempotent: Option<bool>,
+    /// The tool talks to the open world.
+    pub open_world: Option<bool>,
+    /// The JSON pointer into the input that permission rules match.
+    pub permission_subject: Option<String>,
+}
+
+/// One tool's override, checked.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ToolOverride(RawToolOverride);
+
+impl ToolOverride {
+    /// Apply to what the plugin declared.
+    pub fn apply(
+        &self,
+        title: &mut Option<String>,
+        description: &mut String,
+        hints: &mut Hints,
+        permission_subject: &mut Option<String>,
+    ) {
+        let o = &self.0;
+        if let Some(t) = &o.title {
+            *title = Some(t.clone());
+        }
+        if let Some(d) = &o.description {
+            description.clone_from(d);
+        }
+        for (given, hint) in [
+            (o.read_only, &mut hints.read_only),
+            (o.destructive, &mut hints.destructive),
+            (o.idempotent, &mut hints.idempotent),
+            (o.open_world, &mut hints.open_world),
+        ] {
+            if let Some(on) = given {
+                *hint = on;
+            }
+        }
+        if let Some(p) = &o.permission_subject {
+            *permission_subject = Some(p.clone());
+        }
+    }
+}
+
+/// Check every override of a plugin (`key` is `plugins.NAME`).
+pub(super) fn resolve_tools(
+    raw: &BTreeMap<String, RawToolOverride>,
+    key: &str,
+) -> Result<BTreeMap<String, ToolOverride>, ConfigError> {
+    let mut out = BTreeMap::new();
+    for (tool, o) in raw {
+        let at = |field: &str| format!("{key}.tools.{tool}.{field}");
+        if !is_valid_name(tool) {
+            return Err(invalid(
+                format!("{key}.tools"),
+                format!("{tool:?} is not a tool name (1-64 letters, digits, '_' or '-')"),
+            ));
+        }
+        if o.description
+            .as_deref()
+            .is_some_and(|d| d.trim().is_empty())
+        {
+            return Err(invalid(at("description"), "must not be empty"));
+        }
+        if o.read_only == Some(true) && o.destructive == Some(true) {
+            return Err(invalid(
+                at("read-only"),
+                "a tool cannot be both read-only and destructive",
+            ));
+        }
+        if let Some(p) = &o.permission_subject
+            && !p.starts_with('/')
+        {
+            return Err(invalid(
+                at("permission-subject"),
+                "must be a JSON pointer into the input, e.g. \"/path\"",
+            ));
+        }
+        out.insert(tool.clone(), ToolOverride(o.clone()));
+    }
+    Ok(out)
+}

@@ -1,0 +1,417 @@
+//! Generic plugins: a component without the `toolhost:plugin` contract whose exported functions
+//! are tools. This module reads their types from the compiled component and carries values across
+//! wasmtime's dynamic `Val` API; what a type or value means in JSON is decided by
+//! [`toolhost_policy::wit`].
+
+use std::collections::HashMap;
+
+use wasmtime::Engine;
+use wasmtime::component::types::{ComponentFunc, ComponentItem};
+use wasmtime::component::{Component, ComponentExportIndex, Type, Val};
+
+use super::engine::{Generic, Sandbox};
+use super::prepared::{CallIo, Prepared};
+use super::run::{GuestError, GuestOutput, RunError, RunReport};
+use toolhost_policy::wit::{Answer, DOCS_SECTION, Export, Skipped, WitType, WitValue};
+
+/// Types nested deeper than this are refused: every conversion walks them recursively.
+const MAX_DEPTH: usize = 24;
+
+/// The most doc-section bytes read from one component.
+const MAX_DOCS_BYTES: usize = 1 << 20;
+
+/// The contents of every `package-docs` section in the component `bytes`: its own, its nested
+/// modules' and components', and those inside the WIT packages toolchains embed in
+/// `component-type*` sections. Unparsable parts are skipped: docs never stop a plugin loading.
+pub(crate) fn doc_sections(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    collect_docs(bytes, 0, &mut out);
+    out
+}
+
+fn collect_docs(bytes: &[u8], depth: usize, out: &mut Vec<Vec<u8>>) {
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        let Ok(wasmparser::Payload::CustomSection(section)) = payload else {
+            if payload.is_err() {
+                return;
+            }
+            continue;
+        };
+        let held: usize = out.iter().map(Vec::len).sum();
+        if section.name() == DOCS_SECTION && held + section.data().len() <= MAX_DOCS_BYTES {
+            out.push(section.data().to_vec());
+        } else if section.name().starts_with("component-type") && depth < 2 {
+            collect_docs(section.data(), depth + 1, out);
+        }
+    }
+}
+
+/// A generic plugin's functions, by [`Export::path`], with where to find each in an instance.
+#[derive(Default)]
+pub(crate) struct Functions {
+    by_path: HashMap<String, (Export, ComponentExportIndex)>,
+}
+
+impl Functions {
+    pub(crate) fn get(&self, path: &str) -> Option<&(Export, ComponentExportIndex)> {
+        self.by_path.get(path)
+    }
+
+    /// The usable exports, in the component's order.
+    pub(crate) fn exports(&self, order: &[String]) -> Vec<Export> {
+        order
+            .iter()
+            .filter_map(|p| self.by_path.get(p).map(|(e, _)| e.clone()))
+            .collect()
+    }
+}
+
+impl Sandbox {
+    /// A generic plugin's call: arguments read from `input`, the function called through
+    /// wasmtime's dynamic API, its return value turned into the model's answer.
+    pub(super) async fn call_generic(
+        &self,
+        prepared: &Prepared,
+        generic: &Generic,
+        tool: &str,
+        input: &str,
+        io: CallIo<'_>,
+    ) -> RunReport<Result<GuestOutput, GuestError>> {
+        let Some((export, index)) = generic.functions.get(tool) else {
+            return RunReport::refused(RunError::Setup(format!("no exported function `{tool}`")));
+        };
+        let args = serde_json::from_str(input)
+            .map_err(|e| vec![format!("/: not JSON ({e})")])
+            .and_then(|json| export.arguments(&json));
+        let params = args
+            .map_err(|problems| problems.join("\n- "))
+            .and_then(|args| {
+                export
+                    .params
+                    .iter()
+                    .zip(args)
+                    .map(|((_, ty), v)| to_val(ty, v))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| "an argument does not have its parameter's type".to_owned())
+            });
+        let params = match params {
+            Ok(p) => p,
+            Err(problems) => {
+                let mut report = RunReport::refused(RunError::Setup(String::new()));
+                report.result = Ok(Err(GuestError::InvalidInput(problems)));
+                return report;
+            }
+        };
+        self.run(prepared, io, &generic.pre, async |store, instance| {
+            let func = instance
+                .get_func(&mut *store, index)
+                .ok_or_else(|| wasmtime::format_err!("the export `{tool}` is not a function"))?;
+            let mut results = vec![Val::Bool(false); usize::from(export.result.is_some())];
+            func.call_async(&mut *store, &params, &mut results).await?;
+            let returned = match results.pop() {
+                None => None,
+                Some(v) => Some(from_val(v).ok_or_else(|| {
+                    wasmtime::format_err!("the function returned a value without a JSON form")
+                })?),
+            };
+            Ok(match export.answer(returned.as_ref()) {
+                Ok(Answer::Done {
+                    content,
+                    structured,
+                }) => Ok(GuestOutput {
+                    content,
+                    structured: structured.map(|v| v.to_string()),
+                }),
+                Ok(Answer::Failed(text)) => Err(GuestError::Failed(text)),
+                Err(mismatch) => return Err(wasmtime::format_err!("{mismatch}")),
+            })
+        })
+        .await
+    }
+}
+
+/// Every exported function of `component`: the usable ones (in order, and by path) and the
+/// skipped ones with their reasons.
+pub(crate) fn read(
+    component: &Component,
+    engine: &Engine,
+) -> (Functions, Vec<String>, Vec<Skipped>) {
+    let mut r = Reading::default();
+    let ty = component.component_type();
+    for (name, item) in ty.exports(engine) {
+        match item.ty {
+            ComponentItem::ComponentFunc(f) => {
+                r.function(None, name, &f, component.get_export_index(None, name));
+            }
+            ComponentItem::ComponentInstance(_) if name.starts_with("wasi:") => {
+                r.skip(
+                    name,
+                    "a WASI interface, which the host calls itself, not a tool",
+                );
+            }
+            ComponentItem::ComponentInstance(instance) => {
+                let parent = component.get_export_index(None, name);
+                for (function, item) in instance.exports(engine) {
+                    match item.ty {
+                        ComponentItem::ComponentFunc(f) => {
+                            let index = parent
+                                .as_ref()
+                                .and_then(|p| component.get_export_index(Some(p), function));
+                            r.function(Some(name), function, &f, index);
+                        }
+                        ComponentItem::Type(_) | ComponentItem::Resource(_) => {}
+                        _ => r.skip(&format!("{name}#{function}"), "not a function"),
+                    }
+                }
+            }
+            ComponentItem::Type(_) | ComponentItem::Resource(_) => {}
+            _ => r.skip(name, "a nested module or component, not a function"),
+        }
+    }
+    (r.functions, r.order, r.skipped)
+}
+
+/// What [`read`] has found so far.
+#[derive(Default)]
+struct Reading {
+    functions: Functions,
+    order: Vec<String>,
+    skipped: Vec<Skipped>,
+}
+
+impl Reading {
+    fn function(
+        &mut self,
+        interface: Option<&str>,
+        name: &str,
+        f: &ComponentFunc,
+        index: Option<ComponentExportIndex>,
+    ) {
+        let path = match interface {
+            Some(i) => format!("{i}#{name}"),
+            None => name.to_owned(),
+        };
+        match (signature(name, f), index) {
+            (Ok((params, result)), Some(index)) => {
+                let export = Export {
+                    interface: interface.map(str::to_owned),
+                    function: name.to_owned(),
+                    params,
+                    result,
+                };
+                self.order.push(path.clone());
+                self.functions.by_path.insert(path, (export, index));
+            }
+            (Err(reason), _) => self.skip(&path, &reason),
+            (Ok(_), None) => self.skip(&path, "cannot be found in the component"),
+        }
+    }
+
+    fn skip(&mut self, export: &str, reason: &str) {
+        self.skipped.push(Skipped {
+            export: export.to_owned(),
+            reason: reason.to_owned(),
+        });
+    }
+}
+
+/// A function's parameters and result as JSON-able types, or why it cannot be a tool.
+fn signature(
+    name: &str,
+    f: &ComponentFunc,
+) -> Result<(Vec<(String, WitType)>, Option<WitType>), String> {
+    if name.starts_with('[') {
+        return Err(
+            "a resource's constructor, method or static function; resources are not supported"
+                .into(),
+        );
+    }
+    if f.async_() {
+        return Err("an async function; the host runs synchronous functions only".into());
+    }
+    let params = f
+        .params()
+        .map(|(p, ty)| {
+            wit_type(&ty, 0)
+                .map(|t| (p.to_owned(), t))
+                .map_err(|why| format!("parameter `{p}` {why}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut results = f.results();
+    let result = match (results.next(), results.next()) {
+        (None, _) => None,
+        (Some(ty), None) => Some(wit_type(&ty, 0).map_err(|why| format!("the result {why}"))?),
+        (Some(_), Some(_)) => {
+            return Err(
+                "returns several values, which the component model no longer allows".into(),
+            );
+        }
+    };
+    Ok((params, result))
+}
+
+/// The JSON-able counterpart of `ty`, or why it has none.
+fn wit_type(ty: &Type, depth: usize) -> Result<WitType, String> {
+    if depth > MAX_DEPTH {
+        return Err(format!("nests types more than {MAX_DEPTH} deep"));
+    }
+    let inner = |t: &Type| wit_type(t, depth + 1).map(Box::new);
+    Ok(match ty {
+        Type::Bool => WitType::Bool,
+        Type::S8 => WitType::S8,
+        Type::U8 => WitType::U8,
+        Type::S16 => WitType::S16,
+        Type::U16 => WitType::U16,
+        Type::S32 => WitType::S32,
+        Type::U32 => WitType::U32,
+        Type::S64 => WitType::S64,
+        Type::U64 => WitType::U64,
+        Type::Float32 => WitType::F32,
+        Type::Float64 => WitType::F64,
+        Type::Char => WitType::Char,
+        Type::String => WitType::String,
+        Type::List(l) => WitType::List(inner(&l.ty())?),
+        Type::FixedLengthList(l) => WitType::FixedList(inner(&l.ty())?, l.len()),
+        Type::Record(r) => WitType::Record(
+            r.fields()
+                .map(|f| Ok((f.name.to_owned(), *inner(&f.ty)?)))
+                .collect::<Result<_, String>>()?,
+        ),
+        Type::Tuple(t) => WitType::Tuple(
+            t.types()
+                .map(|t| wit_type(&t, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        Type::Variant(v) => WitType::Variant(
+            v.cases()
+                .map(|c| {
+                    Ok((
+                        c.name.to_owned(),
+                        c.ty.as_ref().map(|t| wit_type(t, depth + 1)).transpose()?,
+                    ))
+                })
+                .collect::<Result<_, String>>()?,
+        ),
+        Type::Enum(e) => WitType::Enum(e.names().map(str::to_owned).collect()),
+        Type::Option(o) => WitType::Option(inner(&o.ty())?),
+        Type::Result(r) => WitType::Result {
+            ok: r.ok().as_ref().map(inner).transpose()?,
+            err: r.err().as_ref().map(inner).transpose()?,
+        },
+        Type::Flags(f) => WitType::Flags(f.names().map(str::to_owned).collect()),
+        Type::Own(_) | Type::Borrow(_) => {
+            return Err("is a resource handle; resources are not supported".into());
+        }
+        Type::Future(_) => return Err("is a future; futures are not supported".into()),
+        Type::Stream(_) => return Err("is a stream; streams are not supported".into()),
+        Type::ErrorContext => return Err("is an error-context, which is not supported".into()),
+        Type::Map(_) => return Err("is a map, which is not supported yet".into()),
+    })
+}
+
+/// A value for wasmtime, of type `ty`; `None` if it is not of that type (values come from
+/// [`toolhost_policy::wit::json::from_json`] with the same type, so this is a host bug).
+pub(crate) fn to_val(ty: &WitType, value: WitValue) -> Option<Val> {
+    use WitType as T;
+    use WitValue as V;
+    let all = |t: &WitType, items: Vec<WitValue>| {
+        items
+            .into_iter()
+            .map(|v| to_val(t, v))
+            .collect::<Option<Vec<_>>>()
+    };
+    let boxed = |t: Option<&WitType>, v: Option<Box<WitValue>>| match (t, v) {
+        (Some(t), Some(v)) => to_val(t, *v).map(|v| Some(Box::new(v))),
+        (None, None) => Some(None),
+        _ => None,
+    };
+    Some(match (ty, value) {
+        (T::Bool, V::Bool(b)) => Val::Bool(b),
+        (T::S8, V::S8(n)) => Val::S8(n),
+        (T::U8, V::U8(n)) => Val::U8(n),
+        (T::S16, V::S16(n)) => Val::S16(n),
+        (T::U16, V::U16(n)) => Val::U16(n),
+        (T::S32, V::S32(n)) => Val::S32(n),
+        (T::U32, V::U32(n)) => Val::U32(n),
+        (T::S64, V::S64(n)) => Val::S64(n),
+        (T::U64, V::U64(n)) => Val::U64(n),
+        (T::F32, V::F32(x)) => Val::Float32(x),
+        (T::F64, V::F64(x)) => Val::Float64(x),
+        (T::Char, V::Char(c)) => Val::Char(c),
+        (T::String, V::String(s)) => Val::String(s),
+        (T::List(t), V::List(items)) => Val::List(all(t, items)?),
+        (T::FixedList(t, _), V::List(items)) => Val::FixedLengthList(all(t, items)?),
+        (T::Tuple(types), V::Tuple(items)) if types.len() == items.len() => Val::Tuple(
+            types
+                .iter()
+                .zip(items)
+                .map(|(t, v)| to_val(t, v))
+                .collect::<Option<_>>()?,
+        ),
+        (T::Record(fields), V::Record(values)) if fields.len() == values.len() => Val::Record(
+            fields
+                .iter()
+                .zip(values)
+                .map(|((_, t), (name, v))| Some((name, to_val(t, v)?)))
+                .collect::<Option<_>>()?,
+        ),
+        (T::Variant(cases), V::Variant(case, payload)) => {
+            let (_, t) = cases.iter().find(|(n, _)| *n == case)?;
+            Val::Variant(case, boxed(t.as_ref(), payload)?)
+        }
+        (T::Enum(_), V::Enum(name)) => Val::Enum(name),
+        (T::Flags(_), V::Flags(names)) => Val::Flags(names),
+        (T::Option(t), V::Option(v)) => Val::Option(match v {
+            None => None,
+            Some(v) => Some(Box::new(to_val(t, *v)?)),
+        }),
+        (T::Result { ok, err }, V::Result(r)) => Val::Result(match r {
+            Ok(v) => Ok(boxed(ok.as_deref(), v)?),
+            Err(v) => Err(boxed(err.as_deref(), v)?),
+        }),
+        _ => return None,
+    })
+}
+
+/// A value from wasmtime; `None` for a kind no [`WitType`] has (wasmtime lifts results by their
+/// declared type, which [`read`] checked, so this is a host bug).
+pub(crate) fn from_val(value: Val) -> Option<WitValue> {
+    use WitValue as V;
+    let boxed = |v: Option<Box<Val>>| match v {
+        None => Some(None),
+        Some(v) => from_val(*v).map(|v| Some(Box::new(v))),
+    };
+    let all = |items: Vec<Val>| items.into_iter().map(from_val).collect::<Option<Vec<_>>>();
+    Some(match value {
+        Val::Bool(b) => V::Bool(b),
+        Val::S8(n) => V::S8(n),
+        Val::U8(n) => V::U8(n),
+        Val::S16(n) => V::S16(n),
+        Val::U16(n) => V::U16(n),
+        Val::S32(n) => V::S32(n),
+        Val::U32(n) => V::U32(n),
+        Val::S64(n) => V::S64(n),
+        Val::U64(n) => V::U64(n),
+        Val::Float32(x) => V::F32(x),
+        Val::Float64(x) => V::F64(x),
+        Val::Char(c) => V::Char(c),
+        Val::String(s) => V::String(s),
+        Val::List(items) | Val::FixedLengthList(items) => V::List(all(items)?),
+        Val::Tuple(items) => V::Tuple(all(items)?),
+        Val::Record(fields) => V::Record(
+            fields
+                .into_iter()
+                .map(|(n, v)| Some((n, from_val(v)?)))
+                .collect::<Option<_>>()?,
+        ),
+        Val::Variant(case, payload) => V::Variant(case, boxed(payload)?),
+        Val::Enum(name) => V::Enum(name),
+        Val::Option(v) => V::Option(boxed(v)?),
+        Val::Result(Ok(v)) => V::Result(Ok(boxed(v)?)),
+        Val::Result(Err(v)) => V::Result(Err(boxed(v)?)),
+        Val::Flags(names) => V::Flags(names),
+        Val::Map(_) | Val::Resource(_) | Val::Future(_) | Val::Stream(_) | Val::ErrorContext(_) => {
+            return None;
+        }
+    })
+}
