@@ -11,6 +11,8 @@ mod docs;
 mod function;
 pub mod json;
 pub mod naming;
+#[cfg(any(test, feature = "proptest"))]
+pub mod strategy;
 mod ty;
 
 pub use self::docs::{Docs, SECTION as DOCS_SECTION};

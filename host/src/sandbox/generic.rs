@@ -191,14 +191,8 @@ impl Reading {
             Some(i) => format!("{i}#{name}"),
             None => name.to_owned(),
         };
-        match (signature(name, f), index) {
-            (Ok((params, result)), Some(index)) => {
-                let export = Export {
-                    interface: interface.map(str::to_owned),
-                    function: name.to_owned(),
-                    params,
-                    result,
-                };
+        match (export(interface, name, f), index) {
+            (Ok(export), Some(index)) => {
                 self.order.push(path.clone());
                 self.functions.by_path.insert(path, (export, index));
             }
@@ -215,11 +209,8 @@ impl Reading {
     }
 }
 
-/// A function's parameters and result as JSON-able types, or why it cannot be a tool.
-fn signature(
-    name: &str,
-    f: &ComponentFunc,
-) -> Result<(Vec<(String, WitType)>, Option<WitType>), String> {
+/// The function `name` with its parameters and result as JSON-able types, or why it cannot be a tool.
+fn export(interface: Option<&str>, name: &str, f: &ComponentFunc) -> Result<Export, String> {
     if name.starts_with('[') {
         return Err(
             "a resource's constructor, method or static function; resources are not supported"
@@ -247,7 +238,12 @@ fn signature(
             );
         }
     };
-    Ok((params, result))
+    Ok(Export {
+        interface: interface.map(str::to_owned),
+        function: name.to_owned(),
+        params,
+        result,
+    })
 }
 
 /// The JSON-able counterpart of `ty`, or why it has none.

@@ -119,4 +119,12 @@ impl exports::toolhost_test::shapes::counters::GuestCounter for Counter {
     }
 }
 
+impl exports::toolhost_test::shapes::mirror::Guest for Fixture {
+    fn mirror(
+        v: exports::toolhost_test::shapes::mirror::Everything,
+    ) -> exports::toolhost_test::shapes::mirror::Everything {
+        v
+    }
+}
+
 export!(Fixture);
