@@ -7,7 +7,8 @@
 //! against the same grep in native Rust), `coldstart` (registry and daemon start to the first
 //! `tools/list`, 1 and 20 plugins, cached and uncached), `memory` (daemon RSS idle and per concurrent
 //! call, against a native rmcp server), `mcp` (MCP over stdio and HTTP against a native rmcp server with
-//! the same echo tool, driven by the same Rust client).
+//! the same echo tool, driven by the same Rust client), `generic` (a generic plugin's call against a
+//! contract plugin's).
 //!
 //! The same binary is the native baseline server: `--serve-native-stdio`, `--serve-native-http ADDR`.
 
@@ -15,6 +16,7 @@ mod audit;
 mod client;
 mod coldstart;
 mod e2e;
+mod generic;
 mod grep;
 mod inproc;
 mod memory;
@@ -33,7 +35,8 @@ usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE]
        bench --stages TOOL INPUT N    (stage medians of N calls of one tool: echo, or hostile's, fuel_*, slow_*)
        bench --serve-native-stdio | --serve-native-http ADDR   (the native rmcp baseline server)
 
-PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp (default: all).
+PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp, generic
+(default: all).
 --quick runs fewer, shorter rounds (a few minutes on 2 cores). Run it through scripts/bench.sh,
 which builds the plugins and the release binaries first.";
 
@@ -58,7 +61,7 @@ impl Options {
     }
 }
 
-const PARTS: [&str; 7] = [
+const PARTS: [&str; 8] = [
     "pipeline",
     "failures",
     "audit",
@@ -66,6 +69,7 @@ const PARTS: [&str; 7] = [
     "coldstart",
     "memory",
     "mcp",
+    "generic",
 ];
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -168,6 +172,9 @@ fn main() -> ExitCode {
         }
         if options.wants("mcp") {
             e2e::run(&options, &mut report).await?;
+        }
+        if options.wants("generic") {
+            generic::run(&options, &mut report).await?;
         }
         Ok::<(), String>(())
     });

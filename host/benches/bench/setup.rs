@@ -30,7 +30,7 @@ pub(crate) fn plugin_file(name: &str) -> PathBuf {
 
 /// Fail early, with what to do, when the plugins are not built.
 pub(crate) fn check_prerequisites() -> Result<(), String> {
-    for name in ["echo", "math", "fs", "hostile"] {
+    for name in ["echo", "math", "fs", "hostile", "generic"] {
         let p = plugin_file(name);
         if !p.is_file() {
             return Err(format!(

@@ -14,6 +14,7 @@ pub mod naming;
 #[cfg(any(test, feature = "proptest"))]
 pub mod strategy;
 mod ty;
+mod value;
 
 pub use self::docs::{Docs, SECTION as DOCS_SECTION};
 pub use self::function::{Answer, Export, Skipped};

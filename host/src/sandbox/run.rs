@@ -138,7 +138,7 @@ impl Sandbox {
     }
 
     /// Run `tool` with `input` (JSON text) in a fresh store with the plugin's grants and limits.
-    /// For a generic plugin, `tool` is the function's [`Export::path`] and `input` is read into
+    /// For a generic plugin, `tool` is the function's [`Export::path`](toolhost_policy::wit::Export::path) and `input` is read into
     /// its arguments exactly.
     pub async fn call(
         &self,

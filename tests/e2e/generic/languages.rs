@@ -1,0 +1,113 @@
+//! The fixture's WIT implemented in Python and JavaScript (tests/plugins/generic/LANG), built with
+//! each language's own toolchain, answers as the Rust one does.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::json;
+
+use super::{BYPASS, list};
+use crate::harness::{Env, root};
+use crate::languages::{heavy, toolchain_env, toolchain_ready};
+
+/// The same WIT implemented in another language: built from tests/plugins/generic/LANG, then the
+/// same calls as the Rust fixture answers.
+fn other_language(lang: &str) {
+    if !toolchain_ready(lang, &format!("the {lang} generic fixture")) {
+        return;
+    }
+    let file = format!("generic_{lang}");
+    let out_dir = root().join("target/fixtures");
+    let built: PathBuf = out_dir.join(format!("{file}.wasm"));
+    {
+        let _heavy = heavy();
+        let out = toolchain_env(&mut Command::new(
+            root()
+                .join("tests/plugins/generic")
+                .join(lang)
+                .join("build.sh"),
+        ))
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "building the {lang} generic fixture failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let cache = root().join("target/e2e-cache");
+    let env = Env::new(
+        &[],
+        &format!("{BYPASS}[cache]\ndir = '{}'\n", cache.display()),
+    );
+    std::fs::copy(&built, env.path().join("plugins/shapes.wasm")).unwrap();
+    {
+        let _heavy = heavy();
+        let l = list(&env);
+        assert_eq!(l["plugins"]["shapes"]["generic"], true, "{l}");
+    }
+    let called = env.call(
+        "geometry_area",
+        json!({"shape": {"tag": "rectangle", "value": [2.5, 4]}}),
+    );
+    assert_eq!(
+        called.assert_ok().json["structured"],
+        json!({"result": 10.0})
+    );
+    env.call(
+        "geometry_area",
+        json!({"shape": {"tag": "circle", "value": -1}}),
+    )
+    .assert_error("tool_failed", "negative radius");
+    let big = json!({"values": [9_007_199_254_740_993_i64, 1]});
+    assert_eq!(
+        env.call("geometry_sum", big).assert_ok().content(),
+        "9007199254740994"
+    );
+    assert_eq!(
+        env.call("geometry_reverse", json!({"data": "AQID"}))
+            .assert_ok()
+            .json["structured"],
+        json!({"result": "AwIB"})
+    );
+    assert_eq!(
+        env.call(
+            "geometry_show",
+            json!({"p": {"x": 1, "y": 2.5}, "unit": "cm", "style": ["bold"]})
+        )
+        .assert_ok()
+        .content(),
+        "(1, 2.5) cm [bold]"
+    );
+    let bounds = json!({"small": 255, "big": u64::MAX, "signed": -128, "letter": "𝄞"});
+    assert_eq!(
+        env.call("geometry_bounds", bounds).assert_ok().json["structured"]["result"],
+        json!([255, u64::MAX, -128, "𝄞"])
+    );
+    let summary = env.call("geometry_summarize", json!({"values": [1, 2, 3]}));
+    assert_eq!(
+        summary.assert_ok().json["structured"],
+        json!({"count": 3, "total": 6, "label": null, "units": ["mm", "m"]})
+    );
+    env.call("geometry_summarize", json!({"values": []}))
+        .assert_error("tool_failed", "empty");
+    env.call("geometry_crash", json!({"message": "boom"}))
+        .assert_error("trap", "");
+    assert_eq!(
+        env.call("greet", json!({"name": "Ada"}))
+            .assert_ok()
+            .content(),
+        "Hello, Ada!"
+    );
+}
+
+#[test]
+fn a_python_component_serves_its_exports() {
+    other_language("python");
+}
+
+#[test]
+fn a_javascript_component_serves_its_exports() {
+    other_language("js");
+}
