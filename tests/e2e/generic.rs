@@ -260,16 +260,6 @@ fn an_err_result_is_an_error_result_and_a_trap_is_contained() {
 
 #[test]
 fn overrides_and_doc_comments_describe_tools_and_defaults_ask() {
-    // Doc comments as a toolchain that keeps them embeds them: wit-parser's `package-docs` section.
-    let mut resolve = wit_parser::Resolve::default();
-    let (package, _) = resolve
-        .push_dir(root().join("tests/plugins/generic/wit"))
-        .unwrap();
-    let docs = wit_parser::PackageMetadata::extract(&resolve, package)
-        .encode()
-        .unwrap();
-    let mut component = std::fs::read(crate::harness::plugin_file("generic")).unwrap();
-    append_custom_section(&mut component, "package-docs", &docs);
     let config = "[plugins.generic.tools.geometry_sum]\n\
          description = \"Adds integers exactly.\"\n\
          read-only = true\n\
@@ -278,8 +268,21 @@ fn overrides_and_doc_comments_describe_tools_and_defaults_ask() {
          permission-subject = \"/name\"\n\
          [plugins.generic.tools.nonesuch]\n\
          read-only = true\n";
-    let env = Env::new(&[], config);
-    std::fs::write(env.path().join("plugins/generic.wasm"), &component).unwrap();
+    let env = Env::new(&["generic"], config);
+    // The build dropped the WIT's doc comments: `toolhost doc` puts them back, in wit-parser's own
+    // package-docs format.
+    let wit = root().join("tests/plugins/generic/wit");
+    let out = env.run(&[
+        "doc",
+        "plugins/generic.wasm",
+        "--wit",
+        wit.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let l = list(&env);
     assert_eq!(
         tool(&l, "geometry_area")["description"],
@@ -382,27 +385,4 @@ fn generic_and_contract_plugins_serve_side_by_side_over_mcp() {
             "geometry_bounds"
         ]
     );
-}
-
-/// Append a custom section to a component (valid anywhere after the header).
-fn append_custom_section(bytes: &mut Vec<u8>, name: &str, data: &[u8]) {
-    let mut body = Vec::new();
-    leb128(&mut body, name.len());
-    body.extend_from_slice(name.as_bytes());
-    body.extend_from_slice(data);
-    bytes.push(0);
-    leb128(bytes, body.len());
-    bytes.extend_from_slice(&body);
-}
-
-fn leb128(out: &mut Vec<u8>, mut n: usize) {
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
 }

@@ -128,6 +128,18 @@ pub(super) enum Command {
         #[arg(long, value_name = "FILE")]
         key: PathBuf,
     },
+    /// Put the doc comments of a WIT package into a built component, so that a generic plugin's
+    /// tools are described (most toolchains drop them when they build the component).
+    Doc {
+        /// The `.wasm` component.
+        file: PathBuf,
+        /// The WIT it was built from: a file, or a directory with its `deps/`.
+        #[arg(long, value_name = "PATH")]
+        wit: PathBuf,
+        /// Write the result here instead of replacing FILE.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Show what a component imports and exports, and whether it fits the contract.
     Inspect {
         /// The `.wasm` file.

@@ -9,7 +9,7 @@ mod publishing;
 mod rendering;
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -138,6 +138,7 @@ impl Cli {
                 Ok(0)
             }
             Command::Inspect { file } => inspect(&config, &file),
+            Command::Doc { file, wit, out } => attach_docs(&file, &wit, out.as_deref()),
             Command::Pull { names, update } => publishing::pull(&config, &names, update).await,
             Command::Push { file, target } => publishing::push(&config, &file, &target).await,
             Command::Sign { target, key } => publishing::sign(&config, &target, &key).await,
@@ -234,6 +235,27 @@ async fn batch(
         serde_json::to_string_pretty(&report.answer()).map_err(other)?
     );
     Ok(u8::from(report.has_errors()))
+}
+
+/// `doc`: FILE with the WIT's doc comments, written to OUT or in place (through a temporary file
+/// beside it, renamed over it, so that a failure leaves FILE as it was).
+fn attach_docs(file: &Path, wit: &Path, out: Option<&Path>) -> Result<u8, Failure> {
+    let bytes = std::fs::read(file)
+        .with_context(|| format!("cannot read {}", file.display()))
+        .map_err(usage)?;
+    let documented = scaffold::attach_docs(&bytes, wit).map_err(usage)?;
+    let target = out.unwrap_or(file);
+    let staged = target.with_extension("wasm.doc-tmp");
+    std::fs::write(&staged, &documented)
+        .and_then(|()| std::fs::rename(&staged, target))
+        .with_context(|| format!("cannot write {}", target.display()))
+        .map_err(other)?;
+    println!(
+        "{}: doc comments from {} attached",
+        target.display(),
+        wit.display()
+    );
+    Ok(0)
 }
 
 /// `new`: the global `--dir` (a grant, PLUGIN=PATH, for the other commands) names the project's directory.

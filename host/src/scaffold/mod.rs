@@ -1,11 +1,15 @@
-//! `toolhost new`: a plugin project in Rust, Python, JavaScript or C, from embedded templates.
+//! `toolhost new`: a plugin project in Rust, Python, JavaScript or C, from embedded templates; and
+//! `toolhost doc`, which puts WIT doc comments back into a built component ([`attach_docs`]).
 //!
 //! Every project holds a copy of the contract (`wit/plugin.wit`), one tool with input and output
 //! schemas, `build.sh` (writes `NAME.wasm`) and `test.sh` (builds, then calls the tool through
 //! toolhost), and builds and loads without edits once its language's toolchain is installed. This
 //! module only writes files: it runs no toolchain and knows nothing of wasmtime.
 
+mod docs;
 mod templates;
+
+pub use self::docs::{DocsError, attach_docs};
 
 use std::fmt;
 use std::path::{Path, PathBuf};

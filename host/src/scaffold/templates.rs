@@ -115,7 +115,7 @@ const GENERIC_RUST: &[Template] = &[
     file("Cargo.toml", include_str!("generic/Cargo.toml.tmpl")),
     file("src/lib.rs", include_str!("generic/lib.rs.tmpl")),
     file("wit/world.wit", include_str!("generic/world.wit.tmpl")),
-    script("build.sh", include_str!("rust/build.sh.tmpl")),
+    script("build.sh", include_str!("generic/build.sh.tmpl")),
     file(".gitignore", include_str!("rust/gitignore.tmpl")),
     script("test.sh", include_str!("generic/test.sh.tmpl")),
     file("README.md", include_str!("generic/README.md.tmpl")),

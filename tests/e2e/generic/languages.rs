@@ -42,10 +42,22 @@ fn other_language(lang: &str) {
         &format!("{BYPASS}[cache]\ndir = '{}'\n", cache.display()),
     );
     std::fs::copy(&built, env.path().join("plugins/shapes.wasm")).unwrap();
+    // The toolchain dropped the WIT's doc comments; `toolhost doc` puts them back.
+    let wit = root().join("tests/plugins/generic/wit");
+    let out = env.run(&["doc", "plugins/shapes.wasm", "--wit", wit.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     {
         let _heavy = heavy();
         let l = list(&env);
         assert_eq!(l["plugins"]["shapes"]["generic"], true, "{l}");
+        assert_eq!(
+            super::tool(&l, "geometry_area")["description"],
+            "The area of a shape; a negative size is an error."
+        );
     }
     let called = env.call(
         "geometry_area",
