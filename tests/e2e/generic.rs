@@ -26,6 +26,16 @@ pub(crate) fn list(env: &Env) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The names of a listing's tools (`list --json` or an MCP `tools/list` result), in its order.
+pub(crate) fn names(list: &Value) -> Vec<&str> {
+    list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
+
 pub(crate) fn tool<'a>(list: &'a Value, name: &str) -> &'a Value {
     list["tools"]
         .as_array()
@@ -39,12 +49,7 @@ pub(crate) fn tool<'a>(list: &'a Value, name: &str) -> &'a Value {
 fn exports_become_tools_with_schemas_from_their_types() {
     let env = Env::new(&["generic"], BYPASS);
     let l = list(&env);
-    let names: Vec<&str> = l["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = names(&l);
     assert_eq!(
         names,
         [
@@ -118,13 +123,12 @@ fn exports_become_tools_with_schemas_from_their_types() {
 #[test]
 fn values_cross_exactly_and_results_come_back_structured() {
     let env = Env::new(&["generic"], BYPASS);
+    assert_shared_answers(&env);
     let called = env.call(
         "geometry_area",
         json!({"shape": {"tag": "rectangle", "value": [2.5, 4]}}),
     );
-    called.assert_ok();
-    assert_eq!(called.content(), "10.0");
-    assert_eq!(called.json["structured"], json!({"result": 10.0}));
+    assert_eq!(called.assert_ok().content(), "10.0");
     let polygon = json!({"shape": {"tag": "polygon", "value": [{"x": 0, "y": 0}, {"x": 4, "y": 0}, {"x": 0, "y": 3}]}});
     assert_eq!(
         env.call("geometry_area", polygon).assert_ok().content(),
@@ -136,26 +140,7 @@ fn values_cross_exactly_and_results_come_back_structured() {
             .content(),
         "0.0"
     );
-    // Every bound, exactly; a char beyond the BMP.
-    let bounds = json!({"small": 255, "big": u64::MAX, "signed": -128, "letter": "𝄞"});
-    let called = env.call("geometry_bounds", bounds);
-    assert_eq!(
-        called.assert_ok().json["structured"]["result"],
-        json!([255, u64::MAX, -128, "𝄞"])
-    );
-    // 64-bit integers survive (no detour through a float).
-    let big = json!({"values": [9_007_199_254_740_993_i64, 1]});
-    assert_eq!(
-        env.call("geometry_sum", big).assert_ok().content(),
-        "9007199254740994"
-    );
-    // Bytes are base64 both ways; an option left out; flags by name.
-    assert_eq!(
-        env.call("geometry_reverse", json!({"data": "AQID"}))
-            .assert_ok()
-            .json["structured"],
-        json!({"result": "AwIB"})
-    );
+    // An option left out; flags by name.
     assert_eq!(
         env.call(
             "geometry_show",
@@ -174,16 +159,47 @@ fn values_cross_exactly_and_results_come_back_structured() {
         json!({"count": 3, "total": 6, "label": "abc", "units": ["mm", "m"]})
     );
     assert_eq!(
-        env.call("greet", json!({"name": "Ada"}))
-            .assert_ok()
-            .content(),
-        "Hello, Ada!"
-    );
-    assert_eq!(
         env.call("counters_add", json!({"a": 2, "b": 3}))
             .assert_ok()
             .content(),
         "5"
+    );
+}
+
+/// What every implementation of the fixture's WIT answers alike, whatever its language.
+pub(crate) fn assert_shared_answers(env: &Env) {
+    let called = env.call(
+        "geometry_area",
+        json!({"shape": {"tag": "rectangle", "value": [2.5, 4]}}),
+    );
+    assert_eq!(
+        called.assert_ok().json["structured"],
+        json!({"result": 10.0})
+    );
+    // Every bound, exactly; a char beyond the BMP.
+    let bounds = json!({"small": 255, "big": u64::MAX, "signed": -128, "letter": "𝄞"});
+    assert_eq!(
+        env.call("geometry_bounds", bounds).assert_ok().json["structured"]["result"],
+        json!([255, u64::MAX, -128, "𝄞"])
+    );
+    // 64-bit integers survive (no detour through a float).
+    let big = json!({"values": [9_007_199_254_740_993_i64, 1]});
+    assert_eq!(
+        env.call("geometry_sum", big).assert_ok().content(),
+        "9007199254740994"
+    );
+    // Bytes are base64 both ways.
+    assert_eq!(
+        env.call("geometry_reverse", json!({"data": "AQID"}))
+            .assert_ok()
+            .json["structured"],
+        json!({"result": "AwIB"})
+    );
+    assert_eq!(
+        env.call("greet", json!({"name": "Ada"}))
+            .assert_ok()
+            .content(),
+        "Hello, Ada!"
     );
 }
 
@@ -341,12 +357,7 @@ fn generic_and_contract_plugins_serve_side_by_side_over_mcp() {
     let env = Env::new(&["generic", "echo"], BYPASS);
     let mut d = Daemon::start(&env, &[]);
     let tools = d.request("tools/list", json!({}))["result"].clone();
-    let names: Vec<&str> = tools["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = names(&tools);
     assert!(
         names.contains(&"echo") && names.contains(&"geometry_area"),
         "{names:?}"

@@ -17,7 +17,7 @@ mod ty;
 mod value;
 
 pub use self::docs::{Docs, SECTION as DOCS_SECTION};
-pub use self::function::{Answer, Export, Skipped};
+pub use self::function::{Answer, Export, Skipped, export_path};
 pub use self::json::{TypeMismatch, WitValue};
 pub use self::ty::{INFINITY, NAN, NEG_INFINITY, WitType};
 
@@ -39,7 +39,7 @@ pub struct GenericTool {
     /// Plain WIT cannot declare hints: none, so the tool counts as one that writes.
     pub hints: Hints,
     /// The function it calls (shown as its path).
-    #[serde(rename = "function", serialize_with = "export_path")]
+    #[serde(rename = "function", serialize_with = "serialize_path")]
     pub export: Export,
 }
 
@@ -67,7 +67,7 @@ pub fn tools(exports: Vec<Export>, docs: &Docs) -> Vec<GenericTool> {
         .collect()
 }
 
-fn export_path<S: serde::Serializer>(export: &Export, s: S) -> Result<S::Ok, S::Error> {
+fn serialize_path<S: serde::Serializer>(export: &Export, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&export.path())
 }
 

@@ -9,11 +9,11 @@ use std::time::Duration;
 use super::check::{self, MAX_TOOLS_PER_PLUGIN};
 use super::{LoadedPlugin, MAX_PLUGIN_BYTES, Rejection, Tool};
 use crate::distribution::Provenance;
-use crate::sandbox::{GuestSpec, Plugin, Sandbox};
+use crate::sandbox::{GuestSpec, Sandbox};
 use toolhost_policy::config::PluginPolicy;
 use toolhost_policy::grants::Limits;
 use toolhost_policy::text::OneLine;
-use toolhost_policy::wit::{Export, Skipped};
+use toolhost_policy::wit::{Export, GenericTool, Skipped};
 
 /// `describe` gets this long, at most, whatever the plugin's call timeout.
 const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -56,7 +56,7 @@ pub(super) async fn load(
         })??;
     let from_cache = component.from_cache;
     let (mut specs, exports, skipped) = match component.generic() {
-        Some(_) => generic_specs(&component),
+        Some((tools, skipped)) => generic_specs(tools, skipped),
         None => {
             let limits = Limits {
                 timeout: policy.limits.timeout.min(DESCRIBE_TIMEOUT),
@@ -114,8 +114,10 @@ pub(super) async fn load(
 /// A generic plugin's tools as specs to check, each with its function; a tool the registry would
 /// refuse for its size, or one past the per-plugin limit, is skipped rather than refusing the
 /// plugin.
-fn generic_specs(component: &Plugin) -> (Vec<GuestSpec>, HashMap<String, Export>, Vec<Skipped>) {
-    let (tools, skipped) = component.generic().unwrap_or_default();
+fn generic_specs(
+    tools: &[GenericTool],
+    skipped: &[Skipped],
+) -> (Vec<GuestSpec>, HashMap<String, Export>, Vec<Skipped>) {
     let mut skipped = skipped.to_vec();
     let mut specs = Vec::new();
     let mut exports = HashMap::new();

@@ -229,8 +229,8 @@ impl Sandbox {
                 .map(Kind::Contract)
                 .map_err(|e| SandboxError::Contract(format!("{e:#}")));
         }
-        let (functions, order, skipped) = generic::read(component, &self.engine);
-        if order.is_empty() {
+        let (found, skipped) = generic::read(component, &self.engine);
+        if found.is_empty() {
             let why: Vec<String> = skipped
                 .iter()
                 .map(|s| format!("{} ({})", s.export, s.reason))
@@ -245,10 +245,10 @@ impl Sandbox {
             )));
         }
         let docs = Docs::parse(generic::doc_sections(bytes).iter().map(Vec::as_slice));
-        let tools = wit::tools(functions.exports(&order), &docs);
+        let tools = wit::tools(found.iter().map(|(e, _)| e.clone()).collect(), &docs);
         Ok(Kind::Generic(Arc::new(Generic {
             pre: instance_pre,
-            functions,
+            functions: Functions::new(found),
             tools,
             skipped,
         })))

@@ -15,7 +15,7 @@ use self::value::{from_val, to_val};
 use super::engine::{Generic, Sandbox};
 use super::prepared::{CallIo, Prepared};
 use super::run::{GuestError, GuestOutput, RunError, RunReport};
-use toolhost_policy::wit::{Answer, DOCS_SECTION, Export, Skipped, WitType};
+use toolhost_policy::wit::{Answer, DOCS_SECTION, Export, Skipped, WitType, export_path};
 
 /// Types nested deeper than this are refused: every conversion walks them recursively.
 const MAX_DEPTH: usize = 24;
@@ -50,22 +50,20 @@ fn collect_docs(bytes: &[u8], depth: usize, out: &mut Vec<Vec<u8>>) {
 }
 
 /// A generic plugin's functions, by [`Export::path`], with where to find each in an instance.
-#[derive(Default)]
 pub(crate) struct Functions {
     by_path: HashMap<String, (Export, ComponentExportIndex)>,
 }
 
 impl Functions {
-    pub(crate) fn get(&self, path: &str) -> Option<&(Export, ComponentExportIndex)> {
-        self.by_path.get(path)
+    /// The functions [`read`] found.
+    pub(crate) fn new(found: Vec<(Export, ComponentExportIndex)>) -> Self {
+        Self {
+            by_path: found.into_iter().map(|f| (f.0.path(), f)).collect(),
+        }
     }
 
-    /// The usable exports, in the component's order.
-    pub(crate) fn exports(&self, order: &[String]) -> Vec<Export> {
-        order
-            .iter()
-            .filter_map(|p| self.by_path.get(p).map(|(e, _)| e.clone()))
-            .collect()
+    pub(crate) fn get(&self, path: &str) -> Option<&(Export, ComponentExportIndex)> {
+        self.by_path.get(path)
     }
 }
 
@@ -100,9 +98,7 @@ impl Sandbox {
         let params = match params {
             Ok(p) => p,
             Err(problems) => {
-                let mut report = RunReport::refused(RunError::Setup(String::new()));
-                report.result = Ok(Err(GuestError::InvalidInput(problems)));
-                return report;
+                return RunReport::without_guest(Ok(Err(GuestError::InvalidInput(problems))));
             }
         };
         self.run(prepared, io, &generic.pre, async |store, instance| {
@@ -133,12 +129,12 @@ impl Sandbox {
     }
 }
 
-/// Every exported function of `component`: the usable ones (in order, and by path) and the
+/// A usable exported function, and where to find it in an instance.
+pub(crate) type Found = (Export, ComponentExportIndex);
+
+/// Every exported function of `component`: the usable ones, in the component's order, and the
 /// skipped ones with their reasons.
-pub(crate) fn read(
-    component: &Component,
-    engine: &Engine,
-) -> (Functions, Vec<String>, Vec<Skipped>) {
+pub(crate) fn read(component: &Component, engine: &Engine) -> (Vec<Found>, Vec<Skipped>) {
     let mut r = Reading::default();
     let ty = component.component_type();
     for (name, item) in ty.exports(engine) {
@@ -171,14 +167,13 @@ pub(crate) fn read(
             _ => r.skip(name, "a nested module or component, not a function"),
         }
     }
-    (r.functions, r.order, r.skipped)
+    (r.found, r.skipped)
 }
 
 /// What [`read`] has found so far.
 #[derive(Default)]
 struct Reading {
-    functions: Functions,
-    order: Vec<String>,
+    found: Vec<Found>,
     skipped: Vec<Skipped>,
 }
 
@@ -190,15 +185,9 @@ impl Reading {
         f: &ComponentFunc,
         index: Option<ComponentExportIndex>,
     ) {
-        let path = match interface {
-            Some(i) => format!("{i}#{name}"),
-            None => name.to_owned(),
-        };
+        let path = export_path(interface, name);
         match (export(interface, name, f), index) {
-            (Ok(export), Some(index)) => {
-                self.order.push(path.clone());
-                self.functions.by_path.insert(path, (export, index));
-            }
+            (Ok(export), Some(index)) => self.found.push((export, index)),
             (Err(reason), _) => self.skip(&path, &reason),
             (Ok(_), None) => self.skip(&path, "cannot be found in the component"),
         }

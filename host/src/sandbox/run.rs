@@ -274,8 +274,13 @@ impl Sandbox {
 impl<T> RunReport<T> {
     /// A call that never reached the guest.
     pub(super) fn refused(why: RunError) -> Self {
+        Self::without_guest(Err(why))
+    }
+
+    /// A call answered before any guest ran.
+    pub(super) fn without_guest(result: Result<T, RunError>) -> Self {
         Self {
-            result: Err(why),
+            result,
             fuel_used: 0,
             peak_memory: 0,
             stdout: String::new(),

@@ -3,25 +3,20 @@
 //! all. Each is built here from WIT with wit-component's dummy module (every function traps).
 
 use serde_json::json;
-use wit_component::{ComponentEncoder, StringEncoding, dummy_module, embed_component_metadata};
+use wit_component::dummy_module;
 use wit_parser::{ManglingAndAbi, Resolve};
 
-use super::{BYPASS, list, tool};
+use super::{BYPASS, list, names, tool};
 use crate::harness::Env;
+use crate::hostile::components::componentize;
 
 /// A component for `world` in the WIT `text`, whose every function traps.
 fn component(text: &str, world: &str) -> Vec<u8> {
     let mut resolve = Resolve::default();
     let package = resolve.push_str("hostile.wit", text).unwrap();
     let world = resolve.select_world(&[package], Some(world)).unwrap();
-    let mut core = dummy_module(&resolve, world, ManglingAndAbi::Standard32);
-    embed_component_metadata(&mut core, &resolve, world, StringEncoding::UTF8, false).unwrap();
-    ComponentEncoder::default()
-        .validate(true)
-        .module(&core)
-        .unwrap()
-        .encode()
-        .unwrap_or_else(|e| panic!("{e:#}"))
+    let core = dummy_module(&resolve, world, ManglingAndAbi::Standard32);
+    componentize(core, &resolve, world)
 }
 
 fn env_with(name: &str, bytes: &[u8]) -> Env {
@@ -105,12 +100,7 @@ fn names_that_collide_once_snake_cased_stay_apart() {
                world w { export a-b; export a; export a-b-c: func(); }\n";
     let env = env_with("names", &component(wit, "w"));
     let l = list(&env);
-    let mut names: Vec<&str> = l["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let mut names: Vec<&str> = names(&l);
     names.sort();
     // The component lists the world's own function first: it keeps the short name; the interfaces'
     // take the package in front, and the second of those a number.

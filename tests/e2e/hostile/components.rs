@@ -5,7 +5,7 @@
 //! (description, title, schemas) up to 56 KiB in all.
 
 use wit_component::{ComponentEncoder, StringEncoding, embed_component_metadata};
-use wit_parser::Resolve;
+use wit_parser::{Resolve, WorldId};
 
 use crate::harness::root;
 
@@ -187,18 +187,23 @@ impl Component {
 
     /// The component's bytes.
     pub(crate) fn build(&self) -> Vec<u8> {
-        let mut core = wat::parse_str(self.wat()).unwrap_or_else(|e| panic!("{e}\n{}", self.wat()));
+        let core = wat::parse_str(self.wat()).unwrap_or_else(|e| panic!("{e}\n{}", self.wat()));
         let mut resolve = Resolve::default();
         let (package, _) = resolve.push_dir(root().join("wit")).unwrap();
         let world = resolve.select_world(&[package], Some("plugin")).unwrap();
-        embed_component_metadata(&mut core, &resolve, world, StringEncoding::UTF8, false).unwrap();
-        ComponentEncoder::default()
-            .validate(true)
-            .module(&core)
-            .unwrap()
-            .encode()
-            .unwrap_or_else(|e| panic!("{e:#}"))
+        componentize(core, &resolve, world)
     }
+}
+
+/// The component of the core module `core` for `world`.
+pub(crate) fn componentize(mut core: Vec<u8>, resolve: &Resolve, world: WorldId) -> Vec<u8> {
+    embed_component_metadata(&mut core, resolve, world, StringEncoding::UTF8, false).unwrap();
+    ComponentEncoder::default()
+        .validate(true)
+        .module(&core)
+        .unwrap()
+        .encode()
+        .unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// A `call` body answering `ok` with `len` bytes at `ptr` as content, no structured output.

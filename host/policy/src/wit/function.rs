@@ -29,6 +29,14 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// `interface#function`, or the function alone for one the world exports directly.
+pub fn export_path(interface: Option<&str>, function: &str) -> String {
+    match interface {
+        Some(i) => format!("{i}#{function}"),
+        None => function.to_owned(),
+    }
+}
+
 /// What a finished call gives the model.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
@@ -51,10 +59,7 @@ impl Export {
     /// `interface#function`, or the function alone: how the export is named in messages and how the
     /// sandbox finds it.
     pub fn path(&self) -> String {
-        match &self.interface {
-            Some(i) => format!("{i}#{}", self.function),
-            None => self.function.clone(),
-        }
+        export_path(self.interface.as_deref(), &self.function)
     }
 
     /// The input object: one property per parameter; `option` ones may be omitted.

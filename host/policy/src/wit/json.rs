@@ -103,14 +103,11 @@ pub fn to_json(ty: &WitType, value: &WitValue) -> Result<Value, TypeMismatch> {
             Value::Object(object)
         }
         (T::Variant(cases), V::Variant(case, payload)) => {
-            let ty = cases
-                .iter()
-                .find(|(name, _)| name == case)
-                .ok_or_else(|| mismatch(ty, value))?;
-            match (&ty.1, payload) {
-                (None, None) => json!({"tag": case}),
-                (Some(t), Some(v)) => json!({"tag": case, "value": to_json(t, v)?}),
-                _ => return Err(mismatch(ty.1.as_ref().unwrap_or(&T::Bool), value)),
+            let declared = cases.iter().find(|(name, _)| name == case);
+            match (declared.map(|(_, t)| t), payload) {
+                (Some(None), None) => json!({"tag": case}),
+                (Some(Some(t)), Some(v)) => json!({"tag": case, "value": to_json(t, v)?}),
+                _ => return Err(mismatch(ty, value)),
             }
         }
         (T::Enum(_), V::Enum(name)) => json!(name),
@@ -118,24 +115,20 @@ pub fn to_json(ty: &WitType, value: &WitValue) -> Result<Value, TypeMismatch> {
         (T::Option(_), V::Option(None)) => Value::Null,
         (T::Option(t), V::Option(Some(v))) if t.is_optional() => json!({"some": to_json(t, v)?}),
         (T::Option(t), V::Option(Some(v))) => to_json(t, v)?,
-        (T::Result { ok, .. }, V::Result(Ok(v))) => json!({"ok": side_json(ok.as_deref(), v)?}),
-        (T::Result { err, .. }, V::Result(Err(v))) => {
-            json!({"err": side_json(err.as_deref(), v)?})
+        (T::Result { ok, err }, V::Result(r)) => {
+            let (side, t, v) = match r {
+                Ok(v) => ("ok", ok, v),
+                Err(v) => ("err", err, v),
+            };
+            let json = match (t, v) {
+                (None, None) => Value::Null,
+                (Some(t), Some(v)) => to_json(t, v)?,
+                _ => return Err(mismatch(ty, value)),
+            };
+            json!({side: json})
         }
         _ => return Err(mismatch(ty, value)),
     })
-}
-
-fn side_json(ty: Option<&WitType>, value: &Option<Box<WitValue>>) -> Result<Value, TypeMismatch> {
-    match (ty, value) {
-        (None, None) => Ok(Value::Null),
-        (Some(t), Some(v)) => to_json(t, v),
-        (_, Some(v)) => Err(mismatch(&WitType::Tuple(Vec::new()), v)),
-        (Some(t), None) => Err(TypeMismatch {
-            expected: format!("{t:?}"),
-            found: "missing".into(),
-        }),
-    }
 }
 
 fn mismatch(ty: &WitType, value: &WitValue) -> TypeMismatch {

@@ -82,6 +82,6 @@ impl PartialEq for WitValue {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("a {found} value where the type says {expected}")]
 pub struct TypeMismatch {
-    pub(crate) expected: String,
-    pub(crate) found: String,
+    pub(super) expected: String,
+    pub(super) found: String,
 }
