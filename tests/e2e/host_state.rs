@@ -177,3 +177,76 @@ fn an_altered_or_swapped_cache_entry_is_recompiled_never_loaded() {
     std::fs::write(&key, [7u8; 32]).unwrap();
     echo("under another key");
 }
+
+/// The description the cache keeps beside `wasm`'s compiled entry.
+fn description(env: &Env, wasm: &Path) -> PathBuf {
+    let compiled = entry(env, wasm);
+    let name = compiled.file_name().unwrap().to_str().unwrap();
+    compiled.with_file_name(name.replace(".cwasm", ".describe.json"))
+}
+
+#[tokio::test]
+async fn a_restart_lists_a_described_plugin_and_loads_its_code_only_when_called() {
+    let env = Env::new(&["echo"], BYPASS);
+    let wasm = env.path().join("plugins/echo.wasm");
+    env.call("echo", json!({ "text": "compiled and described" }))
+        .assert_ok();
+    let described = description(&env, &wasm);
+    assert!(described.is_file(), "no description kept");
+
+    // Listed from its description: the compiled entry is not read until the first call, which
+    // compiles the component again from its file when the entry is gone.
+    std::fs::remove_file(entry(&env, &wasm)).unwrap();
+    let p = env.pipeline(4).await;
+    let tool = p.catalog().tools.get("echo").cloned().unwrap();
+    assert!(!tool.plugin.code_loaded(), "the code was loaded at start");
+    let o = p
+        .call(toolhost::exec::CallRequest {
+            tool: "echo".into(),
+            input: json!({ "text": "loaded late" }),
+            origin: "test",
+            ..Default::default()
+        })
+        .await;
+    assert!(!o.is_error(), "{}", o.content);
+    assert!(tool.plugin.code_loaded());
+    assert!(
+        entry(&env, &wasm).is_file(),
+        "not compiled into the cache again"
+    );
+
+    // A forged description is not believed: the plugin is described again, by itself.
+    let mut bytes = std::fs::read(&described).unwrap();
+    let at = bytes.windows(4).position(|w| w == b"echo").unwrap();
+    bytes[at..at + 4].copy_from_slice(b"ECHO");
+    std::fs::write(&described, bytes).unwrap();
+    env.call("echo", json!({ "text": "described again" }))
+        .assert_ok();
+    assert!(
+        std::fs::read(&described)
+            .unwrap()
+            .windows(4)
+            .any(|w| w == b"echo")
+    );
+
+    // The file replaced after the listing, with the compiled entry gone: the first call refuses
+    // to load anything but the component that was listed.
+    let p = env.pipeline(4).await;
+    std::fs::remove_file(entry(&env, &wasm)).unwrap();
+    std::fs::copy(crate::harness::plugin_file("hostile"), &wasm).unwrap();
+    let o = p
+        .call(toolhost::exec::CallRequest {
+            tool: "echo".into(),
+            input: json!({ "text": "swapped" }),
+            origin: "test",
+            ..Default::default()
+        })
+        .await;
+    assert!(o.is_error(), "{}", o.content);
+    assert!(
+        o.content
+            .contains("holds another component than the one loaded"),
+        "{}",
+        o.content
+    );
+}

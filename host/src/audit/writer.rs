@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use toolhost_policy::config::{AuditOptions, OnFailure};
 
+use super::begin::BeginLine;
 use super::record::AuditRecord;
 
 /// A failure to open or append to the audit log.
@@ -140,6 +141,7 @@ impl AuditLog {
     pub fn write(&self, record: &AuditRecord) -> Result<(), AuditError> {
         self.append(&record.call_id, |keep_input| {
             if record.input.is_some() && !keep_input {
+                // Rare: an input filled in by a caller the options do not keep inputs for.
                 serde_json::to_vec(&AuditRecord {
                     input: None,
                     ..record.clone()
@@ -155,11 +157,7 @@ impl AuditLog {
     /// synced with `sync`), so that a daemon killed while the call runs still shows it.
     pub fn write_begin(&self, record: &AuditRecord) -> Result<(), AuditError> {
         self.append(&record.call_id, |keep_input| {
-            let mut line = record.begin_line();
-            if !keep_input {
-                line.input = None;
-            }
-            serde_json::to_vec(&line)
+            serde_json::to_vec(&BeginLine::of(record, keep_input))
         })
     }
 

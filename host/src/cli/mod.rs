@@ -37,10 +37,14 @@ pub(crate) struct Failure {
 /// Open the state store and give the server its tasks. A store that cannot be opened is a
 /// configuration error for the embedded file; a PostgreSQL server that is down is waited for in
 /// the background (`/ready` answers 503 meanwhile), unless its schema is newer than this build.
-async fn attach_tasks(server: &Server, config: &Config) -> anyhow::Result<()> {
+async fn attach_tasks(
+    server: &Server,
+    config: &Config,
+    opened: Result<Arc<toolhost::tasks::Tasks>, toolhost::state::StateError>,
+) -> anyhow::Result<()> {
     use toolhost::state::StateError;
     server.expect_tasks();
-    match toolhost::host::open_tasks(config).await {
+    match opened {
         Ok(tasks) => {
             server.attach_tasks(tasks);
             Ok(())
@@ -119,8 +123,12 @@ impl Cli {
                 http,
                 no_watch,
             } => {
-                let pipeline =
-                    Arc::new(open_host(&config, config.server.max_concurrent_calls).await?);
+                // The state store opens while the plugins load (each waits on its own I/O).
+                let (pipeline, tasks) = tokio::join!(
+                    open_host(&config, config.server.max_concurrent_calls),
+                    toolhost::host::open_tasks(&config)
+                );
+                let pipeline = Arc::new(pipeline?);
                 let options = ServeOptions {
                     stdio: stdio || http.is_none(),
                     http: http.is_some().then_some(config.server.http),
@@ -128,7 +136,7 @@ impl Cli {
                 };
                 let telemetry = toolhost::telemetry::start(&config.telemetry).map_err(usage)?;
                 let server = Server::new(pipeline, config.server.clone());
-                attach_tasks(&server, &config).await.map_err(usage)?;
+                attach_tasks(&server, &config, tasks).await.map_err(usage)?;
                 let served = toolhost::server::serve(server, options).await;
                 // Spans and metrics of the last calls go out before the process does.
                 if let Some(t) = &telemetry {

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+
 use std::time::Duration;
+use tokio::sync::Semaphore;
 
 use super::check::{self, MAX_TOOLS_PER_PLUGIN};
 use super::{LoadedPlugin, MAX_PLUGIN_BYTES, Rejection, Tool};
@@ -12,6 +14,7 @@ use crate::distribution::Provenance;
 use crate::sandbox::{GuestSpec, Sandbox};
 use toolhost_policy::config::PluginPolicy;
 use toolhost_policy::grants::Limits;
+use toolhost_policy::source::Digest;
 use toolhost_policy::text::OneLine;
 use toolhost_policy::wit::{Export, GenericTool, Skipped};
 
@@ -27,15 +30,43 @@ pub(super) struct Loaded {
     pub(super) skipped: Vec<Skipped>,
 }
 
-pub(super) fn read_plugin(path: &Path) -> Result<Vec<u8>, Rejection> {
-    let len = std::fs::metadata(path).map_err(Rejection::Read)?.len();
-    if len > MAX_PLUGIN_BYTES {
+/// A plugin file's digest and, unless the sandbox knew the digest of the unchanged file without
+/// reading it, its bytes.
+pub(super) fn read_plugin(
+    sandbox: &Sandbox,
+    path: &Path,
+) -> Result<(Option<Vec<u8>>, Digest), Rejection> {
+    let before = std::fs::metadata(path).map_err(Rejection::Read)?;
+    if before.len() > MAX_PLUGIN_BYTES {
         return Err(Rejection::TooLarge {
-            len,
+            len: before.len(),
             limit: MAX_PLUGIN_BYTES,
         });
     }
-    std::fs::read(path).map_err(Rejection::Read)
+    if let Some(digest) = sandbox
+        .known_digest(&before)
+        .and_then(|d| d.parse::<Digest>().ok())
+    {
+        return Ok((None, digest));
+    }
+    let bytes = std::fs::read(path).map_err(Rejection::Read)?;
+    let digest = Digest::of(&bytes);
+    if let Ok(after) = std::fs::metadata(path) {
+        sandbox.remember_digest(&before, &after, digest.as_str());
+    }
+    Ok((Some(bytes), digest))
+}
+
+/// The bytes of a plugin file whose digest was known without reading it: they must still be the
+/// ones the digest names.
+fn read_again(path: &Path, digest: &Digest) -> Result<Vec<u8>, Rejection> {
+    let bytes = std::fs::read(path).map_err(Rejection::Read)?;
+    digest.check(&bytes).map_err(|e| {
+        Rejection::Read(std::io::Error::other(format!(
+            "the file changed while it was loaded ({e}); it is loaded again when it settles"
+        )))
+    })?;
+    Ok(bytes)
 }
 
 /// Compile, describe and check one plugin.
@@ -43,38 +74,69 @@ pub(super) async fn load(
     sandbox: &Arc<Sandbox>,
     name: &str,
     path: &Path,
-    bytes: Vec<u8>,
+    bytes: Option<Vec<u8>>,
     provenance: Provenance,
     policy: PluginPolicy,
+    cpus: &Semaphore,
 ) -> Result<Loaded, Rejection> {
-    let compiler = sandbox.clone();
-    let component = tokio::task::spawn_blocking(move || compiler.load(&bytes))
-        .await
-        .map_err(|source| Rejection::Crashed {
-            stage: "the compiler",
-            source,
-        })??;
+    // A contract plugin the cache has seen before is listed from what it described then, and its
+    // code is loaded on its first call: a restart reads no plugin's compiled code.
+    let (compiler, file, digest) = (
+        sandbox.clone(),
+        path.to_path_buf(),
+        provenance.digest.clone(),
+    );
+    let slot = cpus.acquire().await;
+    let (component, described) = tokio::task::spawn_blocking(move || {
+        let hash = digest.hex();
+        if let Some(specs) = compiler.described(hash) {
+            return Ok((compiler.deferred(file, hash), Some(specs)));
+        }
+        let bytes = match bytes {
+            Some(b) => b,
+            None => read_again(&file, &digest)?,
+        };
+        let plugin = compiler.load_hashed(&bytes, hash)?;
+        Ok::<_, Rejection>((plugin, None))
+    })
+    .await
+    .map_err(|source| Rejection::Crashed {
+        stage: "the compiler",
+        source,
+    })??;
+    drop(slot);
     let from_cache = component.from_cache;
-    let (mut specs, exports, skipped) = match component.generic() {
-        Some((tools, skipped)) => generic_specs(tools, skipped),
-        None => {
+    let (mut specs, exports, skipped) = match (described, component.generic()) {
+        (Some(specs), _) => (specs, HashMap::new(), Vec::new()),
+        (None, Some((tools, skipped))) => generic_specs(tools, skipped),
+        (None, None) => {
             let limits = Limits {
                 timeout: policy.limits.timeout.min(DESCRIBE_TIMEOUT),
                 ..policy.limits
             };
             let report = sandbox.describe(component.clone(), name, &limits).await;
             let specs = report.result.map_err(Rejection::Describe)?;
+            let (keeper, hash, kept) = (
+                sandbox.clone(),
+                component.content_hash.clone(),
+                specs.clone(),
+            );
+            // A small file, synced: off the runtime. Losing it only costs a describe next time.
+            let _ = tokio::task::spawn_blocking(move || keeper.remember_description(&hash, &kept))
+                .await;
             (specs, HashMap::new(), Vec::new())
         }
     };
     apply_overrides(name, &policy, &mut specs);
     // Compiling schemas and bounding their cost is CPU work on plugin-chosen input: off the runtime.
+    let slot = cpus.acquire().await;
     let checked = tokio::task::spawn_blocking(move || check::check_specs(specs))
         .await
         .map_err(|source| Rejection::Crashed {
             stage: "the schema check",
             source,
         })??;
+    drop(slot);
     let plugin = Arc::new(LoadedPlugin {
         name: name.to_string(),
         path: path.to_path_buf(),

@@ -26,7 +26,6 @@ use crate::distribution::{self, Provenance};
 use crate::sandbox::{Prepared, Sandbox};
 use toolhost_policy::config::{Config, PluginPolicy};
 use toolhost_policy::gate::{InputValidator, OutputValidator, PathGuard};
-use toolhost_policy::source::Digest;
 use toolhost_policy::text::OneLine;
 use toolhost_policy::tool::ToolSpec;
 use toolhost_policy::wit::Skipped;
@@ -49,6 +48,14 @@ pub struct LoadedPlugin {
     pub policy: PluginPolicy,
     /// The compiled component, bound to the plugin's grants and limits.
     pub(crate) prepared: Prepared,
+}
+
+impl LoadedPlugin {
+    /// Whether its compiled code is in memory: a plugin listed from the compile cache's record of
+    /// it loads its code on its first call.
+    pub fn code_loaded(&self) -> bool {
+        self.prepared.plugin.is_loaded()
+    }
 }
 
 /// One servable tool.
@@ -204,7 +211,13 @@ impl Registry {
         let mut next: BTreeMap<String, Entry> = BTreeMap::new();
         let mut rejected: BTreeMap<String, Rejected> = BTreeMap::new();
         let mut jobs = JoinSet::new();
-        for (name, candidate) in self.candidates()? {
+        let candidates = self.candidates()?;
+        // The CPU-bound parts of loading (compiling, checking schemas) run this many at once: more
+        // would only add threads, which on a small machine cost more than they overlap.
+        let cpus = Arc::new(tokio::sync::Semaphore::new(
+            std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
+        ));
+        for (name, candidate) in candidates {
             let policy = self.config.policy(&name).clone();
             let (bytes, provenance) = match candidate.read {
                 Ok(read) => read,
@@ -227,13 +240,17 @@ impl Registry {
                 next.insert(name, old.clone());
                 continue;
             }
-            let sandbox = self.sandbox.clone();
+            let (sandbox, cpus) = (self.sandbox.clone(), cpus.clone());
             jobs.spawn(async move {
                 let started = Instant::now();
-                let r = load::load(&sandbox, &name, &path, bytes, provenance, policy).await;
+                let r = load::load(&sandbox, &name, &path, bytes, provenance, policy, &cpus).await;
                 (name, path, r, started.elapsed())
             });
         }
+        // Remember the files hashed just now, for the next reload or restart (off the runtime: it
+        // writes a file, and only when something changed).
+        let sandbox = self.sandbox.clone();
+        let saved = tokio::task::spawn_blocking(move || sandbox.save_digests());
         while let Some(joined) = jobs.join_next().await {
             let Ok((name, path, result, took)) = joined else {
                 tracing::error!("a plugin load task panicked");
@@ -263,6 +280,9 @@ impl Registry {
                     rejected.insert(name, Rejected { file: path, why });
                 }
             }
+        }
+        if saved.await.is_err() {
+            tracing::error!("saving the plugin files' hashes panicked");
         }
         // A broken new version must not take down a working old one.
         for (name, r) in &rejected {
@@ -296,7 +316,8 @@ impl Registry {
 /// A plugin to load: where it is, and its bytes with their provenance (or why they cannot be had).
 struct Candidate {
     file: PathBuf,
-    read: Result<(Vec<u8>, Provenance), Rejection>,
+    /// The bytes (unless their digest was known without reading them) and where they are from.
+    read: Result<(Option<Vec<u8>>, Provenance), Rejection>,
 }
 
 impl Registry {
@@ -319,10 +340,10 @@ impl Registry {
                     "file ignored: the config gives this plugin a `source`");
                 continue;
             }
-            let read = load::read_plugin(&path).map(|bytes| {
+            let read = load::read_plugin(&self.sandbox, &path).map(|(bytes, digest)| {
                 let provenance = Provenance {
                     source: path.display().to_string(),
-                    digest: Digest::of(&bytes),
+                    digest,
                     manifest: None,
                     signature: None,
                 };
@@ -342,7 +363,7 @@ impl Registry {
             });
             let read = match lock {
                 Ok(lock) => distribution::resolve(sources, lock, name, source)
-                    .map(|r| (r.bytes, r.provenance))
+                    .map(|r| (Some(r.bytes), r.provenance))
                     .map_err(Rejection::from),
                 Err(e) => Err(Rejection::Lock(e.clone())),
             };

@@ -7,6 +7,10 @@
 //! first use in the cache folder itself, owner-only; `config` refuses every grant that covers that
 //! folder, so no plugin can read the key or write an entry. A tampered entry, or another component's
 //! valid entry copied over it, fails the check and is recompiled, never loaded.
+//!
+//! Beside each compiled entry the cache keeps what the plugin told the host about itself when it was
+//! first loaded (its `describe` answer, as JSON), under the same key and binding, so that a restart
+//! can list a plugin's tools without loading its code (see [`Sandbox::deferred`](super::Sandbox)).
 
 use std::fs;
 use std::hash::{Hash, Hasher};
@@ -22,8 +26,13 @@ use wasmtime::component::Component;
 const KEY_FILE: &str = "cache.key";
 /// Bytes of key, and of the tag in front of each entry.
 const KEY_BYTES: usize = 32;
-/// Domain separation: a MAC made for anything else never verifies as a cache entry.
-const MAC_CONTEXT: &[u8] = b"toolhost compile cache entry v2\0";
+/// Domain separation: a MAC made for anything else never verifies as a cache entry, and a
+/// compiled entry never verifies as a description or the other way round.
+const CODE_CONTEXT: &[u8] = b"toolhost compile cache entry v2\0";
+const DESCRIPTION_CONTEXT: &[u8] = b"toolhost compile cache description v1\0";
+const FILE_DIGESTS_CONTEXT: &[u8] = b"toolhost compile cache file digests v1\0";
+/// The memo of plugin files' hashes (see `super::digests`), one per cache folder.
+const FILE_DIGESTS: &str = "file-digests.json";
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -84,16 +93,16 @@ impl CompileCache {
         })
     }
 
-    fn path(&self, content_hash: &str) -> PathBuf {
+    fn path(&self, content_hash: &str, extension: &str) -> PathBuf {
         self.dir
-            .join(format!("{content_hash}-{}.cwasm", self.engine_key))
+            .join(format!("{content_hash}-{}.{extension}", self.engine_key))
     }
 
-    /// The MAC of an entry: it binds the payload to this engine and to this component's hash, so an
-    /// entry is valid under its own name only.
-    fn mac(&self, content_hash: &str, payload: &[u8]) -> HmacSha256 {
+    /// The MAC of an entry: it binds the payload to its kind, this engine and this component's
+    /// hash, so an entry is valid under its own name only.
+    fn mac(&self, context: &[u8], content_hash: &str, payload: &[u8]) -> HmacSha256 {
         let mut m = self.mac.clone();
-        m.update(MAC_CONTEXT);
+        m.update(context);
         m.update(self.engine_key.as_bytes());
         m.update(b"\0");
         m.update(content_hash.as_bytes());
@@ -102,13 +111,12 @@ impl CompileCache {
         m
     }
 
-    /// The cached component for `content_hash`, if an authentic entry exists.
-    pub(crate) fn get(&self, engine: &Engine, content_hash: &str) -> Option<Component> {
-        let path = self.path(content_hash);
-        let bytes = fs::read(&path).ok()?;
+    /// The payload of an authentic entry at `path`; an entry that fails its check is removed.
+    fn read(&self, path: &Path, context: &[u8], content_hash: &str) -> Option<Vec<u8>> {
+        let mut bytes = fs::read(path).ok()?;
         let authentic = bytes.len() >= KEY_BYTES
             && self
-                .mac(content_hash, &bytes[KEY_BYTES..])
+                .mac(context, content_hash, &bytes[KEY_BYTES..])
                 .verify_slice(&bytes[..KEY_BYTES])
                 .is_ok();
         if !authentic {
@@ -117,9 +125,37 @@ impl CompileCache {
                 "ignoring a compile-cache entry that fails its authentication (altered, replaced or \
                  written under another key); recompiling"
             );
-            let _ = fs::remove_file(&path);
+            let _ = fs::remove_file(path);
             return None;
         }
+        bytes.drain(..KEY_BYTES);
+        Some(bytes)
+    }
+
+    /// Write an entry whole or not at all (a temporary file renamed over it).
+    fn write(
+        &self,
+        path: &Path,
+        context: &[u8],
+        content_hash: &str,
+        payload: &[u8],
+    ) -> io::Result<()> {
+        let tag = self
+            .mac(context, content_hash, payload)
+            .finalize()
+            .into_bytes();
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(&tag)?;
+        f.write_all(payload)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    }
+
+    /// The cached component for `content_hash`, if an authentic entry exists.
+    pub(crate) fn get(&self, engine: &Engine, content_hash: &str) -> Option<Component> {
+        let path = self.path(content_hash, "cwasm");
+        let bytes = self.read(&path, CODE_CONTEXT, content_hash)?;
         #[expect(
             unsafe_code,
             reason = "deserializing native code is unsafe; the entry was authenticated above with a key \
@@ -128,7 +164,7 @@ impl CompileCache {
         // SAFETY: the bytes are an artifact serialized by `put` below for this engine configuration (the
         // MAC covers the engine fingerprint and the content hash) and have not been altered since: the
         // HMAC key never leaves the cache folder, which no grant may cover.
-        let component = unsafe { Component::deserialize(engine, &bytes[KEY_BYTES..]) };
+        let component = unsafe { Component::deserialize(engine, &bytes) };
         match component {
             Ok(c) => Some(c),
             Err(e) => {
@@ -140,19 +176,51 @@ impl CompileCache {
 
     /// Store a compiled component; failures only cost a recompile next time, so they are logged.
     pub(crate) fn put(&self, content_hash: &str, component: &Component) {
-        let result = (|| -> Result<(), Box<dyn std::error::Error>> {
-            let payload = component.serialize()?;
-            let tag = self.mac(content_hash, &payload).finalize().into_bytes();
-            let path = self.path(content_hash);
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(&tag)?;
-            f.write_all(&payload)?;
-            f.sync_all()?;
-            fs::rename(&tmp, &path)?;
-            Ok(())
-        })();
+        let result = component
+            .serialize()
+            .map_err(|e| io::Error::other(format!("{e:#}")));
+        let result = result.and_then(|payload| {
+            self.write(
+                &self.path(content_hash, "cwasm"),
+                CODE_CONTEXT,
+                content_hash,
+                &payload,
+            )
+        });
         if let Err(e) = result {
+            tracing::warn!(error = %e, "could not write the compile cache");
+        }
+    }
+
+    /// What the component with `content_hash` said about itself when it was first loaded, if an
+    /// authentic record of it exists.
+    pub(crate) fn description(&self, content_hash: &str) -> Option<Vec<u8>> {
+        let path = self.path(content_hash, "describe.json");
+        self.read(&path, DESCRIPTION_CONTEXT, content_hash)
+    }
+
+    /// The sealed memo of plugin files' hashes, if there is an authentic one.
+    pub(crate) fn file_digests(&self) -> Option<Vec<u8>> {
+        self.read(
+            &self.dir.join(FILE_DIGESTS),
+            FILE_DIGESTS_CONTEXT,
+            FILE_DIGESTS,
+        )
+    }
+
+    /// Replace the memo of plugin files' hashes; a failure only costs hashing them next time.
+    pub(crate) fn put_file_digests(&self, payload: &[u8]) {
+        let path = self.dir.join(FILE_DIGESTS);
+        if let Err(e) = self.write(&path, FILE_DIGESTS_CONTEXT, FILE_DIGESTS, payload) {
+            tracing::warn!(error = %e, "could not write the compile cache");
+        }
+    }
+
+    /// Keep what the component with `content_hash` said about itself; a failure only costs a
+    /// `describe` call next time.
+    pub(crate) fn put_description(&self, content_hash: &str, payload: &[u8]) {
+        let path = self.path(content_hash, "describe.json");
+        if let Err(e) = self.write(&path, DESCRIPTION_CONTEXT, content_hash, payload) {
             tracing::warn!(error = %e, "could not write the compile cache");
         }
     }
@@ -273,7 +341,7 @@ mod tests {
         cache.put(&victim, &v);
         cache.put(&attacker, &a);
         assert!(cache.get(&engine, &attacker).is_some());
-        fs::copy(cache.path(&attacker), cache.path(&victim)).unwrap();
+        fs::copy(cache.path(&attacker, "cwasm"), cache.path(&victim, "cwasm")).unwrap();
         assert!(cache.get(&engine, &victim).is_none());
     }
 
@@ -285,14 +353,50 @@ mod tests {
         let other = CompileCache::open(theirs.path(), &engine).unwrap();
         other.put(&hash, &c);
         let cache = CompileCache::open(mine.path(), &engine).unwrap();
-        fs::copy(other.path(&hash), cache.path(&hash)).unwrap();
+        fs::copy(other.path(&hash, "cwasm"), cache.path(&hash, "cwasm")).unwrap();
         assert!(cache.get(&engine, &hash).is_none());
         // An entry from before authentication (a bare SHA-256 in front) is refused too.
         let payload = c.serialize().unwrap();
         let mut old = Sha256::digest(&payload).to_vec();
         old.extend_from_slice(&payload);
-        fs::write(cache.path(&hash), old).unwrap();
+        fs::write(cache.path(&hash, "cwasm"), old).unwrap();
         assert!(cache.get(&engine, &hash).is_none());
+    }
+
+    #[test]
+    fn keeps_descriptions_under_their_own_hash_and_kind_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::default();
+        let cache = CompileCache::open(dir.path(), &engine).unwrap();
+        let (hash, c) = component(&engine, "(component)");
+        let (other, _) = component(&engine, "(component (core module))");
+        assert!(cache.description(&hash).is_none());
+        cache.put_description(&hash, b"[1,2]");
+        assert_eq!(cache.description(&hash).as_deref(), Some(&b"[1,2]"[..]));
+        // Another component's description copied over it, or a compiled entry renamed to one,
+        // fails its check and is removed.
+        cache.put_description(&other, b"[3]");
+        fs::copy(
+            cache.path(&other, "describe.json"),
+            cache.path(&hash, "describe.json"),
+        )
+        .unwrap();
+        assert!(cache.description(&hash).is_none());
+        assert!(!cache.path(&hash, "describe.json").exists());
+        cache.put(&hash, &c);
+        fs::copy(
+            cache.path(&hash, "cwasm"),
+            cache.path(&hash, "describe.json"),
+        )
+        .unwrap();
+        assert!(cache.description(&hash).is_none());
+        // One flipped byte.
+        cache.put_description(&hash, b"[1,2]");
+        let path = cache.path(&hash, "describe.json");
+        let mut bytes = fs::read(&path).unwrap();
+        *bytes.last_mut().unwrap() ^= 1;
+        fs::write(&path, bytes).unwrap();
+        assert!(cache.description(&hash).is_none());
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! The engine and linker shared by all plugins, the epoch ticker, and loading components.
 
+use std::fs::Metadata;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
+use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy};
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
@@ -12,70 +13,34 @@ use wasmtime_wasi::p2::bindings::{cli, clocks, random};
 use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
 
 use super::SandboxError;
-use super::bindings::{Plugin as PluginWorld, PluginPre};
+use super::bindings::Plugin as PluginWorld;
 use super::budget::FileBudget;
-use super::cache::{CompileCache, sha256_hex};
-use super::generic::{self, Functions};
+use super::cache::CompileCache;
+use super::digests::FileDigests;
+use super::plugin::{Compiler, Kind};
 use super::pool::pooling_config;
 use super::state::State;
 use toolhost_policy::config::{EngineOptions, PoolOptions};
-use toolhost_policy::wit::{self, Docs, GenericTool, Skipped};
+use toolhost_policy::wit::{GenericTool, Skipped};
 
 /// How often the epoch advances: the granularity of deadlines, cancellation and yielding.
 pub(crate) const TICK: Duration = Duration::from_millis(5);
 
 /// The export every plugin must provide.
-const TOOL_EXPORT: &str = "toolhost:plugin/tool@0.1.0";
+pub(super) const TOOL_EXPORT: &str = "toolhost:plugin/tool@0.1.0";
 
 /// The engine, the linker with exactly the host interfaces plugins may import, and the epoch ticker.
 pub struct Sandbox {
     pub(crate) engine: Engine,
-    pub(crate) linker: Linker<State>,
-    cache: Option<CompileCache>,
+    /// The linker and the compile cache, shared with the threads that load plugins.
+    pub(crate) compiler: Compiler,
+    /// Plugin files' hashes, by what `stat` says of them.
+    digests: FileDigests,
     ticker_stop: Arc<AtomicBool>,
     /// The pool in use; `None` when allocating on demand (configured so, or the pool could not be reserved).
     pool: Option<PoolOptions>,
     /// Descriptors all calls together may hold.
     pub(crate) files: Arc<FileBudget>,
-}
-
-/// A compiled plugin, ready to instantiate cheaply for every call.
-#[derive(Clone)]
-pub struct Plugin {
-    pub(crate) kind: Kind,
-    /// SHA-256 of the component file.
-    pub content_hash: String,
-    /// Whether it came from the compile cache.
-    pub from_cache: bool,
-}
-
-/// How the host talks to a plugin.
-#[derive(Clone)]
-pub(crate) enum Kind {
-    /// It implements `toolhost:plugin`: `describe` names its tools, `call` runs them.
-    Contract(PluginPre<State>),
-    /// Each function it exports is a tool.
-    Generic(Arc<Generic>),
-}
-
-/// A generic plugin: its instance-pre, its callable functions and what was skipped.
-pub(crate) struct Generic {
-    pub(crate) pre: InstancePre<State>,
-    pub(crate) functions: Functions,
-    /// The tools, derived once at load.
-    tools: Vec<GenericTool>,
-    skipped: Vec<Skipped>,
-}
-
-impl Plugin {
-    /// For a generic plugin, its tools (derived from its exports and doc comments) and the
-    /// functions that cannot be tools; `None` for a contract plugin, which describes itself.
-    pub fn generic(&self) -> Option<(&[GenericTool], &[Skipped])> {
-        match &self.kind {
-            Kind::Contract(_) => None,
-            Kind::Generic(g) => Some((&g.tools, &g.skipped)),
-        }
-    }
 }
 
 /// What a component imports and exports, and whether it fits the contract.
@@ -151,10 +116,15 @@ impl Sandbox {
                 }
             })
             .map_err(|e| SandboxError::Engine(format!("cannot start the epoch ticker: {e}")))?;
+        let digests = FileDigests::open(cache.as_ref());
         Ok(Self {
-            engine,
-            linker,
-            cache,
+            engine: engine.clone(),
+            digests,
+            compiler: Compiler {
+                engine,
+                linker: Arc::new(linker),
+                cache: cache.map(Arc::new),
+            },
             ticker_stop,
             pool,
             files: FileBudget::for_process(options.open_files),
@@ -171,6 +141,24 @@ impl Sandbox {
         (self.files.used(), self.files.limit())
     }
 
+    /// The digest (`sha256:<hex>`) of the plugin file `meta` describes, without reading it, if it
+    /// is unchanged since it was last hashed.
+    pub fn known_digest(&self, meta: &Metadata) -> Option<String> {
+        self.digests.get(meta)
+    }
+
+    /// Remember the digest (`sha256:<hex>`) of a plugin file read between `before` and `after` (its
+    /// metadata then; a file that changed meanwhile is not remembered).
+    pub fn remember_digest(&self, before: &Metadata, after: &Metadata, sha256: &str) {
+        self.digests.remember(before, after, sha256);
+    }
+
+    /// Forget the files no reload asked about since the last save, and keep the memo of hashes
+    /// for a restart.
+    pub fn save_digests(&self) {
+        self.digests.save(self.compiler.cache.as_deref());
+    }
+
     /// How instances are allocated, in a few words (for logs and benchmarks).
     pub fn describe_engine(&self) -> String {
         match self.pool {
@@ -183,83 +171,12 @@ impl Sandbox {
         }
     }
 
-    /// Compile (or load from the cache) and link a component. CPU-heavy: call it off the async runtime.
-    /// Linking does not depend on grants: a plugin that imports `wasi:http` loads whether or not it is
-    /// granted network, and without a grant each of its requests is refused when it is sent.
-    pub fn load(&self, bytes: &[u8]) -> Result<Plugin, SandboxError> {
-        check_header(bytes)?;
-        let content_hash = sha256_hex(bytes);
-        let cached = self
-            .cache
-            .as_ref()
-            .and_then(|c| c.get(&self.engine, &content_hash));
-        let from_cache = cached.is_some();
-        let component = match cached {
-            Some(c) => c,
-            None => {
-                let c = Component::from_binary(&self.engine, bytes)
-                    .map_err(|e| SandboxError::Invalid(format!("{e:#}")))?;
-                if let Some(cache) = &self.cache {
-                    cache.put(&content_hash, &c);
-                }
-                c
-            }
-        };
-        let kind = self.link_component(&component, bytes)?;
-        Ok(Plugin {
-            kind,
-            content_hash,
-            from_cache,
-        })
-    }
-
-    /// Link a component: as a contract plugin when it exports `toolhost:plugin/tool`, otherwise as
-    /// a generic one (`bytes` gives its doc comments).
-    fn link_component(&self, component: &Component, bytes: &[u8]) -> Result<Kind, SandboxError> {
-        let contract = component
-            .component_type()
-            .exports(&self.engine)
-            .any(|(name, _)| name == TOOL_EXPORT);
-        let instance_pre = self
-            .linker
-            .instantiate_pre(component)
-            .map_err(|e| SandboxError::Contract(describe_link_error(&e)))?;
-        if contract {
-            return PluginPre::new(instance_pre)
-                .map(Kind::Contract)
-                .map_err(|e| SandboxError::Contract(format!("{e:#}")));
-        }
-        let (found, skipped) = generic::read(component, &self.engine);
-        if found.is_empty() {
-            let why: Vec<String> = skipped
-                .iter()
-                .map(|s| format!("{} ({})", s.export, s.reason))
-                .collect();
-            return Err(SandboxError::NoTools(format!(
-                "it exports neither `{TOOL_EXPORT}` nor a function that can be a tool (exports: {})",
-                list_or_none(if why.is_empty() {
-                    names(component, &self.engine, false)
-                } else {
-                    why
-                })
-            )));
-        }
-        let docs = Docs::parse(generic::doc_sections(bytes).iter().map(Vec::as_slice));
-        let tools = wit::tools(found.iter().map(|(e, _)| e.clone()).collect(), &docs);
-        Ok(Kind::Generic(Arc::new(Generic {
-            pre: instance_pre,
-            functions: Functions::new(found),
-            tools,
-            skipped,
-        })))
-    }
-
     /// What a component file imports and exports, and whether it would load.
     pub fn inspect(&self, bytes: &[u8]) -> Result<Inspection, SandboxError> {
         check_header(bytes)?;
         let component = Component::from_binary(&self.engine, bytes)
             .map_err(|e| SandboxError::Invalid(format!("{e:#}")))?;
-        let (problem, (tools, skipped)) = match self.link_component(&component, bytes) {
+        let (problem, (tools, skipped)) = match self.compiler.link(&component, bytes) {
             Err(e) => (Some(e.to_string()), Default::default()),
             Ok(Kind::Contract(_)) => (None, Default::default()),
             Ok(Kind::Generic(g)) => (None, (g.tools.clone(), g.skipped.clone())),
@@ -308,7 +225,7 @@ fn link(engine: &Engine) -> wasmtime::Result<Linker<State>> {
     Ok(l)
 }
 
-fn check_header(bytes: &[u8]) -> Result<(), SandboxError> {
+pub(super) fn check_header(bytes: &[u8]) -> Result<(), SandboxError> {
     match bytes.get(..8) {
         Some([0, b'a', b's', b'm', 1, 0, 0, 0]) => Err(SandboxError::CoreModule),
         Some([0, b'a', b's', b'm', _, _, 1, 0]) => Ok(()),
@@ -322,7 +239,7 @@ fn check_header(bytes: &[u8]) -> Result<(), SandboxError> {
     }
 }
 
-fn names(component: &Component, engine: &Engine, imports: bool) -> Vec<String> {
+pub(super) fn names(component: &Component, engine: &Engine, imports: bool) -> Vec<String> {
     let ty = component.component_type();
     if imports {
         ty.imports(engine).map(|(n, _)| n.to_string()).collect()
@@ -331,7 +248,7 @@ fn names(component: &Component, engine: &Engine, imports: bool) -> Vec<String> {
     }
 }
 
-fn list_or_none(v: Vec<String>) -> String {
+pub(super) fn list_or_none(v: Vec<String>) -> String {
     if v.is_empty() {
         "none".into()
     } else {
@@ -340,7 +257,7 @@ fn list_or_none(v: Vec<String>) -> String {
 }
 
 /// Turn wasmtime's link error into a sentence naming the import the host does not provide.
-fn describe_link_error(e: &wasmtime::Error) -> String {
+pub(super) fn describe_link_error(e: &wasmtime::Error) -> String {
     let text = format!("{e:#}");
     if text.contains("wasi:sockets") {
         format!(

@@ -12,7 +12,8 @@ use wasmtime::component::{Component, ComponentExportIndex, Type, Val};
 mod value;
 
 use self::value::{from_val, to_val};
-use super::engine::{Generic, Sandbox};
+use super::engine::Sandbox;
+use super::plugin::Generic;
 use super::prepared::{CallIo, Prepared};
 use super::run::{GuestError, GuestOutput, RunError, RunReport};
 use toolhost_policy::wit::{Answer, DOCS_SECTION, Export, Skipped, WitType, export_path};

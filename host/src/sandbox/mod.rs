@@ -10,17 +10,20 @@
 mod bindings;
 mod budget;
 mod cache;
+mod digests;
 mod engine;
 mod files;
 mod generic;
 pub mod network;
 mod output;
+mod plugin;
 mod pool;
 mod prepared;
 mod run;
 mod state;
 
-pub use self::engine::{Inspection, Plugin, Sandbox};
+pub use self::engine::{Inspection, Sandbox};
+pub use self::plugin::Plugin;
 pub use self::prepared::{CallIo, Prepared};
 pub use self::run::{GuestError, GuestOutput, GuestSpec, RunError, RunReport};
 
@@ -45,6 +48,15 @@ pub enum SandboxError {
     /// The component neither fits the contract nor exports a function that can be a tool.
     #[error("no tools: {0}")]
     NoTools(String),
+    /// A plugin's code, loaded on its first call, is no longer the component that was listed:
+    /// its compiled entry is gone and its file changed or went away (a reload follows).
+    #[error("the plugin's code cannot be loaded from '{file}': {reason}")]
+    Changed {
+        /// The component file.
+        file: String,
+        /// What happened to it.
+        reason: String,
+    },
     /// A granted directory could not be opened.
     #[error("cannot open granted directory '{path}': {reason}")]
     Grant {

@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::engine::{Plugin, Sandbox};
+use super::engine::Sandbox;
 use super::network::Binding;
+use super::plugin::Plugin;
 use toolhost_policy::call::ProgressSink;
 use toolhost_policy::gate::PathGuard;
 use toolhost_policy::grants::{Caps, Grants, Limits};

@@ -11,17 +11,18 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 use super::bindings::exports::toolhost::plugin::tool::ToolError;
 use super::bindings::{Plugin as PluginWorld, PluginPre};
 use super::budget::BudgetExhausted;
-use super::engine::{Kind, Plugin, Sandbox};
+use super::engine::Sandbox;
 use super::files::{self, OpenFiles};
 use super::network;
 use super::output::CappedOutput;
+use super::plugin::{Kind, Plugin};
 use super::prepared::{CallIo, Prepared};
 use super::state::{MemoryLimitHit, MemoryLimiter, State};
 use toolhost_policy::grants::{Grants, Limits};
 use toolhost_policy::tool::Hints;
 
 /// A tool spec as the guest declared it, before the registry checks it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GuestSpec {
     /// Declared name.
     pub name: String,
@@ -125,7 +126,7 @@ impl Sandbox {
             cancel: &never,
             caps: Default::default(),
         };
-        let Kind::Contract(pre) = &bare.plugin.kind else {
+        let Ok(Kind::Contract(pre)) = self.code(&bare.plugin).await else {
             return RunReport::refused(RunError::Setup(
                 "a generic plugin has no describe export".into(),
             ));
@@ -147,7 +148,11 @@ impl Sandbox {
         input: &str,
         io: CallIo<'_>,
     ) -> RunReport<Result<GuestOutput, GuestError>> {
-        let report = match &prepared.plugin.kind {
+        let kind = match self.code(&prepared.plugin).await {
+            Ok(kind) => kind,
+            Err(e) => return RunReport::refused(RunError::Setup(e.to_string())),
+        };
+        let report = match kind {
             Kind::Contract(pre) => {
                 self.run(prepared, io, pre, async |store, p| {
                     let r = p

@@ -1,0 +1,241 @@
+//! A plugin's compiled code: loaded at once, or, for a plugin whose tools the compile cache already
+//! knows, on its first call, so that a restart lists every tool without deserializing (or even
+//! reading) any plugin's code, and a plugin that is never called costs no memory for it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::OnceCell;
+use wasmtime::Engine;
+use wasmtime::component::{Component, InstancePre, Linker};
+
+use super::SandboxError;
+use super::bindings::PluginPre;
+use super::cache::{CompileCache, sha256_hex};
+use super::engine::{Sandbox, TOOL_EXPORT, check_header, describe_link_error, list_or_none, names};
+use super::generic::{self, Functions};
+use super::run::GuestSpec;
+use super::state::State;
+use toolhost_policy::wit::{self, Docs, GenericTool, Skipped};
+
+/// A plugin, ready to instantiate cheaply for every call once its code is loaded.
+#[derive(Clone)]
+pub struct Plugin {
+    code: Arc<OnceCell<Kind>>,
+    /// The component file, read again (and checked against `content_hash`) only if its compiled
+    /// entry is gone when the code is loaded late.
+    file: Option<Arc<Path>>,
+    /// SHA-256 of the component file.
+    pub content_hash: String,
+    /// Whether it came from the compile cache.
+    pub from_cache: bool,
+}
+
+/// How the host talks to a plugin.
+#[derive(Clone)]
+pub(crate) enum Kind {
+    /// It implements `toolhost:plugin`: `describe` names its tools, `call` runs them.
+    Contract(PluginPre<State>),
+    /// Each function it exports is a tool.
+    Generic(Arc<Generic>),
+}
+
+/// A generic plugin: its instance-pre, its callable functions and what was skipped.
+pub(crate) struct Generic {
+    pub(crate) pre: InstancePre<State>,
+    pub(crate) functions: Functions,
+    /// The tools, derived once at load.
+    pub(super) tools: Vec<GenericTool>,
+    pub(super) skipped: Vec<Skipped>,
+}
+
+impl Plugin {
+    /// For a generic plugin, its tools (derived from its exports and doc comments) and the
+    /// functions that cannot be tools; `None` for a contract plugin, which describes itself.
+    /// (Only contract plugins are loaded late, so a generic plugin's code is always here.)
+    pub fn generic(&self) -> Option<(&[GenericTool], &[Skipped])> {
+        match self.code.get()? {
+            Kind::Contract(_) => None,
+            Kind::Generic(g) => Some((&g.tools, &g.skipped)),
+        }
+    }
+
+    /// Whether its code is loaded (false for a plugin listed from the cache and not called yet).
+    pub fn is_loaded(&self) -> bool {
+        self.code.initialized()
+    }
+}
+
+/// What compiling and linking needs, shared with the blocking threads that do it.
+#[derive(Clone)]
+pub(crate) struct Compiler {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Arc<Linker<State>>,
+    pub(crate) cache: Option<Arc<CompileCache>>,
+}
+
+impl Compiler {
+    /// The component with `content_hash` (the SHA-256 of `bytes`): from the cache, or compiled
+    /// and cached. Also says whether it came from the cache.
+    fn component(
+        &self,
+        bytes: &[u8],
+        content_hash: &str,
+    ) -> Result<(Component, bool), SandboxError> {
+        if let Some(c) = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.get(&self.engine, content_hash))
+        {
+            return Ok((c, true));
+        }
+        let c = Component::from_binary(&self.engine, bytes)
+            .map_err(|e| SandboxError::Invalid(format!("{e:#}")))?;
+        if let Some(cache) = &self.cache {
+            cache.put(content_hash, &c);
+        }
+        Ok((c, false))
+    }
+
+    /// Link a component: as a contract plugin when it exports `toolhost:plugin/tool`, otherwise as
+    /// a generic one (`bytes` gives its doc comments).
+    pub(crate) fn link(&self, component: &Component, bytes: &[u8]) -> Result<Kind, SandboxError> {
+        let contract = component
+            .component_type()
+            .exports(&self.engine)
+            .any(|(name, _)| name == TOOL_EXPORT);
+        let instance_pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| SandboxError::Contract(describe_link_error(&e)))?;
+        if contract {
+            return PluginPre::new(instance_pre)
+                .map(Kind::Contract)
+                .map_err(|e| SandboxError::Contract(format!("{e:#}")));
+        }
+        let (found, skipped) = generic::read(component, &self.engine);
+        if found.is_empty() {
+            let why: Vec<String> = skipped
+                .iter()
+                .map(|s| format!("{} ({})", s.export, s.reason))
+                .collect();
+            return Err(SandboxError::NoTools(format!(
+                "it exports neither `{TOOL_EXPORT}` nor a function that can be a tool (exports: {})",
+                list_or_none(if why.is_empty() {
+                    names(component, &self.engine, false)
+                } else {
+                    why
+                })
+            )));
+        }
+        let docs = Docs::parse(generic::doc_sections(bytes).iter().map(Vec::as_slice));
+        let tools = wit::tools(found.iter().map(|(e, _)| e.clone()).collect(), &docs);
+        Ok(Kind::Generic(Arc::new(Generic {
+            pre: instance_pre,
+            functions: Functions::new(found),
+            tools,
+            skipped,
+        })))
+    }
+
+    /// A contract plugin's code, loaded late: its compiled entry, or else its file again, which
+    /// must still be the component that was described.
+    fn load_late(&self, file: &Path, content_hash: &str) -> Result<Kind, SandboxError> {
+        let from_cache = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.get(&self.engine, content_hash));
+        let (component, bytes) = match from_cache {
+            Some(c) => (c, Vec::new()),
+            None => {
+                let bytes = std::fs::read(file).map_err(|e| SandboxError::Changed {
+                    file: file.display().to_string(),
+                    reason: e.to_string(),
+                })?;
+                if sha256_hex(&bytes) != content_hash {
+                    return Err(SandboxError::Changed {
+                        file: file.display().to_string(),
+                        reason: "it holds another component than the one loaded".into(),
+                    });
+                }
+                (self.component(&bytes, content_hash)?.0, bytes)
+            }
+        };
+        match self.link(&component, &bytes)? {
+            kind @ Kind::Contract(_) => Ok(kind),
+            Kind::Generic(_) => Err(SandboxError::Changed {
+                file: file.display().to_string(),
+                reason: "its compiled code no longer implements the toolhost:plugin contract"
+                    .into(),
+            }),
+        }
+    }
+}
+
+impl Sandbox {
+    /// Compile (or load from the cache) and link a component. CPU-heavy: call it off the async runtime.
+    /// Linking does not depend on grants: a plugin that imports `wasi:http` loads whether or not it is
+    /// granted network, and without a grant each of its requests is refused when it is sent.
+    pub fn load(&self, bytes: &[u8]) -> Result<Plugin, SandboxError> {
+        self.load_hashed(bytes, &sha256_hex(bytes))
+    }
+
+    /// [`Self::load`] for bytes whose SHA-256 (hex) the caller already has.
+    pub fn load_hashed(&self, bytes: &[u8], content_hash: &str) -> Result<Plugin, SandboxError> {
+        check_header(bytes)?;
+        let (component, from_cache) = self.compiler.component(bytes, content_hash)?;
+        let kind = self.compiler.link(&component, bytes)?;
+        Ok(Plugin {
+            code: Arc::new(OnceCell::new_with(Some(kind))),
+            file: None,
+            content_hash: content_hash.to_owned(),
+            from_cache,
+        })
+    }
+
+    /// What the contract plugin with `content_hash` described when it was first loaded, if the
+    /// compile cache holds an authentic record of it. Reads a small file.
+    pub fn described(&self, content_hash: &str) -> Option<Vec<GuestSpec>> {
+        let bytes = self.compiler.cache.as_ref()?.description(content_hash)?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Keep what a contract plugin described, for [`Self::described`] after a restart.
+    pub fn remember_description(&self, content_hash: &str, specs: &[GuestSpec]) {
+        if let (Some(cache), Ok(json)) = (&self.compiler.cache, serde_json::to_vec(specs)) {
+            cache.put_description(content_hash, &json);
+        }
+    }
+
+    /// A contract plugin whose tools are known ([`Self::described`]) and whose code is loaded on
+    /// its first call, from the compile cache or else from `file`.
+    pub fn deferred(&self, file: PathBuf, content_hash: &str) -> Plugin {
+        Plugin {
+            code: Arc::new(OnceCell::new()),
+            file: Some(file.into()),
+            content_hash: content_hash.to_owned(),
+            from_cache: true,
+        }
+    }
+
+    /// The plugin's code, loaded now (off the async runtime) if it was deferred. Concurrent first
+    /// calls share one load; a failed load is tried again by the next call.
+    pub(crate) async fn code<'p>(&self, plugin: &'p Plugin) -> Result<&'p Kind, SandboxError> {
+        plugin
+            .code
+            .get_or_try_init(|| async {
+                let Some(file) = plugin.file.clone() else {
+                    return Err(SandboxError::Engine("a plugin without code".into()));
+                };
+                let (compiler, hash) = (self.compiler.clone(), plugin.content_hash.clone());
+                let started = std::time::Instant::now();
+                let kind = tokio::task::spawn_blocking(move || compiler.load_late(&file, &hash))
+                    .await
+                    .map_err(|e| SandboxError::Engine(format!("loading the plugin's code: {e}")))??;
+                tracing::debug!(hash = %plugin.content_hash, ms = started.elapsed().as_millis() as u64,
+                    "plugin code loaded on its first call");
+                Ok(kind)
+            })
+            .await
+    }
+}
