@@ -23,6 +23,7 @@ mod deadlines;
 mod declarations;
 mod fleet;
 mod generic;
+mod grep_lines;
 mod host_state;
 mod hostile;
 mod languages;

@@ -332,11 +332,17 @@ pub(crate) fn cpu_seconds(pid: &str) -> f64 {
 
 /// Resident memory of a process, in KiB (VmRSS).
 pub(crate) fn rss_kib(pid: u32) -> f64 {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A KiB figure of `/proc/PID/status`: `VmRSS:`, `RssAnon:` (private memory) or `RssFile:`
+/// (mapped files: the binary's code, shared with other processes and reclaimable).
+pub(crate) fn status_kib(pid: u32, field: &str) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         })
         .unwrap_or(f64::NAN)

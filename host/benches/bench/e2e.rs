@@ -232,6 +232,26 @@ struct Series {
     level_p99: Vec<Vec<f64>>,
     client_cpu_us: Vec<f64>,
     server_cpu_us: Vec<f64>,
+    /// calls/s with [`CORE_CLIENTS`] clients, the server's threads pinned to 1 core, then to 2.
+    on_cores: Vec<[f64; 2]>,
+}
+
+/// Clients in flight while the server is pinned to 1 and then 2 cores.
+const CORE_CLIENTS: usize = 8;
+
+/// Pin every thread of process `pid` to `cpus` (`taskset -a -p -c`); new threads inherit it.
+fn pin(pid: u32, cpus: &str) -> Result<(), String> {
+    let out = std::process::Command::new("taskset")
+        .args(["-a", "-p", "-c", cpus, &pid.to_string()])
+        .output()
+        .map_err(|e| format!("taskset: {e}"))?;
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(format!(
+            "taskset -a -p -c {cpus} {pid}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )),
+    }
 }
 
 async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), String> {
@@ -289,6 +309,19 @@ async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), S
             }
             series.levels.push(per_level);
             series.level_p99.push(per_level_p99);
+            // 1 -> 2 cores: the same load with the server held to one core, then given two.
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            if cores >= 2 {
+                let mut on = [0.0; 2];
+                for (slot, cpus) in ["0", "0,1"].into_iter().enumerate() {
+                    pin(*pid, cpus)?;
+                    let (run, back) = drive(pool.take(CORE_CLIENTS), n / CORE_CLIENTS).await?;
+                    pool.give(back);
+                    on[slot] = run.calls_per_s;
+                }
+                pin(*pid, &format!("0-{}", cores - 1))?;
+                series.on_cores.push(on);
+            }
         }
     }
     let (native, toolhost) = (&servers[0].3, &servers[1].3);
@@ -390,6 +423,30 @@ async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), S
         "{cores} cores, shared by the client and the server."
     ));
     report.add(s);
+
+    if !toolhost.on_cores.is_empty() {
+        let on =
+            |series: &Series, i: usize| series.on_cores.iter().map(|c| c[i]).collect::<Vec<f64>>();
+        let mut s = Section::new(format!(
+            "{part}''. MCP over {name}: from 1 to 2 cores ({CORE_CLIENTS} clients, the server's threads pinned with taskset)"
+        ));
+        for (i, label) in ["1 core", "2 cores"].iter().enumerate() {
+            s.row(
+                Row::new(format!("toolhost on {label}"), "calls/s", on(toolhost, i))
+                    .vs("native rmcp", on(native, i)),
+            );
+        }
+        s.row(
+            Row::new("toolhost, 2 cores vs 1", "calls/s", on(toolhost, 1))
+                .vs("toolhost on 1 core", on(toolhost, 0)),
+        );
+        s.row(
+            Row::new("native rmcp, 2 cores vs 1", "calls/s", on(native, 1))
+                .vs("native on 1 core", on(native, 0)),
+        );
+        s.note("The client is not pinned: on a 2-core machine it shares the second core with the server.");
+        report.add(s);
+    }
 
     if !http {
         let r = Spread::of(

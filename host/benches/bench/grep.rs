@@ -58,22 +58,28 @@ fn corpus(dir: &Path, bytes: usize, files: usize) -> std::io::Result<usize> {
     Ok(needles)
 }
 
+/// The fs plugin's line search itself (a plain file shared with the plugin), compiled natively.
+#[path = "../../../plugins/examples/rust/fs/src/lines.rs"]
+mod lines;
+
 /// The fs plugin's grep, natively: sorted walk, skip binary files, lossy UTF-8, one line per match.
 mod native {
     use std::fs;
     use std::path::{Path, PathBuf};
 
+    use super::lines::LinePattern;
+
     const BINARY_SNIFF_BYTES: usize = 8000;
     const MAX_LINE_CHARS: usize = 300;
 
     pub(super) fn grep(root: &Path, pattern: &str, max: usize) -> Vec<String> {
-        let regex = regex::Regex::new(pattern).expect("pattern");
+        let pattern = LinePattern::new(pattern, false).expect("pattern");
         let mut out = Vec::new();
-        walk(root, root, &regex, max, &mut out);
+        walk(root, root, &pattern, max, &mut out);
         out
     }
 
-    fn walk(root: &Path, dir: &Path, re: &regex::Regex, max: usize, out: &mut Vec<String>) {
+    fn walk(root: &Path, dir: &Path, re: &LinePattern, max: usize, out: &mut Vec<String>) {
         let Ok(read) = fs::read_dir(dir) else { return };
         let mut entries: Vec<(PathBuf, fs::FileType)> = read
             .filter_map(|e| e.ok().and_then(|e| Some((e.path(), e.file_type().ok()?))))
@@ -96,21 +102,20 @@ mod native {
                     .to_string_lossy()
                     .into_owned();
                 let text = String::from_utf8_lossy(&bytes);
-                for (n, line) in text.lines().enumerate() {
-                    if re.is_match(line) {
-                        if out.len() >= max {
-                            break;
-                        }
-                        let line = line.trim_end_matches('\r');
-                        let clipped = match line.char_indices().nth(MAX_LINE_CHARS) {
-                            Some((cut, _)) => {
-                                format!("{}… [line cut at {MAX_LINE_CHARS} chars]", &line[..cut])
-                            }
-                            None => line.to_owned(),
-                        };
-                        out.push(format!("{shown}:{}: {clipped}", n + 1));
+                re.each_match(&text, |n, line| {
+                    if out.len() >= max {
+                        return false;
                     }
-                }
+                    let line = line.trim_end_matches('\r');
+                    let clipped = match line.char_indices().nth(MAX_LINE_CHARS) {
+                        Some((cut, _)) => {
+                            format!("{}… [line cut at {MAX_LINE_CHARS} chars]", &line[..cut])
+                        }
+                        None => line.to_owned(),
+                    };
+                    out.push(format!("{shown}:{n}: {clipped}"));
+                    true
+                });
             }
         }
     }

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::exports::toolhost::plugin::tool::{ToolError, ToolOutput, ToolSpec};
+use crate::lines::LinePattern;
 use crate::tool::{
     invalid, io_failed, looks_binary, object_schema, parse, plural, spec, text_only,
 };
@@ -42,7 +43,7 @@ fn default_max_matches() -> u64 {
 }
 
 struct Search {
-    regex: regex::Regex,
+    pattern: LinePattern,
     max_matches: usize,
     matches: Vec<String>,
     files_scanned: u64,
@@ -52,10 +53,6 @@ struct Search {
 }
 
 impl Search {
-    fn done(&self) -> bool {
-        self.matches.len() >= self.max_matches
-    }
-
     fn scan_file(&mut self, path: &Path) -> io::Result<()> {
         let bytes = fs::read(path)?;
         self.files_scanned += 1;
@@ -72,16 +69,17 @@ impl Search {
         }
         let shown = display_path(path);
         let text = String::from_utf8_lossy(&bytes);
-        for (number, line) in text.lines().enumerate() {
-            if self.regex.is_match(line) {
-                if self.done() {
-                    self.truncated = true;
-                    break;
-                }
-                self.matches
-                    .push(format!("{shown}:{}: {}", number + 1, clip(line)));
+        let (pattern, matches, max) = (&self.pattern, &mut self.matches, self.max_matches);
+        let mut truncated = false;
+        pattern.each_match(&text, |number, line| {
+            if matches.len() >= max {
+                truncated = true;
+                return false;
             }
-        }
+            matches.push(format!("{shown}:{number}: {}", clip(line)));
+            true
+        });
+        self.truncated |= truncated;
         Ok(())
     }
 
@@ -164,15 +162,12 @@ pub(crate) fn call(input: &str) -> Result<ToolOutput, ToolError> {
     } else {
         input.pattern.clone()
     };
-    let regex = regex::RegexBuilder::new(&source)
-        .case_insensitive(input.ignore_case)
-        .build()
-        .map_err(|e| {
-            invalid(format!(
-                "'pattern' is not a valid regular expression: {e}\n\
+    let pattern = LinePattern::new(&source, input.ignore_case).map_err(|e| {
+        invalid(format!(
+            "'pattern' is not a valid regular expression: {e}\n\
                  (set \"literal\": true to search for the text as written)"
-            ))
-        })?;
+        ))
+    })?;
     let root = Path::new(&input.path);
     let meta = fs::metadata(root).map_err(|e| io_failed("search", root, e))?;
     host::log(
@@ -181,7 +176,7 @@ pub(crate) fn call(input: &str) -> Result<ToolOutput, ToolError> {
     );
 
     let mut search = Search {
-        regex,
+        pattern,
         max_matches: input.max_matches as usize,
         matches: Vec::new(),
         files_scanned: 0,

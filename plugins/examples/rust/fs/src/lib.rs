@@ -14,6 +14,7 @@ wit_bindgen::generate!({
 
 mod edit_file;
 mod grep;
+mod lines;
 mod list_dir;
 mod read_file;
 mod tool;

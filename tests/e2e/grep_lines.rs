@@ -1,0 +1,71 @@
+//! The fs plugin's line search (one regex pass over the whole text, each proposed line checked
+//! alone) gives exactly what matching every line of `str::lines` on its own gives: for patterns
+//! that could match across lines, at line edges, empty lines, `\r\n` and a last line without an
+//! ending. Compiled here natively from the plugin's own file.
+
+use proptest::prelude::*;
+
+#[path = "../../plugins/examples/rust/fs/src/lines.rs"]
+mod lines;
+
+use lines::LinePattern;
+
+const PATTERNS: [&str; 16] = [
+    "a", "^a", "a$", "^$", r"\s", r"b\s*a", r"a\nb", "(?i)A", r"\bab\b", ".", "[^a]", "x*", r"\r",
+    r"a\r?$", "^.*$", "é",
+];
+
+fn line_by_line(text: &str, pattern: &str, ignore_case: bool) -> Vec<(usize, String)> {
+    let re = regex::RegexBuilder::new(pattern)
+        .case_insensitive(ignore_case)
+        .build()
+        .unwrap();
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| re.is_match(l))
+        .map(|(n, l)| (n + 1, l.to_owned()))
+        .collect()
+}
+
+fn searched(text: &str, pattern: &str, ignore_case: bool, max: usize) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    LinePattern::new(pattern, ignore_case)
+        .unwrap()
+        .each_match(text, |n, l| {
+            out.push((n, l.to_owned()));
+            out.len() < max
+        });
+    out
+}
+
+proptest! {
+    #[test]
+    fn finds_exactly_the_lines_that_match_alone(
+        text in proptest::collection::vec(
+            prop_oneof![Just("a"), Just("b"), Just("\n"), Just("\r"), Just(" "), Just("é"), Just("ab")],
+            0..40,
+        ).prop_map(|parts| parts.concat()),
+        pattern in proptest::sample::select(PATTERNS.to_vec()),
+        ignore_case in any::<bool>(),
+    ) {
+        prop_assert_eq!(searched(&text, pattern, ignore_case, usize::MAX), line_by_line(&text, pattern, ignore_case));
+    }
+}
+
+#[test]
+fn stops_when_told_and_numbers_lines_from_one() {
+    let text = "x\nneedle-1\r\n\nneedle-2\nneedle-3";
+    assert_eq!(
+        searched(text, "needle", false, 2),
+        vec![(2, "needle-1".to_owned()), (4, "needle-2".to_owned())]
+    );
+    assert_eq!(
+        searched(text, "needle-3$", false, 9),
+        vec![(5, "needle-3".to_owned())]
+    );
+    assert!(searched("", "^$", false, 9).is_empty());
+    assert_eq!(
+        searched("a\n\nb\n", "^$", false, 9),
+        vec![(2, String::new())]
+    );
+}
