@@ -8,7 +8,7 @@ use proptest::prelude::*;
 #[path = "../../plugins/examples/rust/fs/src/lines.rs"]
 mod lines;
 
-use lines::LinePattern;
+use lines::{LinePattern, text_of};
 
 const PATTERNS: [&str; 16] = [
     "a", "^a", "a$", "^$", r"\s", r"b\s*a", r"a\nb", "(?i)A", r"\bab\b", ".", "[^a]", "x*", r"\r",
@@ -50,6 +50,16 @@ proptest! {
     ) {
         prop_assert_eq!(searched(&text, pattern, ignore_case, usize::MAX), line_by_line(&text, pattern, ignore_case));
     }
+}
+
+#[test]
+fn reads_utf8_as_it_is_and_anything_else_as_lossy_text() {
+    assert!(matches!(
+        text_of("é\n".as_bytes()),
+        std::borrow::Cow::Borrowed("é\n")
+    ));
+    let bad = b"a\xffb\xe2\x82";
+    assert_eq!(text_of(bad), String::from_utf8_lossy(bad));
 }
 
 #[test]

@@ -67,7 +67,7 @@ mod native {
     use std::fs;
     use std::path::{Path, PathBuf};
 
-    use super::lines::LinePattern;
+    use super::lines::{LinePattern, text_of};
 
     const BINARY_SNIFF_BYTES: usize = 8000;
     const MAX_LINE_CHARS: usize = 300;
@@ -101,7 +101,7 @@ mod native {
                     .unwrap_or(&path)
                     .to_string_lossy()
                     .into_owned();
-                let text = String::from_utf8_lossy(&bytes);
+                let text = text_of(&bytes);
                 re.each_match(&text, |n, line| {
                     if out.len() >= max {
                         return false;

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::exports::toolhost::plugin::tool::{ToolError, ToolOutput, ToolSpec};
-use crate::lines::LinePattern;
+use crate::lines::{LinePattern, text_of};
 use crate::tool::{
     invalid, io_failed, looks_binary, object_schema, parse, plural, spec, text_only,
 };
@@ -68,7 +68,7 @@ impl Search {
             return Ok(());
         }
         let shown = display_path(path);
-        let text = String::from_utf8_lossy(&bytes);
+        let text = text_of(&bytes);
         let (pattern, matches, max) = (&self.pattern, &mut self.matches, self.max_matches);
         let mut truncated = false;
         pattern.each_match(&text, |number, line| {
