@@ -86,7 +86,7 @@ fn median_of(times: &[StageTimes], f: impl Fn(&StageTimes) -> Duration) -> f64 {
 
 type Stage = (&'static str, fn(&StageTimes) -> Duration);
 
-const STAGES: [Stage; 9] = [
+const STAGES: [Stage; 11] = [
     ("begin (call id, input hash)", |t| t.begin),
     ("find", |t| t.find),
     ("validate", |t| t.validate),
@@ -95,8 +95,10 @@ const STAGES: [Stage; 9] = [
         "instantiate (slot, input text, store, WASI ctx, instance)",
         |t| t.instantiate,
     ),
+    ("of which wasmtime's instantiation", |t| t.instance),
     ("call (guest work, host calls, lift/lower)", |t| t.guest),
     ("teardown (drop store, stdio)", |t| t.teardown),
+    ("of which dropping the store (slot reset)", |t| t.store_drop),
     ("shape", |t| t.shape),
     ("audit + stats", |t| t.record),
 ];
@@ -131,6 +133,14 @@ pub(crate) async fn pipeline(o: &Options, report: &mut Report) -> Result<(), Str
     s.row(
         Row::new("overhead: total - call", "us", overhead.clone())
             .vs("native echo", native.clone()),
+    );
+    s.row(
+        Row::new(
+            "floor: wasmtime's instantiation + dropping the store",
+            "us",
+            per_round(|t| t.instance + t.store_drop),
+        )
+        .vs("overhead", overhead.clone()),
     );
     s.row(Row::new(
         "native echo (serde in, repeat, json out)",

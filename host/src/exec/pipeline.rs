@@ -9,7 +9,7 @@ use tokio::sync::Semaphore;
 use super::checks::Checks;
 use super::request::CallRequest;
 use super::shape::{self, audit_unavailable, error, network_notes};
-use super::timing::{Stage, StageTimes, Stopwatch};
+use super::timing::{SandboxTimes, Stage, StageTimes, Stopwatch};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
 use crate::registry::{Catalog, Registry, Tool};
 use crate::sandbox::{CallIo, GuestError, RunError};
@@ -419,7 +419,12 @@ impl Pipeline {
                 },
             )
             .await;
-        clock.sandbox(report.instantiate, report.elapsed);
+        clock.sandbox(SandboxTimes {
+            instantiate: report.instantiate,
+            instance: report.instance,
+            ran: report.elapsed,
+            store_drop: report.store_drop,
+        });
         if !report.stderr.is_empty() || !report.stdout.is_empty() {
             tracing::debug!(plugin = %OneLine(&plugin.name), call_id, stdout = %OneLine(&report.stdout),
                 stderr = %OneLine(&report.stderr), dropped = report.stdio_dropped, "guest output");

@@ -19,10 +19,14 @@ pub struct StageTimes {
     pub approval: Duration,
     /// A slot, the input as text, then a fresh store, WASI context and instance.
     pub instantiate: Duration,
+    /// Of `instantiate`, wasmtime's instantiation alone (what any fresh instance per call costs).
+    pub instance: Duration,
     /// The guest's own `call`, its host calls included: the only part that is the tool's work.
     pub guest: Duration,
     /// Throwing the store away and collecting what the guest printed.
     pub teardown: Duration,
+    /// Of `teardown`, dropping the store: wasmtime's slot reset and the WASI context.
+    pub store_drop: Duration,
     /// Turning the guest's answer into an outcome: output schema, truncation, messages.
     pub shape: Duration,
     /// Finishing and writing the audit record, and the statistics.
@@ -36,6 +40,14 @@ impl StageTimes {
     pub fn overhead(&self) -> Duration {
         self.total.saturating_sub(self.guest)
     }
+}
+
+/// What the sandbox measured of one call (see `RunReport`).
+pub(crate) struct SandboxTimes {
+    pub(crate) instantiate: Duration,
+    pub(crate) instance: Duration,
+    pub(crate) ran: Duration,
+    pub(crate) store_drop: Duration,
 }
 
 /// The stages a [`Stopwatch`] can charge time to.
@@ -91,13 +103,16 @@ impl Stopwatch {
         } += d;
     }
 
-    /// Charge the sandbox call that just returned: `instantiate` and `ran` (instantiation included) as
-    /// the sandbox measured them, the rest of the wall time since the last mark as teardown.
-    pub(crate) fn sandbox(&mut self, instantiate: Duration, ran: Duration) {
+    /// Charge the sandbox call that just returned, as the sandbox measured it: instantiation (and
+    /// wasmtime's part of it), the guest's run, and the rest of the wall time since the last mark
+    /// as teardown (of which the store's drop).
+    pub(crate) fn sandbox(&mut self, sandbox: SandboxTimes) {
         let wall = self.split();
-        self.times.instantiate += instantiate;
-        self.times.guest += ran.saturating_sub(instantiate);
-        self.times.teardown += wall.saturating_sub(ran);
+        self.times.instantiate += sandbox.instantiate;
+        self.times.instance += sandbox.instance;
+        self.times.guest += sandbox.ran.saturating_sub(sandbox.instantiate);
+        self.times.teardown += wall.saturating_sub(sandbox.ran);
+        self.times.store_drop += sandbox.store_drop;
     }
 
     /// The time since the start.
@@ -121,7 +136,12 @@ mod tests {
         let mut w = Stopwatch::start();
         std::thread::sleep(Duration::from_millis(2));
         w.mark(Stage::Find);
-        w.sandbox(Duration::from_millis(1), Duration::from_millis(3));
+        w.sandbox(SandboxTimes {
+            instantiate: Duration::from_millis(1),
+            instance: Duration::ZERO,
+            ran: Duration::from_millis(3),
+            store_drop: Duration::ZERO,
+        });
         w.mark(Stage::Record);
         let t = w.finish();
         assert!(t.find >= Duration::from_millis(2), "{t:?}");

@@ -105,6 +105,11 @@ pub struct RunReport<T> {
     pub elapsed: Duration,
     /// The part of `elapsed` spent before the guest ran: the store, the WASI context, instantiation.
     pub instantiate: Duration,
+    /// The part of `instantiate` that is wasmtime's instantiation alone (a pool slot, the instance).
+    pub instance: Duration,
+    /// Dropping the store after the call (not in `elapsed`): wasmtime's slot reset and the WASI
+    /// context. With `instance`, what any fresh instance per call costs: the floor under toolhost's own work.
+    pub store_drop: Duration,
     /// Why the host refused or failed the plugin's outgoing requests (the guest got only a
     /// `wasi:http` code), so that the model can be told; the first few, in order.
     pub network: Vec<String>,
@@ -233,14 +238,16 @@ impl Sandbox {
             }
         });
 
-        let mut instantiate = Duration::ZERO;
+        let (mut instantiate, mut instance) = (Duration::ZERO, Duration::ZERO);
         let result = match setup {
             Err(e) => Err(RunError::Setup(format!("{e:#}"))),
             Ok(()) => {
                 let work = async {
-                    let instance = pre.instantiate(&mut store).await?;
+                    let before = Instant::now();
+                    let made = pre.instantiate(&mut store).await?;
+                    instance = before.elapsed();
                     instantiate = started.elapsed();
-                    body(&mut store, instance).await
+                    body(&mut store, made).await
                 };
                 tokio::select! {
                     biased;
@@ -262,6 +269,9 @@ impl Sandbox {
             RunError::Trap(msg) => RunError::Trap(with_stderr_tail(msg, &err)),
             other => other,
         });
+        let elapsed = started.elapsed();
+        let dropping = Instant::now();
+        drop(store);
         RunReport {
             result,
             fuel_used,
@@ -269,8 +279,10 @@ impl Sandbox {
             stdout: out,
             stderr: err,
             stdio_dropped: out_dropped + err_dropped,
-            elapsed: started.elapsed(),
+            elapsed,
             instantiate,
+            instance,
+            store_drop: dropping.elapsed(),
             network,
         }
     }
@@ -293,6 +305,8 @@ impl<T> RunReport<T> {
             stdio_dropped: 0,
             elapsed: Duration::ZERO,
             instantiate: Duration::ZERO,
+            instance: Duration::ZERO,
+            store_drop: Duration::ZERO,
             network: Vec::new(),
         }
     }
