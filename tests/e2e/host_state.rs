@@ -185,6 +185,15 @@ fn description(env: &Env, wasm: &Path) -> PathBuf {
     compiled.with_file_name(name.replace(".cwasm", ".describe.json"))
 }
 
+fn echo_request(text: &str) -> toolhost::exec::CallRequest {
+    toolhost::exec::CallRequest {
+        tool: "echo".into(),
+        input: json!({ "text": text }),
+        origin: "test",
+        ..Default::default()
+    }
+}
+
 #[tokio::test]
 async fn a_restart_lists_a_described_plugin_and_loads_its_code_only_when_called() {
     let env = Env::new(&["echo"], BYPASS);
@@ -200,14 +209,7 @@ async fn a_restart_lists_a_described_plugin_and_loads_its_code_only_when_called(
     let p = env.pipeline(4).await;
     let tool = p.catalog().tools.get("echo").cloned().unwrap();
     assert!(!tool.plugin.code_loaded(), "the code was loaded at start");
-    let o = p
-        .call(toolhost::exec::CallRequest {
-            tool: "echo".into(),
-            input: json!({ "text": "loaded late" }),
-            origin: "test",
-            ..Default::default()
-        })
-        .await;
+    let o = p.call(echo_request("loaded late")).await;
     assert!(!o.is_error(), "{}", o.content);
     assert!(tool.plugin.code_loaded());
     assert!(
@@ -234,14 +236,7 @@ async fn a_restart_lists_a_described_plugin_and_loads_its_code_only_when_called(
     let p = env.pipeline(4).await;
     std::fs::remove_file(entry(&env, &wasm)).unwrap();
     std::fs::copy(crate::harness::plugin_file("hostile"), &wasm).unwrap();
-    let o = p
-        .call(toolhost::exec::CallRequest {
-            tool: "echo".into(),
-            input: json!({ "text": "swapped" }),
-            origin: "test",
-            ..Default::default()
-        })
-        .await;
+    let o = p.call(echo_request("swapped")).await;
     assert!(o.is_error(), "{}", o.content);
     assert!(
         o.content

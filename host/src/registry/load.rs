@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-
 use std::time::Duration;
+
 use tokio::sync::Semaphore;
 
 use super::check::{self, MAX_TOOLS_PER_PLUGIN};
@@ -69,6 +69,24 @@ fn read_again(path: &Path, digest: &Digest) -> Result<Vec<u8>, Rejection> {
     Ok(bytes)
 }
 
+/// Run CPU-bound `work` on a blocking thread once one of `cpus` is free; a panic in it is a
+/// rejection naming `stage`.
+async fn on_a_core<T, E>(
+    cpus: &Semaphore,
+    stage: &'static str,
+    work: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T, Rejection>
+where
+    T: Send + 'static,
+    E: Into<Rejection> + Send + 'static,
+{
+    let _slot = cpus.acquire().await;
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|source| Rejection::Crashed { stage, source })?
+        .map_err(Into::into)
+}
+
 /// Compile, describe and check one plugin.
 pub(super) async fn load(
     sandbox: &Arc<Sandbox>,
@@ -86,8 +104,7 @@ pub(super) async fn load(
         path.to_path_buf(),
         provenance.digest.clone(),
     );
-    let slot = cpus.acquire().await;
-    let (component, described) = tokio::task::spawn_blocking(move || {
+    let (component, described) = on_a_core(cpus, "the compiler", move || {
         let hash = digest.hex();
         if let Some(specs) = compiler.described(hash) {
             return Ok((compiler.deferred(file, hash), Some(specs)));
@@ -99,12 +116,7 @@ pub(super) async fn load(
         let plugin = compiler.load_hashed(&bytes, hash)?;
         Ok::<_, Rejection>((plugin, None))
     })
-    .await
-    .map_err(|source| Rejection::Crashed {
-        stage: "the compiler",
-        source,
-    })??;
-    drop(slot);
+    .await?;
     let from_cache = component.from_cache;
     let (mut specs, exports, skipped) = match (described, component.generic()) {
         (Some(specs), _) => (specs, HashMap::new(), Vec::new()),
@@ -129,14 +141,7 @@ pub(super) async fn load(
     };
     apply_overrides(name, &policy, &mut specs);
     // Compiling schemas and bounding their cost is CPU work on plugin-chosen input: off the runtime.
-    let slot = cpus.acquire().await;
-    let checked = tokio::task::spawn_blocking(move || check::check_specs(specs))
-        .await
-        .map_err(|source| Rejection::Crashed {
-            stage: "the schema check",
-            source,
-        })??;
-    drop(slot);
+    let checked = on_a_core(cpus, "the schema check", move || check::check_specs(specs)).await?;
     let plugin = Arc::new(LoadedPlugin {
         name: name.to_string(),
         path: path.to_path_buf(),

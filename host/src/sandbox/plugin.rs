@@ -75,26 +75,19 @@ pub(crate) struct Compiler {
 }
 
 impl Compiler {
-    /// The component with `content_hash` (the SHA-256 of `bytes`): from the cache, or compiled
-    /// and cached. Also says whether it came from the cache.
-    fn component(
-        &self,
-        bytes: &[u8],
-        content_hash: &str,
-    ) -> Result<(Component, bool), SandboxError> {
-        if let Some(c) = self
-            .cache
-            .as_ref()
-            .and_then(|c| c.get(&self.engine, content_hash))
-        {
-            return Ok((c, true));
-        }
+    /// The compiled component with `content_hash`, if the cache holds an authentic entry.
+    fn cached(&self, content_hash: &str) -> Option<Component> {
+        self.cache.as_ref()?.get(&self.engine, content_hash)
+    }
+
+    /// Compile `bytes` (whose SHA-256 is `content_hash`) and cache the result.
+    fn compile(&self, bytes: &[u8], content_hash: &str) -> Result<Component, SandboxError> {
         let c = Component::from_binary(&self.engine, bytes)
             .map_err(|e| SandboxError::Invalid(format!("{e:#}")))?;
         if let Some(cache) = &self.cache {
             cache.put(content_hash, &c);
         }
-        Ok((c, false))
+        Ok(c)
     }
 
     /// Link a component: as a contract plugin when it exports `toolhost:plugin/tool`, otherwise as
@@ -141,11 +134,7 @@ impl Compiler {
     /// A contract plugin's code, loaded late: its compiled entry, or else its file again, which
     /// must still be the component that was described.
     fn load_late(&self, file: &Path, content_hash: &str) -> Result<Kind, SandboxError> {
-        let from_cache = self
-            .cache
-            .as_ref()
-            .and_then(|c| c.get(&self.engine, content_hash));
-        let (component, bytes) = match from_cache {
+        let (component, bytes) = match self.cached(content_hash) {
             Some(c) => (c, Vec::new()),
             None => {
                 let bytes = std::fs::read(file).map_err(|e| SandboxError::Changed {
@@ -158,7 +147,7 @@ impl Compiler {
                         reason: "it holds another component than the one loaded".into(),
                     });
                 }
-                (self.component(&bytes, content_hash)?.0, bytes)
+                (self.compile(&bytes, content_hash)?, bytes)
             }
         };
         match self.link(&component, &bytes)? {
@@ -183,7 +172,12 @@ impl Sandbox {
     /// [`Self::load`] for bytes whose SHA-256 (hex) the caller already has.
     pub fn load_hashed(&self, bytes: &[u8], content_hash: &str) -> Result<Plugin, SandboxError> {
         check_header(bytes)?;
-        let (component, from_cache) = self.compiler.component(bytes, content_hash)?;
+        let cached = self.compiler.cached(content_hash);
+        let from_cache = cached.is_some();
+        let component = match cached {
+            Some(c) => c,
+            None => self.compiler.compile(bytes, content_hash)?,
+        };
         let kind = self.compiler.link(&component, bytes)?;
         Ok(Plugin {
             code: Arc::new(OnceCell::new_with(Some(kind))),
