@@ -120,6 +120,9 @@ pub enum ErrorKind {
     InputRequired,
     /// Too many calls at once; try again.
     Busy,
+    /// The tool's circuit breaker is open: it failed too often in a row and is not run until its
+    /// cool-down has passed ([`crate::breaker`]). Not a failure of this call's input.
+    Suspended,
     /// The audit log could not be written and the policy refuses unaudited calls.
     AuditUnavailable,
     /// A fault in the host itself.
@@ -142,8 +145,34 @@ impl ErrorKind {
             Self::Cancelled => "cancelled",
             Self::InputRequired => "input_required",
             Self::Busy => "busy",
+            Self::Suspended => "suspended",
             Self::AuditUnavailable => "audit_unavailable",
             Self::Internal => "internal",
+        }
+    }
+
+    /// True when a failure of this kind says something about the tool's health: the tool ran, or
+    /// was being run, and failed. These are the failures a [`crate::breaker`] may count and the
+    /// only ones its statistics keep. False for the kinds decided before the tool ran or by the
+    /// caller (unknown tool, invalid input, denied, cancelled, input required, busy, suspended,
+    /// audit unavailable): they say nothing about whether the tool works.
+    pub fn is_tool_fault(self) -> bool {
+        match self {
+            Self::Timeout
+            | Self::OutOfFuel
+            | Self::MemoryLimit
+            | Self::Trap
+            | Self::ToolFailed
+            | Self::BadOutput
+            | Self::Internal => true,
+            Self::UnknownTool
+            | Self::InvalidInput
+            | Self::Denied
+            | Self::Cancelled
+            | Self::InputRequired
+            | Self::Busy
+            | Self::Suspended
+            | Self::AuditUnavailable => false,
         }
     }
 }

@@ -8,6 +8,7 @@
 //! [`Grants`](crate::grants::Grants) and [`Limits`](crate::grants::Limits).
 
 mod auth;
+mod breaker;
 mod flags;
 mod grants;
 mod host_state;
@@ -21,6 +22,7 @@ mod state;
 mod tools;
 
 pub use self::auth::{ALGORITHMS, AuthConfig, Introspection, RawAuth, RawIntrospection};
+pub use self::breaker::RawBreaker;
 pub use self::flags::Overrides;
 pub use self::grants::RawDir;
 pub use self::network::{RawNetwork, RawSecret};

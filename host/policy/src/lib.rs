@@ -5,13 +5,14 @@
 //! ([`network`]), plugin sources and content digests ([`source`]), the OCI artifact and signature
 //! manifests ([`oci`]), the lockfile ([`lock`]), which signatures are trusted ([`trust`]), the
 //! operator's configuration ([`config`]), who calls and what their profile gives them
-//! ([`caller`]), long calls as tasks ([`task`]), the LLM batch wire formats ([`batch`]) and the types every call shares ([`call`]).
+//! ([`caller`]), long calls as tasks ([`task`]), per-tool circuit breakers and failure statistics ([`breaker`]), the LLM batch wire formats ([`batch`]) and the types every call shares ([`call`]).
 //!
 //! No wasmtime, no MCP, no async runtime: the host crate (`toolhost`) runs what this crate decides,
 //! and the compiler keeps the arrows pointing that way. The one thing read from outside is the
 //! filesystem: the config file, secret files, and [`gate::Mounts`] following a path's links.
 
 pub mod batch;
+pub mod breaker;
 pub mod call;
 pub mod caller;
 pub mod config;

@@ -58,6 +58,9 @@ pub struct RawConfig {
     /// How long tasks are kept, and how clients poll them.
     #[serde(default)]
     pub tasks: super::RawTasks,
+    /// When a failing tool is suspended: the default for every tool.
+    #[serde(default)]
+    pub breaker: super::RawBreaker,
 }
 
 /// Limits as written; every field optional so that plugins inherit the global ones.
@@ -190,7 +193,11 @@ pub struct RawPlugin {
     pub secrets: BTreeMap<String, RawSecret>,
     /// Whether its tools run as tasks; default from its timeout.
     pub task: Option<crate::task::TaskSupport>,
-    /// Per tool (by the name the plugin gives it): description, title, hints, permission subject.
+    /// When its failing tools are suspended, over the global `[breaker]`.
+    #[serde(default)]
+    pub breaker: super::RawBreaker,
+    /// Per tool (by the name the plugin gives it): description, title, hints, permission subject,
+    /// breaker.
     #[serde(default)]
     pub tools: BTreeMap<String, super::RawToolOverride>,
 }

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::breaker::resolve_breaker;
 use super::grants::{compile_permissions, resolve_grants};
 use super::host_state::{self, GrantRef, OwnFiles, protected_paths};
 use super::sources::{PluginSource, Sources, resolve_source, resolve_sources};
@@ -16,6 +17,7 @@ use super::{
     AuditOptions, ConfigError, EngineOptions, Overrides, PoolOptions, RawConfig, RawLimits, flags,
     invalid, raw, server,
 };
+use crate::breaker::BreakerPolicy;
 use crate::gate::{InputLimits, PermissionConfig, Permissions};
 use crate::grants::{Grants, Limits};
 
@@ -42,6 +44,8 @@ pub struct PluginPolicy {
     pub task: crate::task::TaskSupport,
     /// The operator's word on single tools, by the name the plugin gives them.
     pub tools: BTreeMap<String, super::ToolOverride>,
+    /// When its tools are suspended, unless a tool's override says otherwise ([`Self::breaker_for`]).
+    pub breaker: BreakerPolicy,
 }
 
 /// Daemon settings, resolved.
@@ -170,6 +174,12 @@ impl Config {
             source: None,
             task: crate::task::TaskSupport::default_for(defaults.0.timeout),
             tools: BTreeMap::new(),
+            breaker: resolve_breaker(
+                &raw.breaker,
+                &BreakerPolicy::default(),
+                defaults.0.timeout,
+                "breaker",
+            )?,
         };
         let mut plugins = BTreeMap::new();
         for (name, p) in &raw.plugins {
@@ -183,6 +193,12 @@ impl Config {
                 &grants,
                 excludes,
                 &format!("{key}.permissions"),
+            )?;
+            let breaker = resolve_breaker(
+                &p.breaker,
+                &default_policy.breaker,
+                limits.timeout,
+                &format!("{key}.breaker"),
             )?;
             let prefix = p.prefix.clone().unwrap_or_default();
             if !prefix
@@ -208,7 +224,8 @@ impl Config {
                     task: p
                         .task
                         .unwrap_or_else(|| crate::task::TaskSupport::default_for(limits.timeout)),
-                    tools: super::tools::resolve_tools(&p.tools, &key)?,
+                    tools: super::tools::resolve_tools(&p.tools, &key, &breaker, limits.timeout)?,
+                    breaker,
                 },
             );
         }
@@ -338,6 +355,12 @@ impl Config {
     /// The policy for `plugin`: its own section, or the defaults (no grants).
     pub fn policy(&self, plugin: &str) -> &PluginPolicy {
         self.plugins.get(plugin).unwrap_or(&self.default_policy)
+    }
+
+    /// The breaker policy of `plugin`'s `tool` (the name the plugin gives it, without the
+    /// prefix): [`PluginPolicy::breaker_for`].
+    pub fn breaker_for(&self, plugin: &str, tool: &str) -> &BreakerPolicy {
+        self.policy(plugin).breaker_for(tool)
     }
 }
 

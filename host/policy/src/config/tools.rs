@@ -1,12 +1,16 @@
 //! `[plugins.NAME.tools.TOOL]`: what the operator says about one tool, over what the plugin
 //! declares. A generic plugin's plain WIT cannot declare hints or a permission subject and may
 //! carry no docs, so this is where they come from; a contract plugin's may be corrected too.
+//! Also the tool's own `breaker`, over the plugin's.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{ConfigError, invalid};
+use super::breaker::resolve_breaker;
+use super::{ConfigError, RawBreaker, invalid};
+use crate::breaker::BreakerPolicy;
 use crate::tool::{Hints, is_valid_name};
 
 /// The file's table, as written.
@@ -27,11 +31,16 @@ pub struct RawToolOverride {
     pub open_world: Option<bool>,
     /// The JSON pointer into the input that permission rules match.
     pub permission_subject: Option<String>,
+    /// When this tool is suspended, over the plugin's breaker.
+    pub breaker: Option<RawBreaker>,
 }
 
 /// One tool's override, checked.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ToolOverride(RawToolOverride);
+pub struct ToolOverride {
+    raw: RawToolOverride,
+    breaker: Option<BreakerPolicy>,
+}
 
 impl ToolOverride {
     /// Apply to what the plugin declared.
@@ -42,7 +51,7 @@ impl ToolOverride {
         hints: &mut Hints,
         permission_subject: &mut Option<String>,
     ) {
-        let o = &self.0;
+        let o = &self.raw;
         if let Some(t) = &o.title {
             *title = Some(t.clone());
         }
@@ -63,12 +72,20 @@ impl ToolOverride {
             *permission_subject = Some(p.clone());
         }
     }
+
+    /// The tool's own breaker policy, when its table has a `breaker`.
+    pub fn breaker(&self) -> Option<&BreakerPolicy> {
+        self.breaker.as_ref()
+    }
 }
 
-/// Check every override of a plugin (`key` is `plugins.NAME`).
+/// Check every override of a plugin (`key` is `plugins.NAME`), whose tools are suspended under
+/// `breaker` unless they say otherwise, and whose calls may take up to `timeout`.
 pub(super) fn resolve_tools(
     raw: &BTreeMap<String, RawToolOverride>,
     key: &str,
+    breaker: &BreakerPolicy,
+    timeout: Duration,
 ) -> Result<BTreeMap<String, ToolOverride>, ConfigError> {
     let mut out = BTreeMap::new();
     for (tool, o) in raw {
@@ -99,7 +116,18 @@ pub(super) fn resolve_tools(
                 "must be a JSON pointer into the input, e.g. \"/path\"",
             ));
         }
-        out.insert(tool.clone(), ToolOverride(o.clone()));
+        let breaker = o
+            .breaker
+            .as_ref()
+            .map(|b| resolve_breaker(b, breaker, timeout, &format!("{key}.tools.{tool}.breaker")))
+            .transpose()?;
+        out.insert(
+            tool.clone(),
+            ToolOverride {
+                raw: o.clone(),
+                breaker,
+            },
+        );
     }
     Ok(out)
 }
