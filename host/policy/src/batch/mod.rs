@@ -16,6 +16,7 @@ mod openai;
 mod parse;
 mod plan;
 mod responses;
+pub mod stream;
 mod tools;
 
 pub use self::answer::{BatchReport, CallResult, item};

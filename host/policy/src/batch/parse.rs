@@ -130,6 +130,39 @@ pub enum CallError {
         /// The repeated id.
         id: String,
     },
+    /// A streamed call whose arguments stopped arriving before they were complete: the stream was
+    /// cut, or the model's output ended (for example at its token limit) inside them.
+    #[error(
+        "The arguments of this call to '{tool}' were cut off before they were complete; it was not \
+         run. Send the call again with its complete arguments."
+    )]
+    IncompleteArguments {
+        /// The tool called.
+        tool: String,
+    },
+    /// A streamed call whose arguments are larger than toolhost holds for one call.
+    #[error(
+        "The arguments of this call to '{tool}' are larger than {max} bytes, more than toolhost \
+         accepts for one call; it was not run. Send smaller arguments, for example by splitting \
+         the work into several calls."
+    )]
+    ArgumentsTooLarge {
+        /// The tool called.
+        tool: String,
+        /// The limit, in bytes.
+        max: usize,
+    },
+    /// A streamed call whose arguments may have lost a part: the stream broke while they arrived.
+    #[error(
+        "The stream broke while the arguments of this call to '{tool}' were arriving ({reason}); \
+         it was not run. Send the call again."
+    )]
+    BrokenStream {
+        /// The tool called.
+        tool: String,
+        /// What broke.
+        reason: String,
+    },
     /// An OpenAI tool call of a type other than `function`.
     #[error(
         "This tool call has type '{kind}'; toolhost runs only function calls, so it was not run."
