@@ -182,9 +182,7 @@ impl Prefix {
                 self.place = Place::InString { escape: 0 };
                 self.mark(at + 1, true);
             }
-            ']' if self.stack.last() == Some(&Container::Array) => {
-                self.close(at, Container::Array)
-            }
+            ']' if self.stack.last() == Some(&Container::Array) => self.close(at, Container::Array),
             c if c.is_ascii_whitespace() => {}
             c if c == '-' || c.is_ascii_alphanumeric() => {
                 self.place = Place::InScalar { start: at }
@@ -197,7 +195,11 @@ impl Prefix {
         let end = at + c.len_utf8();
         if escape > 0 {
             // `\` then one character, or `\u` then four hex digits.
-            let left = if escape == 1 && c == 'u' { 4 } else { escape - 1 };
+            let left = if escape == 1 && c == 'u' {
+                4
+            } else {
+                escape - 1
+            };
             self.place = Place::InString { escape: left };
             if left == 0 {
                 self.mark(end, true);
@@ -310,7 +312,17 @@ mod tests {
 
     #[test]
     fn garbage_reads_as_nothing_without_panicking() {
-        for text in ["}", "]", "{]", "[}", "{1:2}", r#"{"a" 1}"#, "\"", "{\"a\":}", "x{"] {
+        for text in [
+            "}",
+            "]",
+            "{]",
+            "[}",
+            "{1:2}",
+            r#"{"a" 1}"#,
+            "\"",
+            "{\"a\":}",
+            "x{",
+        ] {
             let _ = read(text);
         }
         assert_eq!(read("}"), None);
