@@ -72,7 +72,12 @@ impl Prefix {
     /// Scans the part of `text` not scanned yet; `text` must start with everything fed before.
     pub(super) fn feed(&mut self, text: &str) {
         let start = self.scanned.min(text.len());
-        for (offset, c) in text[start..].char_indices() {
+        let Some(rest) = text.get(start..) else {
+            // Not the text fed before: nothing more reads.
+            self.place = Place::Broken;
+            return;
+        };
+        for (offset, c) in rest.char_indices() {
             if self.place == Place::Broken {
                 break;
             }
