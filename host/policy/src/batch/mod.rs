@@ -8,6 +8,10 @@
 //! are in one module: `anthropic`, `openai` (Chat Completions), `responses` (OpenAI Responses);
 //! what they share (the batch, its errors, detection, the plan) is apart. Running a batch is the
 //! host's (`toolhost::batch::run`).
+//!
+//! A batch can also arrive as the model writes it: [`stream`] reads the APIs' streaming responses
+//! and gives each call as soon as it is complete, with [`stream::Schedule`] to start it by the
+//! same rule.
 
 mod answer;
 mod anthropic;

@@ -31,9 +31,19 @@ pub struct Assembler {
 enum State {
     /// No event has shown the format yet.
     Waiting,
-    Reading { table: Table, reader: Reader },
-    Ended { format: Format },
+    /// Boxed: the table and reader are large, the other states small.
+    Reading(Box<Reading>),
+    Ended {
+        format: Format,
+    },
     Refused(StreamError),
+}
+
+/// The state of a stream being read.
+#[derive(Debug)]
+struct Reading {
+    table: Table,
+    reader: Reader,
 }
 
 /// A format's reader, with what it remembers between events.
@@ -105,7 +115,7 @@ impl Assembler {
     /// The stream's format, once its first event has shown it.
     pub fn format(&self) -> Option<Format> {
         match &self.state {
-            State::Reading { reader, .. } => Some(reader.format()),
+            State::Reading(r) => Some(r.reader.format()),
             State::Ended { format } => Some(*format),
             State::Waiting | State::Refused(_) => None,
         }
@@ -125,21 +135,22 @@ impl Assembler {
                 Ok(Frame::Event(ref event)) => match self.detect(event) {
                     Ok(None) => return Ok(Vec::new()),
                     Ok(Some(format)) => {
-                        self.state = State::Reading {
+                        self.state = State::Reading(Box::new(Reading {
                             table: Table::new(self.limits, fields(format)),
                             reader: Reader::new(format),
-                        }
+                        }))
                     }
                     Err(e) => return self.refuse(e),
                 },
             }
         }
-        let State::Reading { table, reader } = &mut self.state else {
+        let State::Reading(reading) = &mut self.state else {
             return match &self.state {
                 State::Refused(e) => Err(e.clone()),
                 _ => Ok(Vec::new()),
             };
         };
+        let Reading { table, reader } = &mut **reading;
         let ending = match frame {
             Ok(Frame::Event(event)) => match reader.event(table, &event) {
                 Ok(ending) => ending,
@@ -171,15 +182,16 @@ impl Assembler {
             State::Waiting => self.refuse(StreamError::Empty),
             State::Refused(e) => Err(e.clone()),
             State::Ended { .. } => Ok(Vec::new()),
-            State::Reading { .. } => Ok(self.step(Some(Ending::Cut))),
+            State::Reading(_) => Ok(self.step(Some(Ending::Cut))),
         }
     }
 
     /// The events the last step wrote, and its ending, if it ended the stream.
     fn step(&mut self, ending: Option<Ending>) -> Vec<StreamEvent> {
-        let State::Reading { table, reader } = &mut self.state else {
+        let State::Reading(reading) = &mut self.state else {
             return Vec::new();
         };
+        let Reading { table, reader } = &mut **reading;
         let Some(ending) = ending else {
             return table.take_events();
         };
@@ -230,10 +242,12 @@ fn mark(event: &Value) -> Mark {
     if let Some(kind) = type_of(event) {
         return match kind {
             k if k.starts_with("response.") => Mark::Format(Format::OpenAiResponses),
-            "message_start" | "content_block_start" | "content_block_delta"
-            | "content_block_stop" | "message_delta" | "message_stop" => {
-                Mark::Format(Format::Anthropic)
-            }
+            "message_start"
+            | "content_block_start"
+            | "content_block_delta"
+            | "content_block_stop"
+            | "message_delta"
+            | "message_stop" => Mark::Format(Format::Anthropic),
             "ping" => Mark::Neutral,
             "error" => Mark::Error(error_message(event)),
             _ => Mark::Unknown,

@@ -86,7 +86,9 @@ impl Reader {
         }
         let index = match table.find_open(key) {
             // A new id under an open index: a server that reuses indices started another call.
-            Some(open) if id.is_some() && table.id(open).is_some_and(|o| Some(o) != id.as_deref()) => {
+            Some(open)
+                if id.is_some() && table.id(open).is_some_and(|o| Some(o) != id.as_deref()) =>
+            {
                 table.complete(open, None);
                 table.open(Some(key), id, name, None)?
             }
@@ -95,7 +97,10 @@ impl Reader {
                 open
             }
             None if table.find(key).is_some() && id.as_deref().is_none_or(|i| table.seen_id(i)) => {
-                tracing::debug!(index = key, "ignored a fragment for a tool call already complete");
+                tracing::debug!(
+                    index = key,
+                    "ignored a fragment for a tool call already complete"
+                );
                 return Ok(());
             }
             None => table.open(Some(key), id, name, None)?,

@@ -100,7 +100,7 @@ impl Default for Limits {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StreamError {
     /// The stream held no event at all.
-    #[error("the stream ended before its first event")]
+    #[error("the stream holds no event: no `data:` line (SSE) or JSON line (NDJSON)")]
     Empty,
     /// The first event could not be read.
     #[error("the stream is not an SSE or NDJSON stream of JSON events: {0}")]

@@ -41,7 +41,7 @@ pub enum FrameError {
         event: Option<String>,
     },
     /// An event whose data is not JSON.
-    #[error("an event of the stream is not JSON ({reason})")]
+    #[error("an event of the stream is not JSON: {reason}")]
     NotJson {
         /// What the JSON parser said.
         reason: String,

@@ -20,14 +20,16 @@
 //! What goes wrong is answered per call where a call can be told: a cut stream leaves its open
 //! calls [`CallError::IncompleteArguments`]; arguments over [`Limits::max_argument_bytes`] are
 //! [`CallError::ArgumentsTooLarge`]; an event that cannot be read while calls are open (not JSON,
-//! too long, a delta no call can be found for) breaks those calls ([`CallError::BrokenStream`]),
-//! and the calls already complete still run. Only a stream whose first event is of none of the
+//! too long, a delta that names no call) breaks those calls ([`CallError::BrokenStream`]), and the
+//! calls already complete still run. A delta for a call that never started is a call without an id
+//! ([`CallError::MissingId`]), as in a whole batch. Only a stream whose first event is of none of the
 //! formats (or of another than the one named) is a [`StreamError`], before any call is made.
 //!
 //! [`CallError`]: super::CallError
 //! [`CallError::IncompleteArguments`]: super::CallError::IncompleteArguments
 //! [`CallError::ArgumentsTooLarge`]: super::CallError::ArgumentsTooLarge
 //! [`CallError::BrokenStream`]: super::CallError::BrokenStream
+//! [`CallError::MissingId`]: super::CallError::MissingId
 //! [`partition`]: super::partition
 
 mod anthropic;

@@ -72,7 +72,12 @@ impl Prefix {
     /// Scans the part of `text` not scanned yet; `text` must start with everything fed before.
     pub(super) fn feed(&mut self, text: &str) {
         let start = self.scanned.min(text.len());
-        for (offset, c) in text[start..].char_indices() {
+        let Some(rest) = text.get(start..) else {
+            // Not the text fed before: nothing more reads.
+            self.place = Place::Broken;
+            return;
+        };
+        for (offset, c) in rest.char_indices() {
             if self.place == Place::Broken {
                 break;
             }
@@ -182,9 +187,7 @@ impl Prefix {
                 self.place = Place::InString { escape: 0 };
                 self.mark(at + 1, true);
             }
-            ']' if self.stack.last() == Some(&Container::Array) => {
-                self.close(at, Container::Array)
-            }
+            ']' if self.stack.last() == Some(&Container::Array) => self.close(at, Container::Array),
             c if c.is_ascii_whitespace() => {}
             c if c == '-' || c.is_ascii_alphanumeric() => {
                 self.place = Place::InScalar { start: at }
@@ -197,7 +200,11 @@ impl Prefix {
         let end = at + c.len_utf8();
         if escape > 0 {
             // `\` then one character, or `\u` then four hex digits.
-            let left = if escape == 1 && c == 'u' { 4 } else { escape - 1 };
+            let left = if escape == 1 && c == 'u' {
+                4
+            } else {
+                escape - 1
+            };
             self.place = Place::InString { escape: left };
             if left == 0 {
                 self.mark(end, true);
@@ -310,7 +317,17 @@ mod tests {
 
     #[test]
     fn garbage_reads_as_nothing_without_panicking() {
-        for text in ["}", "]", "{]", "[}", "{1:2}", r#"{"a" 1}"#, "\"", "{\"a\":}", "x{"] {
+        for text in [
+            "}",
+            "]",
+            "{]",
+            "[}",
+            "{1:2}",
+            r#"{"a" 1}"#,
+            "\"",
+            "{\"a\":}",
+            "x{",
+        ] {
             let _ = read(text);
         }
         assert_eq!(read("}"), None);

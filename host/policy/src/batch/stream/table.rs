@@ -10,10 +10,12 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::super::parse::{BrokenCall, CallError, ParsedCall, empty_object, id_and_name, require};
+use super::super::parse::{
+    BrokenCall, CallError, ParsedCall, empty_object, id_and_name, ready, require,
+};
+use super::MAX_PENDING_INPUT_BYTES;
 use super::event::{Limits, Pending, StreamEvent};
 use super::partial::Prefix;
-use super::MAX_PENDING_INPUT_BYTES;
 
 /// What a format calls one of its calls in the stream.
 pub(super) type Key = u64;
@@ -160,9 +162,7 @@ impl Table {
         }
         self.open.insert(index);
         self.show(index);
-        if self.over_limits(index) {
-            self.too_large(index);
-        }
+        self.bound(index);
         Ok(index)
     }
 
@@ -182,9 +182,8 @@ impl Table {
         }
         if added > 0 {
             self.held += added;
-            self.show(index);
-            if self.over_limits(index) {
-                self.too_large(index);
+            if !self.bound(index) {
+                self.show(index);
             }
         }
     }
@@ -196,8 +195,7 @@ impl Table {
         };
         call.args.push_str(fragment);
         self.held += fragment.len();
-        if self.over_limits(index) {
-            self.too_large(index);
+        if self.bound(index) {
             return;
         }
         let Some(call) = self.open_call_mut(index) else {
@@ -257,16 +255,26 @@ impl Table {
         }
     }
 
-    fn too_large(&mut self, index: usize) {
-        let tool = self.tool(index);
-        let max = self.limits.max_argument_bytes;
-        self.end(index, End::Broken(CallError::ArgumentsTooLarge { tool, max }));
-    }
-
-    /// Whether the open call `index`, or the open calls together, hold more than allowed.
-    fn over_limits(&self, index: usize) -> bool {
-        let size = self.open_call(index).map_or(0, |c| c.size());
-        size > self.limits.max_argument_bytes || self.held > self.limits.max_buffered_bytes
+    /// Ends the open call `index` if it, or the open calls together, hold more than allowed.
+    /// Returns whether it did.
+    fn bound(&mut self, index: usize) -> bool {
+        let Some(call) = self.open_call(index) else {
+            return false;
+        };
+        let (max, held) = (
+            self.limits.max_argument_bytes,
+            self.limits.max_buffered_bytes,
+        );
+        if call.args.len() > max {
+            let tool = self.tool(index);
+            self.fail(index, CallError::ArgumentsTooLarge { tool, max });
+        } else if self.held > held {
+            let reason = format!("the calls arriving at once held more than {held} bytes");
+            self.broken(index, &reason);
+        } else {
+            return false;
+        }
+        true
     }
 
     /// The tool the open call `index` names, or "" (the call is then refused for its missing
@@ -321,32 +329,21 @@ impl Table {
             ..
         } = *call;
         let args = args.as_str();
-        let call = match require(id, name, self.fields.id, self.fields.name) {
-            Err(broken) => Err(broken),
-            Ok((id, name)) => {
-                let input = match end {
-                    End::Broken(error) => Err(error),
-                    End::Complete(full) => {
-                        let text = full.unwrap_or(args);
-                        if text.len() > self.limits.max_argument_bytes {
-                            Err(CallError::ArgumentsTooLarge {
-                                tool: name.clone(),
-                                max: self.limits.max_argument_bytes,
-                            })
-                        } else {
-                            input(&name, text, initial)
-                        }
-                    }
-                };
-                match input {
-                    Ok(input) => Ok(super::super::parse::Call { id, name, input }),
-                    Err(error) => Err(BrokenCall {
-                        id: Some(id),
-                        name: Some(name),
-                        error,
-                    }),
-                }
+        let call = match end {
+            // A call of a type toolhost does not run says so, whatever else it lacks.
+            End::Broken(error @ CallError::UnsupportedType { .. }) => {
+                Err(BrokenCall { id, name, error })
             }
+            end => match require(id, name, self.fields.id, self.fields.name) {
+                Err(broken) => Err(broken),
+                Ok((id, name)) => {
+                    let input = match end {
+                        End::Broken(error) => Err(error),
+                        End::Complete(full) => self.input(&name, full.unwrap_or(args), initial),
+                    };
+                    ready(id, name, input)
+                }
+            },
         };
         let call = self.unique(call);
         self.events.push(StreamEvent::Ready { index, call });
@@ -371,10 +368,21 @@ impl Table {
     }
 }
 
-/// The input complete arguments give: `{}` (or the input the call started with) for none,
-/// [`CallError::IncompleteArguments`] for JSON that stops too early (the model's output ended
-/// inside it), [`CallError::ArgumentsNotJson`] for anything else that is not JSON.
-fn input(tool: &str, text: &str, initial: Option<Value>) -> Result<Value, CallError> {
+impl Table {
+    /// The input complete arguments give: `{}` (or the input the call started with) for none,
+    /// [`CallError::IncompleteArguments`] for JSON that stops too early (the model's output
+    /// ended inside it), [`CallError::ArgumentsNotJson`] for anything else that is not JSON.
+    fn input(&self, tool: &str, text: &str, initial: Option<Value>) -> Result<Value, CallError> {
+        let max = self.limits.max_argument_bytes;
+        if text.len() > max {
+            let tool = tool.to_string();
+            return Err(CallError::ArgumentsTooLarge { tool, max });
+        }
+        parse_input(tool, text, initial)
+    }
+}
+
+fn parse_input(tool: &str, text: &str, initial: Option<Value>) -> Result<Value, CallError> {
     if text.trim().is_empty() {
         return Ok(initial.unwrap_or_else(empty_object));
     }

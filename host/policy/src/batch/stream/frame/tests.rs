@@ -5,7 +5,10 @@ use super::*;
 /// Every frame of `bytes`, pushed in chunks of `size`, then finished.
 fn frames(bytes: &[u8], size: usize) -> Vec<Result<Frame, FrameError>> {
     let mut framer = Framer::new(1 << 20);
-    let mut out: Vec<_> = bytes.chunks(size.max(1)).flat_map(|c| framer.push(c)).collect();
+    let mut out: Vec<_> = bytes
+        .chunks(size.max(1))
+        .flat_map(|c| framer.push(c))
+        .collect();
     out.extend(framer.finish());
     out
 }
@@ -20,7 +23,11 @@ fn reads_sse_events_comments_and_done() {
                 id: 7\nretry: 10\ndata:{\"type\":\"b\"}\n\ndata: [DONE]\n\n";
     assert_eq!(
         frames(sse, 1 << 20),
-        vec![event(json!({"type": "a"})), event(json!({"type": "b"})), Ok(Frame::Done)]
+        vec![
+            event(json!({"type": "a"})),
+            event(json!({"type": "b"})),
+            Ok(Frame::Done)
+        ]
     );
 }
 
@@ -33,7 +40,11 @@ fn joins_the_data_lines_of_one_event() {
 #[test]
 fn reads_crlf_and_cr_line_ends() {
     let crlf = b"event: x\r\ndata: {\"n\":1}\r\n\r\ndata: {\"n\":2}\r\rdata: [DONE]\r\n\r\n";
-    let want = vec![event(json!({"n": 1})), event(json!({"n": 2})), Ok(Frame::Done)];
+    let want = vec![
+        event(json!({"n": 1})),
+        event(json!({"n": 2})),
+        Ok(Frame::Done),
+    ];
     for size in 1..crlf.len() {
         assert_eq!(frames(crlf, size), want, "chunks of {size}");
     }
@@ -42,10 +53,18 @@ fn reads_crlf_and_cr_line_ends() {
 #[test]
 fn reads_ndjson_from_its_first_line() {
     let nd = "\n{\"n\":1}\r\n\n  {\"t\":\"é\"}\n{\"n\":3}";
-    let want = vec![event(json!({"n": 1})), event(json!({"t": "é"})), event(json!({"n": 3}))];
+    let want = vec![
+        event(json!({"n": 1})),
+        event(json!({"t": "é"})),
+        event(json!({"n": 3})),
+    ];
     for size in 1..nd.len() {
         let mut framer = Framer::new(1 << 20);
-        let mut out: Vec<_> = nd.as_bytes().chunks(size).flat_map(|c| framer.push(c)).collect();
+        let mut out: Vec<_> = nd
+            .as_bytes()
+            .chunks(size)
+            .flat_map(|c| framer.push(c))
+            .collect();
         out.extend(framer.finish());
         assert_eq!(out, want, "chunks of {size}");
         assert_eq!(framer.framing(), Some(Framing::Ndjson));
@@ -81,7 +100,10 @@ fn data_that_is_not_json_is_an_error_and_the_stream_goes_on() {
 
 #[test]
 fn an_event_cut_at_the_end_is_dropped_and_a_whole_one_kept() {
-    assert_eq!(frames(b"data: {}\n\ndata: {\"type\":\"con", 4), vec![event(json!({}))]);
+    assert_eq!(
+        frames(b"data: {}\n\ndata: {\"type\":\"con", 4),
+        vec![event(json!({}))]
+    );
     assert_eq!(
         frames(b"data: {}\n\ndata: {\"n\":2}", 4),
         vec![event(json!({})), event(json!({"n": 2}))]
@@ -107,14 +129,23 @@ fn lines_and_events_over_the_limit_are_skipped_and_reported_once() {
     // Two data lines, each short enough, together too long.
     let mut framer = Framer::new(16);
     let out = framer.push(b"data: [1,2,3,4,5,\ndata: 6,7,8,9]\n\ndata: 1\n\n");
-    assert!(matches!(out[0], Err(FrameError::TooLarge { .. })), "{out:?}");
+    assert!(
+        matches!(out[0], Err(FrameError::TooLarge { .. })),
+        "{out:?}"
+    );
     assert_eq!(out[1], event(json!(1)));
     // NDJSON: the long line, and only it.
     let mut framer = Framer::with_framing(Framing::Ndjson, 8);
     let out = framer.push(b"{\"a\":\"0123456789\"}\n{}\n");
     assert_eq!(
         out,
-        vec![Err(FrameError::TooLarge { max: 8, event: None }), event(json!({}))]
+        vec![
+            Err(FrameError::TooLarge {
+                max: 8,
+                event: None
+            }),
+            event(json!({}))
+        ]
     );
 }
 

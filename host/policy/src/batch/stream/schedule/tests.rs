@@ -71,9 +71,15 @@ fn check(calls: &[Sharing], limit: usize, order: &[usize], choices: &[usize]) {
         for &i in &now {
             // In index order, after every earlier call started.
             assert!(!started[i], "{i} started twice");
-            assert!(started[..i].iter().all(|s| *s), "{i} started before an earlier call");
+            assert!(
+                started[..i].iter().all(|s| *s),
+                "{i} started before an earlier call"
+            );
             if calls[i] == W {
-                assert!(finished[..i].iter().all(|f| *f), "write {i} started beside earlier calls");
+                assert!(
+                    finished[..i].iter().all(|f| *f),
+                    "write {i} started beside earlier calls"
+                );
             }
             started[i] = true;
             running.push(i);
