@@ -40,7 +40,9 @@ mod golden;
 pub use self::begin::BeginRecord;
 pub use self::hash::{canonical_json, input_sha256};
 pub use self::reader::{Filter, ReadError, Records, read_records};
-pub use self::record::{AuditRecord, Decision, Event, Outcome, SCHEMA_VERSION, UnknownOutcome};
+pub use self::record::{
+    AuditRecord, BreakerNote, Decision, Event, Outcome, SCHEMA_VERSION, UnknownOutcome,
+};
 pub use self::summary::{Summary, ToolSummary, render_table, summarize};
 pub use self::writer::{AuditError, AuditLog};
 

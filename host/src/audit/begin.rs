@@ -148,6 +148,7 @@ impl BeginRecord {
             peak_memory_bytes: None,
             output_bytes: 0,
             truncated: false,
+            breaker: Vec::new(),
         }
     }
 }

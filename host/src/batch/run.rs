@@ -18,7 +18,7 @@ use crate::audit::AuditRecord;
 use crate::exec::{Approver, CallOutcome, CallRequest, ErrorKind, Pipeline};
 use crate::registry::Catalog;
 use toolhost_policy::batch::{
-    Batch, BatchReport, BrokenCall, CallResult, ParsedCall, Sharing, id_and_name, partition,
+    Batch, BatchReport, BrokenCall, Call, CallResult, ParsedCall, Sharing, id_and_name, partition,
 };
 
 /// Calls of one group running at once, unless the caller says otherwise.
@@ -73,13 +73,7 @@ pub async fn run(
     let sharing = sharing(&pipeline.catalog(), &batch.calls);
     let mut results: Vec<Option<CallResult>> = vec![None; batch.calls.len()];
     let mut done = |index: usize, call: &ParsedCall, outcome: CallOutcome| {
-        let (id, name) = id_and_name(call);
-        let result = CallResult {
-            index,
-            id: id.map(str::to_owned),
-            name: name.map(str::to_owned),
-            outcome,
-        };
+        let result = result(index, call, outcome);
         on_result(&result);
         if let Some(slot) = results.get_mut(index) {
             *slot = Some(result);
@@ -87,61 +81,17 @@ pub async fn run(
     };
 
     for group in partition(&sharing, options.concurrency) {
-        let mut tasks = JoinSet::new();
-        let mut spawned = HashMap::new();
+        let mut tasks = Calls::default();
         for index in group {
             let Some(call) = batch.calls.get(index) else {
                 continue;
             };
-            let ready = match call {
-                Ok(ready) => ready,
-                Err(broken) => {
-                    done(index, call, reject(pipeline, batch_id, broken));
-                    continue;
-                }
-            };
-            let trace = options.trace.as_ref().map(|batch| {
-                use opentelemetry::KeyValue;
-                let attributes = vec![
-                    KeyValue::new("gen_ai.operation.name", "execute_tool"),
-                    KeyValue::new("gen_ai.tool.name", ready.name.clone()),
-                    KeyValue::new("gen_ai.tool.call.id", ready.id.clone()),
-                ];
-                telemetry::child_span(format!("execute_tool {}", ready.name), batch, attributes)
-            });
-            let request = CallRequest {
-                tool: ready.name.clone(),
-                input: ready.input.clone(),
-                parent_id: Some(batch_id.to_string()),
-                origin: ORIGIN,
-                progress: None,
-                cancel: cancel.clone(),
-                approver: options.approver.clone(),
-                caller: options.caller.clone(),
-                trace: trace.clone(),
-            };
-            let pipeline = pipeline.clone();
-            let task = tasks.spawn(async move {
-                let outcome = pipeline.call(request).await;
-                if let Some(cx) = &trace {
-                    telemetry::end_span(cx, outcome.error_kind().map(telemetry::error_type));
-                }
-                (index, outcome)
-            });
-            spawned.insert(task.id(), index);
+            match call {
+                Ok(ready) => tasks.start(pipeline, batch_id, options, cancel, index, ready),
+                Err(broken) => done(index, call, reject(pipeline, batch_id, broken)),
+            }
         }
-        while let Some(joined) = tasks.join_next().await {
-            let (index, outcome) = match joined {
-                Ok(finished) => finished,
-                Err(e) => {
-                    // The pipeline does not panic; if it ever does, the call is answered, not lost.
-                    let Some(&index) = spawned.get(&e.id()) else {
-                        continue;
-                    };
-                    tracing::error!(batch_id, index, "a batch call's task failed: {e}");
-                    (index, failed_task(batch_id))
-                }
-            };
+        while let Some((index, outcome)) = tasks.next(batch_id).await {
             if let Some(call) = batch.calls.get(index) {
                 done(index, call, outcome);
             }
@@ -155,26 +105,108 @@ pub async fn run(
     }
 }
 
+/// Call `index`'s result, with the id and name the model gave it.
+pub(super) fn result(index: usize, call: &ParsedCall, outcome: CallOutcome) -> CallResult {
+    let (id, name) = id_and_name(call);
+    CallResult {
+        index,
+        id: id.map(str::to_owned),
+        name: name.map(str::to_owned),
+        outcome,
+    }
+}
+
+fn sharing(catalog: &Catalog, calls: &[ParsedCall]) -> Vec<Sharing> {
+    calls.iter().map(|call| sharing_of(catalog, call)).collect()
+}
+
 /// Read-only tools share; so do calls that run nothing. Unknown tools run alone: a reload could
 /// make them known, as anything, before they run.
-fn sharing(catalog: &Catalog, calls: &[ParsedCall]) -> Vec<Sharing> {
-    calls
-        .iter()
-        .map(|call| {
-            let Ok(ready) = call else {
-                return Sharing::Shared;
-            };
-            match catalog.get(&ready.name) {
-                // Read-only and destructive at once counts as destructive, as in the gate.
-                Some(t) if t.spec.hints.is_read_only() => Sharing::Shared,
-                _ => Sharing::Exclusive,
+pub(super) fn sharing_of(catalog: &Catalog, call: &ParsedCall) -> Sharing {
+    let Ok(ready) = call else {
+        return Sharing::Shared;
+    };
+    match catalog.get(&ready.name) {
+        // Read-only and destructive at once counts as destructive, as in the gate.
+        Some(t) if t.spec.hints.is_read_only() => Sharing::Shared,
+        _ => Sharing::Exclusive,
+    }
+}
+
+/// The calls of a batch that are running, each in its own task.
+#[derive(Default)]
+pub(super) struct Calls {
+    tasks: JoinSet<(usize, CallOutcome)>,
+    spawned: HashMap<tokio::task::Id, usize>,
+}
+
+impl Calls {
+    /// Starts call `index` through the pipeline, as part of batch `batch_id`.
+    pub(super) fn start(
+        &mut self,
+        pipeline: &Arc<Pipeline>,
+        batch_id: &str,
+        options: &BatchOptions,
+        cancel: &CancellationToken,
+        index: usize,
+        ready: &Call,
+    ) {
+        let trace = options.trace.as_ref().map(|batch| {
+            use opentelemetry::KeyValue;
+            let attributes = vec![
+                KeyValue::new("gen_ai.operation.name", "execute_tool"),
+                KeyValue::new("gen_ai.tool.name", ready.name.clone()),
+                KeyValue::new("gen_ai.tool.call.id", ready.id.clone()),
+            ];
+            telemetry::child_span(format!("execute_tool {}", ready.name), batch, attributes)
+        });
+        let request = CallRequest {
+            tool: ready.name.clone(),
+            input: ready.input.clone(),
+            parent_id: Some(batch_id.to_string()),
+            origin: ORIGIN,
+            progress: None,
+            cancel: cancel.clone(),
+            approver: options.approver.clone(),
+            caller: options.caller.clone(),
+            trace: trace.clone(),
+        };
+        let pipeline = pipeline.clone();
+        let task = self.tasks.spawn(async move {
+            let outcome = pipeline.call(request).await;
+            if let Some(cx) = &trace {
+                telemetry::end_span(cx, outcome.error_kind().map(telemetry::error_type));
             }
-        })
-        .collect()
+            (index, outcome)
+        });
+        self.spawned.insert(task.id(), index);
+    }
+
+    /// Whether no call is running.
+    pub(super) fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// The next call to finish, with its outcome; `None` when none is running.
+    pub(super) async fn next(&mut self, batch_id: &str) -> Option<(usize, CallOutcome)> {
+        loop {
+            match self.tasks.join_next().await? {
+                Ok(finished) => return Some(finished),
+                Err(e) => {
+                    // The pipeline does not panic; if it ever does, the call is answered, not lost.
+                    let Some(&index) = self.spawned.get(&e.id()) else {
+                        continue;
+                    };
+                    tracing::error!(batch_id, index, "a batch call's task failed: {e}");
+                    return Some((index, failed_task(batch_id)));
+                }
+            }
+        }
+    }
 }
 
 /// Answers a call that cannot run, and records it.
-fn reject(pipeline: &Pipeline, batch_id: &str, call: &BrokenCall) -> CallOutcome {
+pub(super) fn reject(pipeline: &Pipeline, batch_id: &str, call: &BrokenCall) -> CallOutcome {
     let content = call.error.to_string();
     let kind = ErrorKind::InvalidInput;
     let call_id = AuditRecord::new_call_id();

@@ -85,6 +85,11 @@ pub(super) enum Command {
         /// The message's API: auto (detect it), anthropic, openai or openai-responses.
         #[arg(long, value_name = "FORMAT", default_value = "auto")]
         format: toolhost::batch::FormatChoice,
+        /// Read stdin as the model's streaming response (SSE or NDJSON events, as the API sends
+        /// them) and start each call as soon as its arguments are complete; print a JSON line per
+        /// event (pending, started, result) as it happens, and the answer last.
+        #[arg(long)]
+        stream: bool,
         /// Read-only calls running at once.
         #[arg(long, value_name = "N", default_value_t = toolhost::batch::DEFAULT_CONCURRENCY,
               value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]

@@ -181,7 +181,13 @@ impl Cli {
             }
             Command::Batch {
                 format,
+                stream,
                 concurrency,
+            } if stream => batch_stream(config, format, concurrency).await,
+            Command::Batch {
+                format,
+                concurrency,
+                ..
             } => batch(config, format, concurrency).await,
             Command::Call { tool, input, json } => {
                 let input = read_input(&input)?;
@@ -228,13 +234,7 @@ async fn batch(
         approver: TtyApprover::open(),
         ..toolhost::batch::BatchOptions::default()
     };
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let on_signal = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_signal.cancel();
-        }
-    });
+    let cancel = cancel_on_ctrl_c();
     let batch_id = toolhost::batch::new_batch_id();
     let report =
         toolhost::batch::run(&pipeline, &batch_id, parsed, &options, &cancel, |_| {}).await;
@@ -243,6 +243,60 @@ async fn batch(
         serde_json::to_string_pretty(&report.answer()).map_err(other)?
     );
     Ok(u8::from(report.has_errors()))
+}
+
+/// `toolhost batch --stream`: the model's streaming response from stdin, read as it arrives, each
+/// call started when complete; a JSON line per event on stdout as it happens, the answer last.
+/// Ctrl-C stops reading and cancels the calls; every call begun is still answered.
+async fn batch_stream(
+    config: Config,
+    format: toolhost::batch::FormatChoice,
+    concurrency: usize,
+) -> Result<u8, Failure> {
+    use std::io::Write;
+    use toolhost::batch::stream::Decoder;
+
+    let pipeline = Arc::new(open_host(&config, concurrency).await?);
+    let stdin = tokio_util::io::ReaderStream::new(tokio::io::stdin());
+    let opened = toolhost::batch::open(Decoder::new(format), stdin)
+        .await
+        .context("cannot read the stream on stdin")
+        .map_err(usage)?;
+    let options = toolhost::batch::BatchOptions {
+        concurrency,
+        approver: TtyApprover::open(),
+        ..toolhost::batch::BatchOptions::default()
+    };
+    let cancel = cancel_on_ctrl_c();
+    let batch_id = toolhost::batch::new_batch_id();
+    let answer_format = opened.format();
+    let print = |event: &Value| {
+        let mut out = std::io::stdout().lock();
+        // A reader that went away loses the lines; the calls still end and are recorded.
+        let _ = writeln!(out, "{event}").and_then(|()| out.flush());
+    };
+    let streamed = opened
+        .run(&pipeline, &batch_id, &options, &cancel, |progress| {
+            print(&progress.event(answer_format).1);
+        })
+        .await;
+    print(&toolhost::batch::answer_event(
+        &streamed.report,
+        Some(&streamed),
+    ));
+    Ok(u8::from(streamed.report.has_errors()))
+}
+
+/// A token cancelled by Ctrl-C.
+fn cancel_on_ctrl_c() -> tokio_util::sync::CancellationToken {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let on_signal = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+        }
+    });
+    cancel
 }
 
 /// `doc`: FILE with the WIT's doc comments, written to OUT or in place (through a temporary file

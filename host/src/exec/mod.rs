@@ -3,11 +3,13 @@
 //! past this module into the sandbox or the gate.
 
 mod checks;
+mod health;
 mod pipeline;
 mod request;
 mod shape;
 mod timing;
 
+pub use self::health::ToolsHealth;
 pub use self::pipeline::Pipeline;
 pub use self::request::CallRequest;
 pub use self::timing::StageTimes;

@@ -7,14 +7,16 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::checks::Checks;
+use super::health::ToolsHealth;
 use super::request::CallRequest;
 use super::shape::{self, audit_unavailable, error, network_notes};
 use super::timing::{SandboxTimes, Stage, StageTimes, Stopwatch};
-use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
+use crate::audit::{AuditLog, AuditRecord, BreakerNote, Decision as AuditDecision};
 use crate::registry::{Catalog, Registry, Tool};
 use crate::sandbox::{CallIo, GuestError, RunError};
 use crate::stats::Stats;
 use crate::telemetry;
+use toolhost_policy::breaker::Pass;
 use toolhost_policy::call::{ApprovalRequest, CallOutcome, ErrorKind};
 use toolhost_policy::caller::{Access, Caller};
 use toolhost_policy::gate::{Decision, PathGuard, defaults};
@@ -30,6 +32,8 @@ pub struct Pipeline {
     max_calls: usize,
     /// Where schema checks that are not surely quick run, under a deadline.
     checks: Checks,
+    /// Each tool's circuit breaker and recent failures.
+    health: ToolsHealth,
 }
 
 /// What a finished stage hands to the recorder.
@@ -38,6 +42,8 @@ struct Finished {
     fuel: Option<u64>,
     peak_memory: Option<u64>,
     truncated: bool,
+    /// The breaker's pass, when the call was admitted to run: given back with the outcome.
+    pass: Option<Pass>,
 }
 
 impl Pipeline {
@@ -50,6 +56,7 @@ impl Pipeline {
             slots: Arc::new(Semaphore::new(max_calls)),
             max_calls,
             checks: Checks::new(),
+            health: ToolsHealth::default(),
         }
     }
 
@@ -66,6 +73,11 @@ impl Pipeline {
     /// Live per-tool statistics.
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// Each tool's circuit breaker and recent failures.
+    pub fn health(&self) -> &ToolsHealth {
+        &self.health
     }
 
     /// The audit log.
@@ -170,8 +182,20 @@ impl Pipeline {
                 record.decision = AuditDecision::Deferred;
             }
         }
-        let elapsed = clock.elapsed();
         let kind = finished.outcome.error_kind();
+        if let Some(pass) = finished.pass.take() {
+            // The breaker learns the final kind (a front end's deadline included), and a tool
+            // that fails often says so in the error the model reads.
+            let recorded = self.health.record(&req.tool, pass, kind);
+            if let Some(t) = &recorded.transition {
+                record.breaker.push(BreakerNote::from_transition(t));
+            }
+            if let Some(advice) = recorded.advice {
+                finished.outcome.content.push_str("\n\n");
+                finished.outcome.content.push_str(&advice);
+            }
+        }
+        let elapsed = clock.elapsed();
         record.fuel_used = finished.fuel;
         record.peak_memory_bytes = finished.peak_memory;
         record.output_bytes = finished.outcome.content.len() as u64;
@@ -204,6 +228,7 @@ impl Pipeline {
             fuel: None,
             peak_memory: None,
             truncated: false,
+            pass: None,
         };
         if self.audit.refuses_on_failure() && self.audit.is_failing() {
             return fail(ErrorKind::AuditUnavailable, audit_unavailable());
@@ -297,6 +322,14 @@ impl Pipeline {
                 );
             }
             Decision::Ask { reason, .. } => {
+                // Nobody is asked to approve a call the breaker would refuse.
+                if let Some(suspension) = self.health.refusal(&tool) {
+                    record.breaker.push(BreakerNote::refused(&suspension));
+                    return fail(
+                        ErrorKind::Suspended,
+                        suspension.message(&tool.spec.name),
+                    );
+                }
                 let Some(approver) = &req.approver else {
                     record.decision = AuditDecision::Denied {
                         by: format!("{by} (no approver)"),
@@ -358,6 +391,22 @@ impl Pipeline {
                 ),
             );
         };
+        // The tool's breaker: a tool that keeps failing is suspended for a while. Admitted with a
+        // slot in hand, so that a trial call always runs.
+        let pass = match self.health.admit(&tool) {
+            Ok((pass, note)) => {
+                record.breaker.extend(note);
+                pass
+            }
+            Err(suspension) => {
+                record.breaker.push(BreakerNote::refused(&suspension));
+                return fail(
+                    ErrorKind::Suspended,
+                    suspension.message(&tool.spec.name),
+                );
+            }
+        };
+
         // A profile's path denials hold in the sandbox's filesystem too; its limits lower the plugin's.
         let files = match profile {
             Some(p) if p.rules.has_path_denials() => {
@@ -366,8 +415,11 @@ impl Pipeline {
             _ => tool.files.clone(),
         };
         let caps = profile.map(|p| p.caps()).unwrap_or_default();
-        self.execute(&tool, input, req, record, clock, (files, caps))
-            .await
+        let mut finished = self
+            .execute(&tool, input, req, record, clock, (files, caps))
+            .await;
+        finished.pass = Some(pass);
+        finished
     }
 
     /// Whether `caller` may see `tool`: every tool for the local operator and for callers without a
@@ -399,6 +451,7 @@ impl Pipeline {
                 fuel: None,
                 peak_memory: None,
                 truncated: false,
+                pass: None,
             };
         }
         let plugin = &tool.plugin;
@@ -473,6 +526,7 @@ impl Pipeline {
             fuel,
             peak_memory,
             truncated,
+            pass: None,
         }
     }
 }

@@ -7,6 +7,14 @@
 //! line with the whole answer in order; `?stream=sse` (or `Accept: text/event-stream`) sends the
 //! same as `result` and `answer` events. The batch id is in the `x-toolhost-batch-id` header.
 //!
+//! The request body may itself be the model's raw streaming response (`Content-Type:
+//! text/event-stream` or `application/x-ndjson`: the Anthropic, Chat Completions or Responses
+//! streaming events, relayed as they arrive). It is read as it comes, each call starting as soon as
+//! its arguments are complete ([`crate::batch::open`]); the answer then always streams, in the
+//! request's framing unless `?stream=`/`Accept` say otherwise: `pending` while a call's arguments
+//! arrive, `started` when it runs, `result` when it ends, and the `answer` with how the model's
+//! stream ended.
+//!
 //! A batch is cancelled when the client goes away, when the request timeout passes (the calls
 //! still running are answered as cancelled, and the answer is still sent), and at the end of the
 //! daemon's shutdown grace period. The body is read under the read timeout before any of this
@@ -17,8 +25,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
-use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware;
@@ -26,18 +34,20 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio_util::codec::{BytesCodec, FramedRead};
 use tokio_util::sync::CancellationToken;
 
+use super::body::is_event_stream;
 use super::guard::Guard;
 use super::reply::error;
 use super::shared::Shared;
+use crate::batch::stream::{Decoder, Framing, Limits};
 use crate::batch::{
-    self, BatchOptions, BatchReport, CallResult, DEFAULT_CONCURRENCY, Format, FormatChoice,
-    ParseError,
+    self, BatchOptions, BatchReport, CallResult, DEFAULT_CONCURRENCY, Format, FormatChoice, ParseError,
+    Progress, answer_event, result_event,
 };
 use toolhost_policy::caller::Caller;
 use toolhost_policy::config::ServerConfig;
@@ -70,6 +80,7 @@ pub(crate) fn routes(shared: Arc<Shared>, config: &ServerConfig) -> Router {
         shared,
         request_timeout: config.request_timeout,
         max_concurrency: config.max_concurrent_calls.max(1),
+        max_body_bytes: config.max_body_bytes,
     };
     Router::new()
         .route("/v1/tool-calls", post(tool_calls))
@@ -87,6 +98,7 @@ struct Api {
     shared: Arc<Shared>,
     request_timeout: Duration,
     max_concurrency: usize,
+    max_body_bytes: usize,
 }
 
 /// How the answer goes out.
@@ -149,7 +161,7 @@ async fn tool_calls(
     caller: Option<Extension<Arc<Caller>>>,
     headers: HeaderMap,
     query: Result<Query<CallParams>, QueryRejection>,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     if api.shared.stopping.is_cancelled() {
         return error(
@@ -169,7 +181,17 @@ async fn tool_calls(
         Ok(choice) => choice.unwrap_or_default(),
         Err(e) => return bad_request(e.to_string()),
     };
+    let streamed = is_event_stream(&headers).then(|| {
+        let ndjson = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.to_ascii_lowercase().contains("ndjson"));
+        if ndjson { Framing::Ndjson } else { Framing::Sse }
+    });
     let delivery = match delivery(params.stream.as_deref(), &headers) {
+        // A streamed request is answered as a stream, in its own framing unless asked otherwise.
+        Ok(Delivery::Whole) if streamed == Some(Framing::Ndjson) => Delivery::Ndjson,
+        Ok(Delivery::Whole) if streamed == Some(Framing::Sse) => Delivery::Sse,
         Ok(d) => d,
         Err(message) => return bad_request(message),
     };
@@ -183,9 +205,32 @@ async fn tool_calls(
             ));
         }
     };
-    let body = match body {
+    if let Some(framing) = streamed {
+        if params.deferred.as_deref().is_some_and(|d| d != "false") {
+            return bad_request(
+                "async=true takes a whole message; a streamed request is answered as it runs",
+            );
+        }
+        let decoder = Decoder::with_framing(choice, framing, Limits::default());
+        let opened = match batch::open(decoder, body.into_data_stream()).await {
+            Ok(opened) => opened,
+            Err(e) => return bad_request(e.to_string()),
+        };
+        let run = Run::new(&api, caller, &headers, concurrency, None);
+        let batch_id = run.batch_id.clone();
+        return with_batch_id(stream_opened(run, opened, delivery), &batch_id);
+    }
+    let body = match axum::body::to_bytes(body, api.max_body_bytes).await {
         Ok(b) => b,
-        Err(rejection) => return error(rejection.status(), rejection.body_text()),
+        Err(_) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the request body exceeds {} bytes (server.max-body-kb)",
+                    api.max_body_bytes
+                ),
+            );
+        }
     };
     let parsed = serde_json::from_slice::<Value>(&body)
         .map_err(|e| ParseError::NotJson(e.to_string()))
@@ -195,41 +240,17 @@ async fn tool_calls(
         Err(e) => return bad_request(e.to_string()),
     };
 
-    let caller = caller.map(|Extension(c)| c);
-    let batch_id = batch::new_batch_id();
-    let cancel = api.shared.calls.child_token();
-    let trace = crate::telemetry::is_on().then(|| {
-        let parent = crate::telemetry::remote_parent(
-            headers.get("traceparent").and_then(|v| v.to_str().ok()),
-            headers.get("tracestate").and_then(|v| v.to_str().ok()),
-        );
-        let attributes = vec![
-            opentelemetry::KeyValue::new("toolhost.batch.id", batch_id.clone()),
-            opentelemetry::KeyValue::new("toolhost.batch.calls", batch.calls.len() as i64),
-        ];
-        crate::telemetry::server_span("batch".to_owned(), &parent, attributes)
-    });
-    let options = BatchOptions {
-        concurrency,
-        approver: None,
-        caller,
-        trace,
-    };
+    let run = Run::new(&api, caller, &headers, concurrency, Some(batch.calls.len()));
     match params.deferred.as_deref() {
         None | Some("false") => {}
-        Some("true") => return super::deferred::start(&api.shared, batch, options).await,
+        Some("true") => return super::deferred::start(&api.shared, batch, run.options).await,
         Some(other) => return bad_request(format!("async must be true or false, not {other:?}")),
     }
-    let run = Run {
-        api: api.clone(),
-        batch_id: batch_id.clone(),
-        options,
-        cancel: cancel.clone(),
-    };
-    let mut response = match delivery {
+    let batch_id = run.batch_id.clone();
+    let response = match delivery {
         Delivery::Whole => {
             // The calls run in their own task; if the client goes away, the guard cancels them.
-            let guard = cancel.drop_guard();
+            let guard = run.cancel.clone().drop_guard();
             let task = tokio::spawn(run.execute(batch, |_| {}));
             let joined = task.await;
             guard.disarm();
@@ -246,7 +267,12 @@ async fn tool_calls(
         }
         Delivery::Ndjson | Delivery::Sse => stream(run, batch, delivery),
     };
-    if let Ok(value) = HeaderValue::from_str(&batch_id) {
+    with_batch_id(response, &batch_id)
+}
+
+/// `response` with the batch id header.
+fn with_batch_id(mut response: Response, batch_id: &str) -> Response {
+    if let Ok(value) = HeaderValue::from_str(batch_id) {
         response
             .headers_mut()
             .insert(HeaderName::from_static(BATCH_ID_HEADER), value);
@@ -286,73 +312,147 @@ struct Run {
 }
 
 impl Run {
+    /// A new batch for `caller`, with its id, its cancellation (a child of the daemon's calls) and,
+    /// when telemetry is on, its span under the request's trace context.
+    fn new(
+        api: &Api,
+        caller: Option<Extension<Arc<Caller>>>,
+        headers: &HeaderMap,
+        concurrency: usize,
+        calls: Option<usize>,
+    ) -> Self {
+        let batch_id = batch::new_batch_id();
+        let trace = crate::telemetry::is_on().then(|| {
+            let parent = crate::telemetry::remote_parent(
+                headers.get("traceparent").and_then(|v| v.to_str().ok()),
+                headers.get("tracestate").and_then(|v| v.to_str().ok()),
+            );
+            let mut attributes = vec![opentelemetry::KeyValue::new(
+                "toolhost.batch.id",
+                batch_id.clone(),
+            )];
+            if let Some(n) = calls {
+                attributes.push(opentelemetry::KeyValue::new(
+                    "toolhost.batch.calls",
+                    n as i64,
+                ));
+            }
+            crate::telemetry::server_span("batch".to_owned(), &parent, attributes)
+        });
+        Self {
+            api: api.clone(),
+            batch_id,
+            options: BatchOptions {
+                concurrency,
+                approver: None,
+                caller: caller.map(|Extension(c)| c),
+                trace,
+            },
+            cancel: api.shared.calls.child_token(),
+        }
+    }
+
     /// Runs the batch, counted in flight, cancelling it when the request timeout passes.
     async fn execute(
         self,
         batch: batch::Batch,
         on_result: impl FnMut(&CallResult) + Send,
     ) -> BatchReport {
-        let Self {
-            api,
+        let api = self.api.clone();
+        let (batch_id, options, cancel) = (&self.batch_id, &self.options, &self.cancel);
+        let work = batch::run(
+            &api.shared.pipeline,
             batch_id,
+            batch,
             options,
             cancel,
-        } = self;
-        let _in_flight = api.shared.in_flight.enter();
-        let run = batch::run(
-            &api.shared.pipeline,
-            &batch_id,
-            batch,
-            &options,
-            &cancel,
             on_result,
         );
-        tokio::pin!(run);
-        let report = tokio::select! {
-            report = &mut run => report,
-            () = tokio::time::sleep(api.request_timeout) => {
-                tracing::warn!(batch_id, "the batch took longer than the request timeout; cancelling it");
-                cancel.cancel();
-                run.await
+        self.bounded(work, |report| report.has_errors()).await
+    }
+
+    /// `work`, counted in flight, cancelled when the request timeout passes (and then awaited:
+    /// every call is still answered).
+    async fn bounded<T>(&self, work: impl Future<Output = T>, has_errors: fn(&T) -> bool) -> T {
+        let _in_flight = self.api.shared.in_flight.enter();
+        tokio::pin!(work);
+        let done = tokio::select! {
+            done = &mut work => done,
+            () = tokio::time::sleep(self.api.request_timeout) => {
+                tracing::warn!(batch_id = self.batch_id, "the batch took longer than the request timeout; cancelling it");
+                self.cancel.cancel();
+                work.await
             }
         };
-        if let Some(cx) = &options.trace {
-            crate::telemetry::end_span(cx, report.has_errors().then_some("tool_error"));
+        if let Some(cx) = &self.options.trace {
+            crate::telemetry::end_span(cx, has_errors(&done).then_some("tool_error"));
         }
-        report
+        done
     }
 }
 
 /// Streams each result as it completes, then the ordered answer.
 fn stream(run: Run, batch: batch::Batch, delivery: Delivery) -> Response {
     let format = batch.format;
-    let cancel = run.cancel.clone();
-    let (lines, mut pending) = mpsc::unbounded_channel::<String>();
-    let (mut writer, reader) = tokio::io::duplex(STREAM_BUFFER);
-    tokio::spawn(async move {
-        while let Some(line) = pending.recv().await {
-            if writer.write_all(line.as_bytes()).await.is_err() {
-                // The client went away: stop the calls rather than run them for nobody.
-                cancel.cancel();
-                break;
-            }
-        }
-    });
-    tokio::spawn(async move {
+    streaming(run.cancel.clone(), delivery, move |lines| async move {
         let results = lines.clone();
         let report = run
             .execute(batch, move |r| {
                 let _ = results.send(frame(delivery, "result", &result_event(format, r)));
             })
             .await;
-        let answer = json!({
-            "type": "answer",
-            "batch_id": report.batch_id,
-            "format": report.format,
-            "answer": report.answer(),
-        });
+        let _ = lines.send(frame(delivery, "answer", &answer_event(&report, None)));
+    })
+}
+
+/// Streams what a streamed request's calls do as they do it, then the ordered answer.
+fn stream_opened<S, E>(run: Run, opened: batch::Opened<S>, delivery: Delivery) -> Response
+where
+    S: futures_util::Stream<Item = Result<axum::body::Bytes, E>> + Unpin + Send + 'static,
+    E: std::fmt::Display + 'static,
+{
+    let format = opened.format();
+    streaming(run.cancel.clone(), delivery, move |lines| async move {
+        let events = lines.clone();
+        let on_progress = move |progress: Progress<'_>| {
+            let (name, event) = progress.event(format);
+            let _ = events.send(frame(delivery, name, &event));
+        };
+        let api = run.api.clone();
+        let work = opened.run(
+            &api.shared.pipeline,
+            &run.batch_id,
+            &run.options,
+            &run.cancel,
+            on_progress,
+        );
+        let streamed = run.bounded(work, |s| s.report.has_errors()).await;
+        let answer = answer_event(&streamed.report, Some(&streamed));
         let _ = lines.send(frame(delivery, "answer", &answer));
+    })
+}
+
+/// A streaming response fed by `produce`, which sends it framed lines; when the client goes away,
+/// `cancel` stops the calls rather than run them for nobody.
+fn streaming<F>(
+    cancel: CancellationToken,
+    delivery: Delivery,
+    produce: impl FnOnce(mpsc::UnboundedSender<String>) -> F,
+) -> Response
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let (lines, mut pending) = mpsc::unbounded_channel::<String>();
+    let (mut writer, reader) = tokio::io::duplex(STREAM_BUFFER);
+    tokio::spawn(async move {
+        while let Some(line) = pending.recv().await {
+            if writer.write_all(line.as_bytes()).await.is_err() {
+                cancel.cancel();
+                break;
+            }
+        }
     });
+    tokio::spawn(produce(lines));
     let content_type = match delivery {
         Delivery::Sse => "text/event-stream",
         _ => "application/x-ndjson",
@@ -367,19 +467,6 @@ fn stream(run: Run, batch: batch::Batch, delivery: Delivery) -> Response {
         .into_response()
 }
 
-fn result_event(format: Format, r: &CallResult) -> Value {
-    json!({
-        "type": "result",
-        "index": r.index,
-        "id": r.id,
-        "name": r.name,
-        "is_error": r.outcome.is_error(),
-        "error_kind": r.outcome.error_kind(),
-        "call_id": r.outcome.call_id,
-        "item": batch::item(format, r),
-    })
-}
-
 /// One NDJSON line, or one SSE event (JSON text has no raw newlines, so one `data:` line).
 fn frame(delivery: Delivery, event: &str, value: &Value) -> String {
     match delivery {
@@ -391,6 +478,7 @@ fn frame(delivery: Delivery, event: &str, value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn accept(value: &str) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -5,6 +5,12 @@
 //! never stall for longer than [`IDLE`] between two chunks; otherwise the request is answered 408 and
 //! the connection closed. Bodies over the size limit are answered 413. The handlers then read a
 //! body that is already in memory.
+//!
+//! One kind of body is not read whole: an event stream (`Content-Type: text/event-stream` or
+//! `application/x-ndjson`), which a client sends as a model generates it (`POST /v1/tool-calls`
+//! starts each call as its arguments complete). It is handed on as it arrives, under the same
+//! size and idle limits and the request timeout as its total; the stream ends with an error when
+//! one passes, so a handler that reads it can never be held longer than that.
 
 use std::time::Duration;
 
@@ -13,6 +19,8 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
+use axum::http::HeaderMap;
+use futures_util::Stream;
 use http_body::Body as _;
 use http_body_util::BodyExt;
 use tokio::time::Instant;
@@ -29,18 +37,27 @@ pub(crate) struct BodyDeadlines {
     pub(crate) total: Duration,
     /// No chunk may take longer than this to follow the previous one.
     pub(crate) idle: Duration,
+    /// The whole of an event-stream body must arrive within this (the request timeout).
+    pub(crate) stream_total: Duration,
+    /// No event-stream chunk may take longer than this to follow the previous one (the read timeout:
+    /// a model may think for a while between two events).
+    pub(crate) stream_idle: Duration,
 }
 
 /// Why a body was not read.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum BodyError {
     /// The whole body did not arrive in time.
+    #[error("the request body did not arrive within {} ms", .0.as_millis())]
     Total(Duration),
     /// The client stopped sending mid-body.
+    #[error("the request body stalled: nothing arrived for {} ms", .0.as_millis())]
     Idle(Duration),
     /// The body is larger than the limit.
+    #[error("the request body exceeds {0} bytes (server.max-body-kb)")]
     TooLarge(usize),
     /// The connection failed mid-body.
+    #[error("the request body broke off: {0}")]
     Broken(String),
 }
 
@@ -79,35 +96,98 @@ impl BodyError {
     }
 }
 
-/// Read `body` whole, chunk by chunk, under `limits`.
-pub(crate) async fn read(body: Body, limits: BodyDeadlines) -> Result<Bytes, BodyError> {
-    let deadline = Instant::now() + limits.total;
-    let mut body = body;
-    let mut buf = Vec::new();
-    loop {
-        let idle = Instant::now() + limits.idle;
-        let frame = tokio::select! {
-            biased;
-            frame = body.frame() => frame,
-            () = tokio::time::sleep_until(deadline.min(idle)) => {
-                return Err(if deadline <= idle {
-                    BodyError::Total(limits.total)
-                } else {
-                    BodyError::Idle(limits.idle)
-                });
-            }
-        };
-        let Some(frame) = frame else {
-            return Ok(Bytes::from(buf));
-        };
-        let frame = frame.map_err(|e| BodyError::Broken(e.to_string()))?;
-        if let Ok(data) = frame.into_data() {
-            if buf.len() + data.len() > limits.max_bytes {
-                return Err(BodyError::TooLarge(limits.max_bytes));
-            }
-            buf.extend_from_slice(&data);
+/// A body read chunk by chunk, under a total deadline, an idle deadline and a size limit.
+struct Paced {
+    body: Body,
+    deadline: Instant,
+    total: Duration,
+    idle: Duration,
+    max_bytes: usize,
+    read: usize,
+}
+
+impl Paced {
+    fn new(body: Body, total: Duration, idle: Duration, max_bytes: usize) -> Self {
+        Self {
+            body,
+            deadline: Instant::now() + total,
+            total,
+            idle,
+            max_bytes,
+            read: 0,
         }
     }
+
+    /// The next chunk of data, `None` at the end.
+    async fn next(&mut self) -> Result<Option<Bytes>, BodyError> {
+        loop {
+            let idle = Instant::now() + self.idle;
+            let frame = tokio::select! {
+                biased;
+                frame = self.body.frame() => frame,
+                () = tokio::time::sleep_until(self.deadline.min(idle)) => {
+                    return Err(if self.deadline <= idle {
+                        BodyError::Total(self.total)
+                    } else {
+                        BodyError::Idle(self.idle)
+                    });
+                }
+            };
+            let Some(frame) = frame else {
+                return Ok(None);
+            };
+            let frame = frame.map_err(|e| BodyError::Broken(e.to_string()))?;
+            if let Ok(data) = frame.into_data() {
+                self.read += data.len();
+                if self.read > self.max_bytes {
+                    return Err(BodyError::TooLarge(self.max_bytes));
+                }
+                return Ok(Some(data));
+            }
+        }
+    }
+}
+
+/// Read `body` whole, chunk by chunk, under `limits`.
+pub(crate) async fn read(body: Body, limits: BodyDeadlines) -> Result<Bytes, BodyError> {
+    let mut paced = Paced::new(body, limits.total, limits.idle, limits.max_bytes);
+    let mut buf = Vec::new();
+    while let Some(data) = paced.next().await? {
+        buf.extend_from_slice(&data);
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// `body` as it arrives, under the event-stream limits: the stream ends with the error when one
+/// passes, and nothing follows an error.
+pub(crate) fn chunks(
+    body: Body,
+    limits: BodyDeadlines,
+) -> impl Stream<Item = Result<Bytes, BodyError>> + Send + 'static {
+    let paced = Paced::new(
+        body,
+        limits.stream_total,
+        limits.stream_idle,
+        limits.max_bytes,
+    );
+    futures_util::stream::unfold(Some(paced), |paced| async move {
+        let mut paced = paced?;
+        match paced.next().await {
+            Ok(Some(data)) => Some((Ok(data), Some(paced))),
+            Ok(None) => None,
+            Err(e) => Some((Err(e), None)),
+        }
+    })
+}
+
+/// Whether a request's body is an event stream (SSE or NDJSON) to be read as it arrives.
+pub(crate) fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .is_some_and(|v| v == "text/event-stream" || v == "application/x-ndjson")
 }
 
 /// Middleware for every route: the body is read here under the deadlines, and handed on in memory.
@@ -118,6 +198,10 @@ pub(crate) async fn bounded(
 ) -> Response {
     let (parts, body) = request.into_parts();
     if body.is_end_stream() {
+        return next.run(Request::from_parts(parts, body)).await;
+    }
+    if is_event_stream(&parts.headers) {
+        let body = Body::from_stream(chunks(body, limits));
         return next.run(Request::from_parts(parts, body)).await;
     }
     match read(body, limits).await {
@@ -138,6 +222,8 @@ mod tests {
             max_bytes: 16,
             total: Duration::from_millis(total_ms),
             idle: Duration::from_millis(idle_ms),
+            stream_total: Duration::from_millis(total_ms),
+            stream_idle: Duration::from_millis(idle_ms),
         }
     }
 

@@ -104,6 +104,8 @@ pub(crate) fn body_deadlines(config: &ServerConfig) -> BodyDeadlines {
         max_bytes: config.max_body_bytes,
         total: config.read_timeout,
         idle: config.read_timeout.min(super::body::IDLE),
+        stream_total: config.request_timeout,
+        stream_idle: config.read_timeout,
     }
 }
 
@@ -226,6 +228,9 @@ async fn health(
     if probe.is_some() {
         // A probe without a token learns that the daemon lives, not which plugins failed.
         body["plugins"]["rejected"] = json!(rejected.len());
+    } else {
+        // Each called tool's circuit breaker and recent outcomes.
+        body["breakers"] = json!(shared.pipeline.health().health());
     }
     Json(body).into_response()
 }
@@ -270,6 +275,7 @@ async fn ready(State(shared): State<Arc<Shared>>) -> Response {
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
     let mut text = Exposition::new();
     shared.pipeline.stats().write_prometheus(&mut text);
+    shared.pipeline.health().write_prometheus(&mut text);
     let (loaded, rejected) = plugin_counts(&shared);
     let gauges: [Gauge; 4] = [
         (

@@ -122,6 +122,11 @@ impl Breakers {
         self.tools.get(tool)
     }
 
+    /// `tool`'s health, if it has been called, to record an outcome.
+    pub fn get_mut(&mut self, tool: &str) -> Option<&mut ToolHealth> {
+        self.tools.get_mut(tool)
+    }
+
     /// Forget the tools `keep` says no to: removed or replaced plugins (a replaced component
     /// starts with a closed breaker and no history).
     pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
