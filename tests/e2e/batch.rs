@@ -470,7 +470,7 @@ impl Reply {
     }
 }
 
-async fn serve(pipeline: Arc<Pipeline>, server: &ServerConfig) -> SocketAddr {
+pub(crate) async fn serve(pipeline: Arc<Pipeline>, server: &ServerConfig) -> SocketAddr {
     let app = toolhost::server::Server::new(pipeline, server.clone()).batch_router();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

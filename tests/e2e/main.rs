@@ -37,5 +37,6 @@ mod sandbox;
 mod services;
 mod soak;
 mod state;
+mod streaming;
 mod tasks;
 mod telemetry;

@@ -19,7 +19,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::run::{BatchOptions, Calls, reject, result, sharing_of};
 use crate::exec::Pipeline;
-use toolhost_policy::batch::stream::{Decoder, Ending, Pending, Schedule, StreamError, StreamEvent};
+use toolhost_policy::batch::stream::{
+    Decoder, Ending, Pending, Schedule, StreamError, StreamEvent,
+};
 use toolhost_policy::batch::{BatchReport, CallResult, Format, ParsedCall};
 
 /// What a streamed batch tells as it goes, for a UI: in the order it happens.

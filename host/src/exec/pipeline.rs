@@ -325,10 +325,7 @@ impl Pipeline {
                 // Nobody is asked to approve a call the breaker would refuse.
                 if let Some(suspension) = self.health.refusal(&tool) {
                     record.breaker.push(BreakerNote::refused(&suspension));
-                    return fail(
-                        ErrorKind::Suspended,
-                        suspension.message(&tool.spec.name),
-                    );
+                    return fail(ErrorKind::Suspended, suspension.message(&tool.spec.name));
                 }
                 let Some(approver) = &req.approver else {
                     record.decision = AuditDecision::Denied {
@@ -400,10 +397,7 @@ impl Pipeline {
             }
             Err(suspension) => {
                 record.breaker.push(BreakerNote::refused(&suspension));
-                return fail(
-                    ErrorKind::Suspended,
-                    suspension.message(&tool.spec.name),
-                );
+                return fail(ErrorKind::Suspended, suspension.message(&tool.spec.name));
             }
         };
 

@@ -46,8 +46,8 @@ use super::reply::error;
 use super::shared::Shared;
 use crate::batch::stream::{Decoder, Framing, Limits};
 use crate::batch::{
-    self, BatchOptions, BatchReport, CallResult, DEFAULT_CONCURRENCY, Format, FormatChoice, ParseError,
-    Progress, answer_event, result_event,
+    self, BatchOptions, BatchReport, CallResult, DEFAULT_CONCURRENCY, Format, FormatChoice,
+    ParseError, Progress, answer_event, result_event,
 };
 use toolhost_policy::caller::Caller;
 use toolhost_policy::config::ServerConfig;
@@ -186,7 +186,11 @@ async fn tool_calls(
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.to_ascii_lowercase().contains("ndjson"));
-        if ndjson { Framing::Ndjson } else { Framing::Sse }
+        if ndjson {
+            Framing::Ndjson
+        } else {
+            Framing::Sse
+        }
     });
     let delivery = match delivery(params.stream.as_deref(), &headers) {
         // A streamed request is answered as a stream, in its own framing unless asked otherwise.

@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
+use axum::http::HeaderMap;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::http::HeaderMap;
 use futures_util::Stream;
 use http_body::Body as _;
 use http_body_util::BodyExt;
