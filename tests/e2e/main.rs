@@ -16,6 +16,7 @@ mod issuer;
 
 mod auth;
 mod batch;
+mod breaker;
 mod budgets;
 mod cli;
 mod clients;
