@@ -8,7 +8,8 @@
 //! `tools/list`, 1 and 20 plugins, cached and uncached), `memory` (daemon RSS idle and per concurrent
 //! call, against a native rmcp server), `mcp` (MCP over stdio and HTTP against a native rmcp server with
 //! the same echo tool, driven by the same Rust client), `generic` (a generic plugin's call against a
-//! contract plugin's).
+//! contract plugin's), `stream` (time to the last result of a streamed batch run as it arrives,
+//! against collecting the message first).
 //!
 //! The same binary is the native baseline server: `--serve-native-stdio`, `--serve-native-http ADDR`.
 
@@ -23,6 +24,7 @@ mod memory;
 mod native;
 mod report;
 mod setup;
+mod stream;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -35,7 +37,8 @@ usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE]
        bench --stages TOOL INPUT N    (stage medians of N calls of one tool: echo, or hostile's, fuel_*, slow_*)
        bench --serve-native-stdio | --serve-native-http ADDR   (the native rmcp baseline server)
 
-PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp, generic
+PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp, generic,
+stream
 (default: all).
 --quick runs fewer, shorter rounds (a few minutes on 2 cores). Run it through scripts/bench.sh,
 which builds the plugins and the release binaries first.";
@@ -61,7 +64,7 @@ impl Options {
     }
 }
 
-const PARTS: [&str; 8] = [
+const PARTS: [&str; 9] = [
     "pipeline",
     "failures",
     "audit",
@@ -70,6 +73,7 @@ const PARTS: [&str; 8] = [
     "memory",
     "mcp",
     "generic",
+    "stream",
 ];
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -175,6 +179,9 @@ fn main() -> ExitCode {
         }
         if options.wants("generic") {
             generic::run(&options, &mut report).await?;
+        }
+        if options.wants("stream") {
+            stream::run(&options, &mut report).await?;
         }
         Ok::<(), String>(())
     });
