@@ -93,11 +93,26 @@ async fn replay_http(
     content_type: &str,
     events: Vec<String>,
 ) -> Replay {
+    replay_http_stalling(addr, content_type, events, None).await
+}
+
+/// [`replay_http`], the client going silent (its connection open) after `stall` events.
+async fn replay_http_stalling(
+    addr: std::net::SocketAddr,
+    content_type: &str,
+    events: Vec<String>,
+    stall: Option<usize>,
+) -> Replay {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(1);
     let (sent_tx, sent_rx) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
-        for event in events {
+        for (i, event) in events.into_iter().enumerate() {
+            if stall == Some(i) {
+                let _ = sent_tx.send((Instant::now(), SystemTime::now()));
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                return;
+            }
             tokio::time::sleep(GAP).await;
             if tx.send(Ok(event.into_bytes())).await.is_err() {
                 return;
@@ -455,4 +470,41 @@ fn cli_stream_runs_calls_as_they_arrive_and_exits_by_outcome() {
     let (lines, _, code) = replay_cli(&env, vec!["{\"role\": \"assistant\"}\n".into()]);
     assert_eq!(code, Some(2), "{lines:#?}");
     assert!(env.audit().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_cuts_a_stalled_stream_at_the_read_timeout_and_answers_what_it_began() {
+    let env = Env::new(
+        &["echo", "hostile"],
+        &format!("{CONFIG}[server]\nread-timeout-ms = 600\n"),
+    );
+    let p = Arc::new(env.pipeline(16).await);
+    let addr = serve(p, &env.config().server).await;
+    let events = events(&recording("anthropic.sse"));
+    // Silent in the middle of the write's arguments.
+    let write = events
+        .iter()
+        .position(|e| e.contains("\"name\":\"write\""))
+        .unwrap();
+    let started = Instant::now();
+    let replay = replay_http_stalling(addr, "text/event-stream", events, Some(write + 2)).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "cut at the read timeout"
+    );
+    assert_eq!(
+        replay.kinds(),
+        ["ok", "invalid_input"],
+        "{:#?}",
+        replay.lines
+    );
+    let answer = replay.answer();
+    assert_eq!(answer["stream"]["ending"]["ending"], "cut");
+    let broken = answer["stream"]["broken"].as_str().unwrap();
+    assert!(broken.contains("stalled"), "{broken}");
+    assert!(
+        !env.work().join("out.txt").exists(),
+        "the cut write never ran"
+    );
+    assert_eq!(records(&env, &replay).len(), 2);
 }

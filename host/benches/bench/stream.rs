@@ -86,7 +86,13 @@ async fn streamed(p: &Arc<Pipeline>, events: Vec<String>) -> Result<Duration, St
         .map_err(|e| e.to_string())?;
     let options = BatchOptions::default();
     let done = opened
-        .run(p, &batch::new_batch_id(), &options, &CancellationToken::new(), |_| {})
+        .run(
+            p,
+            &batch::new_batch_id(),
+            &options,
+            &CancellationToken::new(),
+            |_| {},
+        )
         .await;
     check(&done.report)?;
     Ok(started.elapsed())

@@ -7,10 +7,11 @@
 //! body that is already in memory.
 //!
 //! One kind of body is not read whole: an event stream (`Content-Type: text/event-stream` or
-//! `application/x-ndjson`), which a client sends as a model generates it (`POST /v1/tool-calls`
-//! starts each call as its arguments complete). It is handed on as it arrives, under the same
-//! size and idle limits and the request timeout as its total; the stream ends with an error when
-//! one passes, so a handler that reads it can never be held longer than that.
+//! `application/x-ndjson`) sent to a route that reads one as it arrives ([`STREAMED_ROUTES`]:
+//! `POST /v1/tool-calls` starts each call as its arguments complete). It is handed on as it comes,
+//! under the same size limit, the read timeout between two chunks and the request timeout as its
+//! total; the stream ends with an error when one passes, so a handler that reads it can never be
+//! held longer than that. Any other route gets every body whole, under the strict deadlines.
 
 use std::time::Duration;
 
@@ -24,6 +25,9 @@ use futures_util::Stream;
 use http_body::Body as _;
 use http_body_util::BodyExt;
 use tokio::time::Instant;
+
+/// The routes that read an event-stream body as it arrives.
+const STREAMED_ROUTES: [&str; 1] = ["/v1/tool-calls"];
 
 /// The longest a body may stall between two chunks, whatever the total deadline.
 pub(crate) const IDLE: Duration = Duration::from_secs(10);
@@ -200,7 +204,7 @@ pub(crate) async fn bounded(
     if body.is_end_stream() {
         return next.run(Request::from_parts(parts, body)).await;
     }
-    if is_event_stream(&parts.headers) {
+    if is_event_stream(&parts.headers) && STREAMED_ROUTES.contains(&parts.uri.path()) {
         let body = Body::from_stream(chunks(body, limits));
         return next.run(Request::from_parts(parts, body)).await;
     }
@@ -273,6 +277,23 @@ mod tests {
             BodyError::Total(Duration::from_millis(300))
         );
         assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[tokio::test]
+    async fn an_event_stream_ends_with_the_error_its_limits_give() {
+        use futures_util::StreamExt;
+        // Chunks as they come, then the size limit (16 bytes), then nothing more.
+        let items: Vec<_> = chunks(trickle(20, Duration::from_millis(1)), limits(5000, 1000))
+            .collect()
+            .await;
+        assert_eq!(items.len(), 17);
+        assert!(items[..16].iter().all(Result::is_ok));
+        assert_eq!(items[16], Err(BodyError::TooLarge(16)));
+        // A stream that stalls ends at the idle deadline.
+        let items: Vec<_> = chunks(trickle(3, Duration::from_millis(400)), limits(5000, 100))
+            .collect()
+            .await;
+        assert_eq!(items, [Err(BodyError::Idle(Duration::from_millis(100)))]);
     }
 
     #[tokio::test]
