@@ -23,6 +23,7 @@
 //! begin line without its end as outcome `unfinished`), [`Filter`], [`summarize`], [`render_table`].
 
 mod begin;
+mod breaker;
 mod hash;
 mod reader;
 mod record;
@@ -38,11 +39,10 @@ mod writer;
 mod golden;
 
 pub use self::begin::BeginRecord;
+pub use self::breaker::BreakerNote;
 pub use self::hash::{canonical_json, input_sha256};
 pub use self::reader::{Filter, ReadError, Records, read_records};
-pub use self::record::{
-    AuditRecord, BreakerNote, Decision, Event, Outcome, SCHEMA_VERSION, UnknownOutcome,
-};
+pub use self::record::{AuditRecord, Decision, Event, Outcome, SCHEMA_VERSION, UnknownOutcome};
 pub use self::summary::{Summary, ToolSummary, render_table, summarize};
 pub use self::writer::{AuditError, AuditLog};
 

@@ -20,8 +20,11 @@ use serde_json::{Value, json};
 use crate::daemon::{Daemon, HttpSession};
 use crate::harness::Env;
 
+/// The hostile tools' breakers are off: the soak is about the sandbox containing every hostile call,
+/// which a breaker would answer "suspended" without running after three (`breaker::*` tests that).
 const CONFIG: &str = "[permissions]\nmode = \"bypass\"\n\
-[plugins.hostile.limits]\ntimeout-ms = 200\nmemory-mb = 64\n";
+[plugins.hostile.limits]\ntimeout-ms = 200\nmemory-mb = 64\n\
+[plugins.hostile.breaker]\ndisabled = true\n";
 
 /// Memory the daemon may keep after the attack beyond what it held before it.
 const RSS_GROWTH_BOUND: u64 = 256 << 20;

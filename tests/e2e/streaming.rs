@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::batch::serve;
 use crate::harness::{Env, root};
@@ -258,7 +258,7 @@ async fn http_runs_each_formats_calls_while_the_stream_arrives() {
         assert_ran_while_streaming(&env, &replay);
         let answer = replay.answer();
         assert_eq!(answer["format"], format, "{file}");
-        assert_eq!(answer["stream"]["ending"]["ending"], "stopped", "{file}");
+        assert_eq!(answer["stream"]["ending"]["kind"], "stopped", "{file}");
         let ids: Vec<&str> = (0..3)
             .map(|i| {
                 let started = replay.of_type("started");
@@ -338,7 +338,7 @@ async fn http_answers_a_cut_or_broken_stream_call_by_call() {
         let replay = replay_http(addr, "text/event-stream", events(&recording(file))).await;
         assert_eq!(replay.kinds(), kinds, "{file}: {:#?}", replay.lines);
         let answer = replay.answer();
-        assert_eq!(answer["stream"]["ending"]["ending"], ending, "{file}");
+        assert_eq!(answer["stream"]["ending"]["kind"], ending, "{file}");
         assert_eq!(answer_ids(answer).len(), kinds.len(), "{file}");
         // Every call has its audit line; none of the broken ones ran.
         let recs = records(&env, &replay);
@@ -462,7 +462,7 @@ fn cli_stream_runs_calls_as_they_arrive_and_exits_by_outcome() {
     let (lines, _, code) = replay_cli(&env, events(&recording("openai-chat-cut.sse")));
     assert_eq!(code, Some(1), "{lines:#?}");
     let (_, answer) = lines.last().unwrap();
-    assert_eq!(answer["stream"]["ending"]["ending"], "cut");
+    assert_eq!(answer["stream"]["ending"]["kind"], "cut");
     assert_eq!(env.audit().len(), 2);
 
     // Not a stream at all: exit 2, nothing run.
@@ -499,7 +499,7 @@ async fn http_cuts_a_stalled_stream_at_the_read_timeout_and_answers_what_it_bega
         replay.lines
     );
     let answer = replay.answer();
-    assert_eq!(answer["stream"]["ending"]["ending"], "cut");
+    assert_eq!(answer["stream"]["ending"]["kind"], "cut");
     let broken = answer["stream"]["broken"].as_str().unwrap();
     assert!(broken.contains("stalled"), "{broken}");
     assert!(
@@ -507,4 +507,129 @@ async fn http_cuts_a_stalled_stream_at_the_read_timeout_and_answers_what_it_bega
         "the cut write never ran"
     );
     assert_eq!(records(&env, &replay).len(), 2);
+}
+
+/// An Anthropic stream, NDJSON, with one `tool_use` block per (tool, input), in order.
+fn anthropic_stream(calls: &[(&str, Value)]) -> Vec<String> {
+    let line = |v: Value| format!("{v}\n");
+    let mut out = vec![line(json!({"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m"}}))];
+    for (i, (tool, input)) in calls.iter().enumerate() {
+        out.push(line(json!({"type": "content_block_start", "index": i,
+            "content_block": {"type": "tool_use", "id": format!("toolu_{i}"), "name": tool, "input": {}}})));
+        out.push(line(json!({"type": "content_block_delta", "index": i,
+            "delta": {"type": "input_json_delta", "partial_json": input.to_string()}})));
+        out.push(line(json!({"type": "content_block_stop", "index": i})));
+    }
+    out.push(line(
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
+    ));
+    out.push(line(json!({"type": "message_stop"})));
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamed_reads_overlap_and_a_write_runs_alone_between_them() {
+    let env = Env::new(&["echo", "hostile"], CONFIG);
+    let p = Arc::new(env.pipeline(16).await);
+    let addr = serve(p, &env.config().server).await;
+    let sleep = || json!({ "ms": 400 });
+    let stream = anthropic_stream(&[
+        ("sleep", sleep()),
+        ("sleep", sleep()),
+        ("write", json!({ "path": "a.txt", "content": "a" })),
+        ("sleep", sleep()),
+        ("read", json!({ "path": "a.txt" })),
+    ]);
+    let replay = replay_http(addr, "application/x-ndjson", stream).await;
+    assert_eq!(replay.kinds(), ["ok"; 5], "{:#?}", replay.lines);
+    let recs = records(&env, &replay);
+    let span = |r: &Value| (at(r, "ts_start"), at(r, "ts_end"));
+    let overlap = |a: &Value, b: &Value| {
+        let ((s1, e1), (s2, e2)) = (span(a), span(b));
+        s1 < e2 && s2 < e1
+    };
+    assert!(overlap(&recs[0], &recs[1]), "the two reads ran together");
+    for (i, other) in recs.iter().enumerate().filter(|(i, _)| *i != 2) {
+        assert!(!overlap(&recs[2], other), "the write overlaps call {i}");
+        assert_eq!(
+            span(other).1 <= span(&recs[2]).0,
+            i < 2,
+            "call {i} vs the write"
+        );
+    }
+    assert!(overlap(&recs[3], &recs[4]) || span(&recs[3]).1 <= span(&recs[4]).0);
+    let (_, read) = replay
+        .of_type("result")
+        .into_iter()
+        .find(|(_, v)| v["index"] == 4)
+        .unwrap();
+    assert_eq!(
+        read["item"]["content"], "a",
+        "the read after the write sees it"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_mid_stream_leaves_one_audit_line_per_call() {
+    let env = Env::new(&["echo", "hostile"], CONFIG);
+    let p = Arc::new(env.pipeline(16).await);
+    let addr = serve(p, &env.config().server).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let stream = anthropic_stream(&[
+        ("sleep", json!({ "ms": 300 })),
+        ("write", json!({ "path": "a.txt", "content": "a" })),
+    ]);
+    // The first call whole and the write's start, then the client vanishes.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(8);
+    for line in &stream[..5] {
+        tx.send(Ok(line.clone().into_bytes())).await.unwrap();
+    }
+    let response = reqwest::Client::new()
+        .post(format!("http://{addr}/v1/tool-calls"))
+        .header("content-type", "application/x-ndjson")
+        .body(reqwest::Body::wrap_stream(tokio_stream(rx)))
+        .send()
+        .await
+        .unwrap();
+    let batch_id = response.headers()["x-toolhost-batch-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(response);
+    drop(tx);
+    // Every call the stream began ends, each with one begin and one end line at most.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let ends = loop {
+        let lines: Vec<Value> = env
+            .audit_lines()
+            .into_iter()
+            .filter(|r| r["parent_id"] == batch_id.as_str())
+            .collect();
+        let ends: Vec<Value> = lines
+            .iter()
+            .filter(|r| r["event"] == "end")
+            .cloned()
+            .collect();
+        let begins = lines.iter().filter(|r| r["event"] == "begin").count();
+        if ends.len() == 2 && begins <= ends.len() {
+            break ends;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "calls left unrecorded: {lines:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut ids: Vec<&str> = ends
+        .iter()
+        .map(|r| r["call_id"].as_str().unwrap())
+        .collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 2, "one end line per call: {ends:#?}");
+    assert!(
+        !env.work().join("a.txt").exists(),
+        "the cut write never ran"
+    );
 }

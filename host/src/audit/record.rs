@@ -3,6 +3,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use super::breaker::BreakerNote;
 use super::hash::input_sha256;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -100,62 +101,6 @@ pub struct AuditRecord {
     /// the trial after a cool-down, or opened or closed because of its outcome.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breaker: Vec<BreakerNote>,
-}
-
-/// One thing a tool's circuit breaker did with a call, for its audit line:
-/// `{"event":"opened","kind":"timeout","failures":3,"cool_down_s":30}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BreakerNote {
-    /// `refused`, `opened`, `half_opened` (this call is the trial), `reopened` or `closed`.
-    pub event: String,
-    /// The kind of the failures that opened (or keep open) the breaker.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<ErrorKind>,
-    /// How many of them in a row.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failures: Option<u32>,
-    /// Seconds, rounded up, until the tool is tried again (opened, reopened, refused).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_in_s: Option<u64>,
-}
-
-impl BreakerNote {
-    /// The note for a change of state.
-    pub fn from_transition(t: &toolhost_policy::breaker::Transition) -> Self {
-        use toolhost_policy::breaker::Transition;
-        let (kind, failures, retry) = match *t {
-            Transition::Opened {
-                kind,
-                failures,
-                cool_down,
-                ..
-            }
-            | Transition::Reopened {
-                kind,
-                failures,
-                cool_down,
-                ..
-            } => (Some(kind), Some(failures), Some(cool_down)),
-            Transition::HalfOpened | Transition::Closed { .. } => (None, None, None),
-        };
-        Self {
-            event: t.as_str().to_owned(),
-            kind,
-            failures,
-            retry_in_s: retry.map(|d| d.as_secs() + u64::from(d.subsec_nanos() > 0)),
-        }
-    }
-
-    /// The note for a refused call.
-    pub fn refused(s: &toolhost_policy::breaker::Suspension) -> Self {
-        let d = s.retry_in;
-        Self {
-            event: "refused".to_owned(),
-            kind: Some(s.kind),
-            failures: Some(s.failures),
-            retry_in_s: Some(d.as_secs() + u64::from(d.subsec_nanos() > 0)),
-        }
-    }
 }
 
 impl AuditRecord {

@@ -63,6 +63,8 @@ pub struct Opened<S> {
     first: Vec<StreamEvent>,
     /// Set when the body ended (or broke) while its format was being told.
     ended: Option<Option<String>>,
+    /// Stops reading the stream, not the calls (a shutdown: see [`Opened::until`]).
+    stop_reading: CancellationToken,
 }
 
 /// Reads `body` until `decoder` knows the stream's format. A stream that is not one of the formats
@@ -82,6 +84,7 @@ where
                 format,
                 first,
                 ended: None,
+                stop_reading: CancellationToken::new(),
             });
         }
         let ended = match body.next().await {
@@ -100,6 +103,7 @@ where
             format,
             first,
             ended: Some(ended),
+            stop_reading: CancellationToken::new(),
         });
     }
 }
@@ -112,6 +116,13 @@ where
     /// The stream's format: the answer's.
     pub fn format(&self) -> Format {
         self.format
+    }
+
+    /// Stops reading the stream when `stop` is cancelled (the daemon shutting down): the calls
+    /// still arriving are answered as incomplete, those complete run to their end.
+    pub fn until(mut self, stop: CancellationToken) -> Self {
+        self.stop_reading = stop;
+        self
     }
 
     /// Runs every call of the stream as it completes, reading the rest of the stream meanwhile.
@@ -131,6 +142,7 @@ where
             format,
             first,
             ended,
+            stop_reading,
         } = self;
         let mut batch = Streamed {
             pipeline,
@@ -144,8 +156,9 @@ where
             ending: None,
         };
         let mut broken = None;
-        let mut reading = ended.is_none();
         batch.take(first, &mut on_progress);
+        // The model may have said it is done already: what follows is not read.
+        let mut reading = ended.is_none() && batch.ending.is_none();
         if let Some(why) = ended {
             broken = why;
         }
@@ -160,6 +173,11 @@ where
                 () = cancel.cancelled(), if reading => {
                     reading = false;
                     broken = Some("the batch was cancelled".to_owned());
+                    batch.take(end(&mut decoder), &mut on_progress);
+                }
+                () = stop_reading.cancelled(), if reading => {
+                    reading = false;
+                    broken = Some("toolhost is shutting down".to_owned());
                     batch.take(end(&mut decoder), &mut on_progress);
                 }
                 chunk = body.next(), if reading => {

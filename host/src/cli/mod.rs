@@ -257,8 +257,7 @@ async fn batch_stream(
     use toolhost::batch::stream::Decoder;
 
     let pipeline = Arc::new(open_host(&config, concurrency).await?);
-    let stdin = tokio_util::io::ReaderStream::new(tokio::io::stdin());
-    let opened = toolhost::batch::open(Decoder::new(format), stdin)
+    let opened = toolhost::batch::open(Decoder::new(format), stdin_chunks())
         .await
         .context("cannot read the stream on stdin")
         .map_err(usage)?;
@@ -287,13 +286,40 @@ async fn batch_stream(
     Ok(u8::from(streamed.report.has_errors()))
 }
 
-/// A token cancelled by Ctrl-C.
+/// Stdin as it arrives, read on a thread of its own: a blocking read cannot be cancelled, and a
+/// tokio blocking task would hold the runtime's shutdown until stdin closes.
+fn stdin_chunks() -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> + Unpin + Send
+{
+    let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = vec![0; 64 << 10];
+        loop {
+            let chunk = match stdin.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => Ok(bytes::Bytes::copy_from_slice(&buf[..n])),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => Err(e),
+            };
+            let failed = chunk.is_err();
+            if tx.blocking_send(chunk).is_err() || failed {
+                return;
+            }
+        }
+    });
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+/// A token cancelled by Ctrl-C; a second Ctrl-C ends the process at once (exit 130).
 fn cancel_on_ctrl_c() -> tokio_util::sync::CancellationToken {
     let cancel = tokio_util::sync::CancellationToken::new();
     let on_signal = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             on_signal.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
         }
     });
     cancel

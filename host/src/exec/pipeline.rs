@@ -7,16 +7,15 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::checks::Checks;
-use super::health::ToolsHealth;
+use super::health::{Admitted, ToolsHealth};
 use super::request::CallRequest;
 use super::shape::{self, audit_unavailable, error, network_notes};
 use super::timing::{SandboxTimes, Stage, StageTimes, Stopwatch};
-use crate::audit::{AuditLog, AuditRecord, BreakerNote, Decision as AuditDecision};
+use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
 use crate::registry::{Catalog, Registry, Tool};
 use crate::sandbox::{CallIo, GuestError, RunError};
 use crate::stats::Stats;
 use crate::telemetry;
-use toolhost_policy::breaker::Pass;
 use toolhost_policy::call::{ApprovalRequest, CallOutcome, ErrorKind};
 use toolhost_policy::caller::{Access, Caller};
 use toolhost_policy::gate::{Decision, PathGuard, defaults};
@@ -42,8 +41,8 @@ struct Finished {
     fuel: Option<u64>,
     peak_memory: Option<u64>,
     truncated: bool,
-    /// The breaker's pass, when the call was admitted to run: given back with the outcome.
-    pass: Option<Pass>,
+    /// The breaker's admission, when the call was let run: given back with the outcome.
+    admitted: Option<Admitted>,
 }
 
 impl Pipeline {
@@ -164,6 +163,9 @@ impl Pipeline {
                 }
             }
         };
+        // What the tool's breaker learns: how the sandbox and the tool ended the call, before a
+        // front end's deadline (which also counts time spent waiting for an approval).
+        let tool_kind = finished.outcome.error_kind();
         if finished.outcome.error_kind() == Some(ErrorKind::Cancelled) {
             // One place says why a cancelled call stopped: the caller, the deadline, or a question
             // handed to the client. The caller sees the same kind the audit log and stats record.
@@ -182,19 +184,10 @@ impl Pipeline {
                 record.decision = AuditDecision::Deferred;
             }
         }
-        let kind = finished.outcome.error_kind();
-        if let Some(pass) = finished.pass.take() {
-            // The breaker learns the final kind (a front end's deadline included), and a tool
-            // that fails often says so in the error the model reads.
-            let recorded = self.health.record(&req.tool, pass, kind);
-            if let Some(t) = &recorded.transition {
-                record.breaker.push(BreakerNote::from_transition(t));
-            }
-            if let Some(advice) = recorded.advice {
-                finished.outcome.content.push_str("\n\n");
-                finished.outcome.content.push_str(&advice);
-            }
+        if let Some(admitted) = finished.admitted.take() {
+            admitted.finish(tool_kind, &mut record, &mut finished.outcome);
         }
+        let kind = finished.outcome.error_kind();
         let elapsed = clock.elapsed();
         record.fuel_used = finished.fuel;
         record.peak_memory_bytes = finished.peak_memory;
@@ -228,7 +221,7 @@ impl Pipeline {
             fuel: None,
             peak_memory: None,
             truncated: false,
-            pass: None,
+            admitted: None,
         };
         if self.audit.refuses_on_failure() && self.audit.is_failing() {
             return fail(ErrorKind::AuditUnavailable, audit_unavailable());
@@ -323,9 +316,8 @@ impl Pipeline {
             }
             Decision::Ask { reason, .. } => {
                 // Nobody is asked to approve a call the breaker would refuse.
-                if let Some(suspension) = self.health.refusal(&tool) {
-                    record.breaker.push(BreakerNote::refused(&suspension));
-                    return fail(ErrorKind::Suspended, suspension.message(&tool.spec.name));
+                if let Some((kind, message)) = self.health.refusal(&tool, record) {
+                    return fail(kind, message);
                 }
                 let Some(approver) = &req.approver else {
                     record.decision = AuditDecision::Denied {
@@ -390,17 +382,10 @@ impl Pipeline {
         };
         // The tool's breaker: a tool that keeps failing is suspended for a while. Admitted with a
         // slot in hand, so that a trial call always runs.
-        let pass = match self.health.admit(&tool) {
-            Ok((pass, note)) => {
-                record.breaker.extend(note);
-                pass
-            }
-            Err(suspension) => {
-                record.breaker.push(BreakerNote::refused(&suspension));
-                return fail(ErrorKind::Suspended, suspension.message(&tool.spec.name));
-            }
+        let admitted = match self.health.admit(&tool, record) {
+            Ok(admitted) => admitted,
+            Err((kind, message)) => return fail(kind, message),
         };
-
         // A profile's path denials hold in the sandbox's filesystem too; its limits lower the plugin's.
         let files = match profile {
             Some(p) if p.rules.has_path_denials() => {
@@ -412,7 +397,7 @@ impl Pipeline {
         let mut finished = self
             .execute(&tool, input, req, record, clock, (files, caps))
             .await;
-        finished.pass = Some(pass);
+        finished.admitted = Some(admitted);
         finished
     }
 
@@ -445,7 +430,7 @@ impl Pipeline {
                 fuel: None,
                 peak_memory: None,
                 truncated: false,
-                pass: None,
+                admitted: None,
             };
         }
         let plugin = &tool.plugin;
@@ -520,7 +505,7 @@ impl Pipeline {
             fuel,
             peak_memory,
             truncated,
-            pass: None,
+            admitted: None,
         }
     }
 }

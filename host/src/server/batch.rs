@@ -17,46 +17,46 @@
 //!
 //! A batch is cancelled when the client goes away, when the request timeout passes (the calls
 //! still running are answered as cancelled, and the answer is still sent), and at the end of the
-//! daemon's shutdown grace period. The body is read under the read timeout before any of this
-//! (`server::body`): a client that trickles it is answered 408. Bad requests are answered
+//! daemon's shutdown grace period. A whole message is read under the read timeout before any of
+//! this (`server::body`): a client that trickles it is answered 408; a streamed one must show its
+//! format within the read timeout, then may take the request timeout, never stalling longer than
+//! the read timeout between two chunks. Bad requests are answered
 //! `{"error": "..."}` with a 4xx status; a call that fails is a result, not an HTTP error. Nothing
 //! here decides or runs a call: that is [`crate::batch`] and the pipeline's work.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+mod stream;
+
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{DefaultBodyLimit, Query, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
-use tokio::sync::mpsc;
-use tokio_util::codec::{BytesCodec, FramedRead};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::body::is_event_stream;
+use self::stream::{Delivery, delivery, stream, stream_opened};
+use super::body::event_stream_framing;
 use super::guard::Guard;
 use super::reply::error;
-use super::shared::Shared;
+use super::shared::{OwnedFlight, Shared};
 use crate::batch::stream::{Decoder, Framing, Limits};
 use crate::batch::{
     self, BatchOptions, BatchReport, CallResult, DEFAULT_CONCURRENCY, Format, FormatChoice,
-    ParseError, Progress, answer_event, result_event,
+    ParseError,
 };
 use toolhost_policy::caller::Caller;
 use toolhost_policy::config::ServerConfig;
 
 /// The response header that carries the batch id (every call's `parent_id` in the audit log).
 pub const BATCH_ID_HEADER: &str = "x-toolhost-batch-id";
-
-/// Bytes of stream output buffered for a slow reader before the writer waits.
-const STREAM_BUFFER: usize = 64 << 10;
 
 /// The batch routes over `shared`, behind the same Host, Origin and token checks as `/mcp`, for
 /// tests and embedding ([`Server::batch_router`](super::Server::batch_router)). The daemon mounts
@@ -79,8 +79,10 @@ pub(crate) fn routes(shared: Arc<Shared>, config: &ServerConfig) -> Router {
     let api = Api {
         shared,
         request_timeout: config.request_timeout,
+        read_timeout: config.read_timeout,
         max_concurrency: config.max_concurrent_calls.max(1),
         max_body_bytes: config.max_body_bytes,
+        streams: Arc::new(Semaphore::new(config.max_concurrent_calls.max(1))),
     };
     Router::new()
         .route("/v1/tool-calls", post(tool_calls))
@@ -97,19 +99,12 @@ pub(crate) fn routes(shared: Arc<Shared>, config: &ServerConfig) -> Router {
 struct Api {
     shared: Arc<Shared>,
     request_timeout: Duration,
+    read_timeout: Duration,
     max_concurrency: usize,
     max_body_bytes: usize,
-}
-
-/// How the answer goes out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Delivery {
-    /// One JSON document when the batch is done.
-    Whole,
-    /// A JSON line per result, then the answer.
-    Ndjson,
-    /// An event per result, then the answer.
-    Sse,
+    /// Streamed batches at once: each holds a connection for as long as its model writes, so
+    /// their number is bounded (by `server.max-concurrent-calls`), not only each one's time.
+    streams: Arc<Semaphore>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -181,17 +176,7 @@ async fn tool_calls(
         Ok(choice) => choice.unwrap_or_default(),
         Err(e) => return bad_request(e.to_string()),
     };
-    let streamed = is_event_stream(&headers).then(|| {
-        let ndjson = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.to_ascii_lowercase().contains("ndjson"));
-        if ndjson {
-            Framing::Ndjson
-        } else {
-            Framing::Sse
-        }
-    });
+    let streamed = event_stream_framing(&headers);
     let delivery = match delivery(params.stream.as_deref(), &headers) {
         // A streamed request is answered as a stream, in its own framing unless asked otherwise.
         Ok(Delivery::Whole) if streamed == Some(Framing::Ndjson) => Delivery::Ndjson,
@@ -215,14 +200,16 @@ async fn tool_calls(
                 "async=true takes a whole message; a streamed request is answered as it runs",
             );
         }
-        let decoder = Decoder::with_framing(choice, framing, Limits::default());
-        let opened = match batch::open(decoder, body.into_data_stream()).await {
-            Ok(opened) => opened,
-            Err(e) => return bad_request(e.to_string()),
-        };
-        let run = Run::new(&api, caller, &headers, concurrency, None);
-        let batch_id = run.batch_id.clone();
-        return with_batch_id(stream_opened(run, opened, delivery), &batch_id);
+        return streamed_batch(
+            api,
+            caller,
+            &headers,
+            (choice, framing),
+            concurrency,
+            delivery,
+            body,
+        )
+        .await;
     }
     let body = match axum::body::to_bytes(body, api.max_body_bytes).await {
         Ok(b) => b,
@@ -284,35 +271,60 @@ fn with_batch_id(mut response: Response, batch_id: &str) -> Response {
     response
 }
 
-/// `?stream=` wins over `Accept`.
-fn delivery(stream: Option<&str>, headers: &HeaderMap) -> Result<Delivery, String> {
-    match stream {
-        Some("ndjson") => return Ok(Delivery::Ndjson),
-        Some("sse") => return Ok(Delivery::Sse),
-        Some(other) => return Err(format!("unknown stream {other:?}: expected ndjson or sse")),
-        None => {}
+/// A request whose body is the model's stream: read until its format shows (under the strict
+/// read timeout, so that only a real stream gets the longer deadlines), then run as it arrives.
+async fn streamed_batch(
+    api: Api,
+    caller: Option<Extension<Arc<Caller>>>,
+    headers: &HeaderMap,
+    (choice, framing): (FormatChoice, Framing),
+    concurrency: usize,
+    delivery: Delivery,
+    body: Body,
+) -> Response {
+    let Ok(slot) = api.streams.clone().try_acquire_owned() else {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many streamed batches at once (server.max-concurrent-calls); try again shortly",
+        );
+    };
+    // Counted in flight from here, so that a shutdown waits for it (and it sees the shutdown).
+    let run = Run::new(&api, caller, headers, concurrency, None);
+    let decoder = Decoder::with_framing(choice, framing, Limits::default());
+    let opening = batch::open(decoder, body.into_data_stream());
+    let opened = match tokio::time::timeout(api.read_timeout, opening).await {
+        Ok(Ok(opened)) => opened,
+        Ok(Err(e)) => return bad_request(e.to_string()),
+        Err(_) => {
+            return error(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the stream's first event did not arrive within {} ms (server.read-timeout-ms)",
+                    api.read_timeout.as_millis()
+                ),
+            );
+        }
+    };
+    if api.shared.stopping.is_cancelled() {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "toolhost is shutting down; no new batches",
+        );
     }
-    let accept = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect::<Vec<_>>()
-        .join(",");
-    Ok(if accept.contains("application/x-ndjson") {
-        Delivery::Ndjson
-    } else if accept.contains("text/event-stream") {
-        Delivery::Sse
-    } else {
-        Delivery::Whole
-    })
+    let batch_id = run.batch_id.clone();
+    let response = stream_opened(run.holding(slot), opened, delivery);
+    with_batch_id(response, &batch_id)
 }
 
-/// One batch about to run.
+/// One batch about to run, counted in flight until it is dropped.
 struct Run {
     api: Api,
     batch_id: String,
     options: BatchOptions,
     cancel: CancellationToken,
+    _flight: OwnedFlight,
+    /// A streamed batch's place among the streams at once.
+    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Run {
@@ -353,10 +365,18 @@ impl Run {
                 trace,
             },
             cancel: api.shared.calls.child_token(),
+            _flight: api.shared.enter_owned(),
+            _slot: None,
         }
     }
 
-    /// Runs the batch, counted in flight, cancelling it when the request timeout passes.
+    /// The same run, holding `slot` until it ends.
+    fn holding(mut self, slot: tokio::sync::OwnedSemaphorePermit) -> Self {
+        self._slot = Some(slot);
+        self
+    }
+
+    /// Runs the batch, cancelling it when the request timeout passes.
     async fn execute(
         self,
         batch: batch::Batch,
@@ -375,10 +395,9 @@ impl Run {
         self.bounded(work, |report| report.has_errors()).await
     }
 
-    /// `work`, counted in flight, cancelled when the request timeout passes (and then awaited:
-    /// every call is still answered).
+    /// `work`, cancelled when the request timeout passes (and then awaited: every call is still
+    /// answered).
     async fn bounded<T>(&self, work: impl Future<Output = T>, has_errors: fn(&T) -> bool) -> T {
-        let _in_flight = self.api.shared.in_flight.enter();
         tokio::pin!(work);
         let done = tokio::select! {
             done = &mut work => done,
@@ -392,134 +411,5 @@ impl Run {
             crate::telemetry::end_span(cx, has_errors(&done).then_some("tool_error"));
         }
         done
-    }
-}
-
-/// Streams each result as it completes, then the ordered answer.
-fn stream(run: Run, batch: batch::Batch, delivery: Delivery) -> Response {
-    let format = batch.format;
-    streaming(run.cancel.clone(), delivery, move |lines| async move {
-        let results = lines.clone();
-        let report = run
-            .execute(batch, move |r| {
-                let _ = results.send(frame(delivery, "result", &result_event(format, r)));
-            })
-            .await;
-        let _ = lines.send(frame(delivery, "answer", &answer_event(&report, None)));
-    })
-}
-
-/// Streams what a streamed request's calls do as they do it, then the ordered answer.
-fn stream_opened<S, E>(run: Run, opened: batch::Opened<S>, delivery: Delivery) -> Response
-where
-    S: futures_util::Stream<Item = Result<axum::body::Bytes, E>> + Unpin + Send + 'static,
-    E: std::fmt::Display + 'static,
-{
-    let format = opened.format();
-    streaming(run.cancel.clone(), delivery, move |lines| async move {
-        let events = lines.clone();
-        let on_progress = move |progress: Progress<'_>| {
-            let (name, event) = progress.event(format);
-            let _ = events.send(frame(delivery, name, &event));
-        };
-        let api = run.api.clone();
-        let work = opened.run(
-            &api.shared.pipeline,
-            &run.batch_id,
-            &run.options,
-            &run.cancel,
-            on_progress,
-        );
-        let streamed = run.bounded(work, |s| s.report.has_errors()).await;
-        let answer = answer_event(&streamed.report, Some(&streamed));
-        let _ = lines.send(frame(delivery, "answer", &answer));
-    })
-}
-
-/// A streaming response fed by `produce`, which sends it framed lines; when the client goes away,
-/// `cancel` stops the calls rather than run them for nobody.
-fn streaming<F>(
-    cancel: CancellationToken,
-    delivery: Delivery,
-    produce: impl FnOnce(mpsc::UnboundedSender<String>) -> F,
-) -> Response
-where
-    F: Future<Output = ()> + Send + 'static,
-{
-    let (lines, mut pending) = mpsc::unbounded_channel::<String>();
-    let (mut writer, reader) = tokio::io::duplex(STREAM_BUFFER);
-    tokio::spawn(async move {
-        while let Some(line) = pending.recv().await {
-            if writer.write_all(line.as_bytes()).await.is_err() {
-                cancel.cancel();
-                break;
-            }
-        }
-    });
-    tokio::spawn(produce(lines));
-    let content_type = match delivery {
-        Delivery::Sse => "text/event-stream",
-        _ => "application/x-ndjson",
-    };
-    (
-        [
-            (header::CONTENT_TYPE, content_type),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        Body::from_stream(FramedRead::new(reader, BytesCodec::new())),
-    )
-        .into_response()
-}
-
-/// One NDJSON line, or one SSE event (JSON text has no raw newlines, so one `data:` line).
-fn frame(delivery: Delivery, event: &str, value: &Value) -> String {
-    match delivery {
-        Delivery::Sse => format!("event: {event}\ndata: {value}\n\n"),
-        _ => format!("{value}\n"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn accept(value: &str) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        h.insert(header::ACCEPT, HeaderValue::from_str(value).unwrap());
-        h
-    }
-
-    #[test]
-    fn chooses_the_delivery_from_the_query_then_accept() {
-        let none = HeaderMap::new();
-        assert_eq!(delivery(None, &none), Ok(Delivery::Whole));
-        assert_eq!(
-            delivery(None, &accept("application/x-ndjson")),
-            Ok(Delivery::Ndjson)
-        );
-        assert_eq!(
-            delivery(None, &accept("text/event-stream")),
-            Ok(Delivery::Sse)
-        );
-        assert_eq!(
-            delivery(Some("sse"), &accept("application/x-ndjson")),
-            Ok(Delivery::Sse)
-        );
-        assert!(
-            delivery(Some("yes"), &none)
-                .unwrap_err()
-                .contains("expected ndjson or sse")
-        );
-    }
-
-    #[test]
-    fn frames_lines_and_events() {
-        let v = json!({"a": "x\ny"});
-        assert_eq!(frame(Delivery::Ndjson, "result", &v), "{\"a\":\"x\\ny\"}\n");
-        assert_eq!(
-            frame(Delivery::Sse, "answer", &v),
-            "event: answer\ndata: {\"a\":\"x\\ny\"}\n\n"
-        );
     }
 }

@@ -25,11 +25,13 @@ use futures_util::Stream;
 use http_body::Body as _;
 use http_body_util::BodyExt;
 use tokio::time::Instant;
+use toolhost_policy::batch::stream::Framing;
 
 /// The routes that read an event-stream body as it arrives.
 const STREAMED_ROUTES: [&str; 1] = ["/v1/tool-calls"];
 
-/// The longest a body may stall between two chunks, whatever the total deadline.
+/// The longest a whole body may stall between two chunks, whatever the total deadline (an event
+/// stream's limit is the read timeout).
 pub(crate) const IDLE: Duration = Duration::from_secs(10);
 
 /// How much of a request body is read, and for how long.
@@ -184,14 +186,16 @@ pub(crate) fn chunks(
     })
 }
 
-/// Whether a request's body is an event stream (SSE or NDJSON) to be read as it arrives.
-pub(crate) fn is_event_stream(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .map(|v| v.trim().to_ascii_lowercase())
-        .is_some_and(|v| v == "text/event-stream" || v == "application/x-ndjson")
+/// How a request's body is framed when it is an event stream (SSE or NDJSON) to be read as it
+/// arrives; `None` for any other body.
+pub(crate) fn event_stream_framing(headers: &HeaderMap) -> Option<Framing> {
+    let media = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let media = media.split(';').next()?.trim().to_ascii_lowercase();
+    match media.as_str() {
+        "text/event-stream" => Some(Framing::Sse),
+        "application/x-ndjson" => Some(Framing::Ndjson),
+        _ => None,
+    }
 }
 
 /// Middleware for every route: the body is read here under the deadlines, and handed on in memory.
@@ -204,7 +208,8 @@ pub(crate) async fn bounded(
     if body.is_end_stream() {
         return next.run(Request::from_parts(parts, body)).await;
     }
-    if is_event_stream(&parts.headers) && STREAMED_ROUTES.contains(&parts.uri.path()) {
+    if event_stream_framing(&parts.headers).is_some() && STREAMED_ROUTES.contains(&parts.uri.path())
+    {
         let body = Body::from_stream(chunks(body, limits));
         return next.run(Request::from_parts(parts, body)).await;
     }

@@ -213,6 +213,7 @@ fn plugin_counts(shared: &Shared) -> (usize, Vec<String>) {
 async fn health(
     State(shared): State<Arc<Shared>>,
     probe: Option<axum::Extension<super::auth::Unauthenticated>>,
+    caller: Option<axum::Extension<Arc<toolhost_policy::caller::Caller>>>,
 ) -> Response {
     // Liveness: 200 while the process serves, shutting down included (readiness is `/ready`).
     let stopping = shared.stopping.is_cancelled();
@@ -229,8 +230,10 @@ async fn health(
         // A probe without a token learns that the daemon lives, not which plugins failed.
         body["plugins"]["rejected"] = json!(rejected.len());
     } else {
-        // Each called tool's circuit breaker and recent outcomes.
-        body["breakers"] = json!(shared.pipeline.health().health());
+        // Each called tool's circuit breaker and recent outcomes, as far as the caller sees tools.
+        let caller = caller.as_ref().map(|axum::Extension(c)| c.as_ref());
+        let pipeline = &shared.pipeline;
+        body["breakers"] = json!(pipeline.health().health(|t| pipeline.sees(caller, t)));
     }
     Json(body).into_response()
 }

@@ -45,7 +45,7 @@ pub struct Pending {
 
 /// How a stream ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "ending", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Ending {
     /// The model's stream said it is over (`message_stop`, `[DONE]`, `response.completed` or
     /// `response.incomplete`), with the reason it gave (`tool_use`, `tool_calls`, `completed`,
