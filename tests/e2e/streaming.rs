@@ -633,3 +633,64 @@ async fn a_client_that_goes_away_mid_stream_leaves_one_audit_line_per_call() {
         "the cut write never ran"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_stops_reading_the_stream_and_records_every_call_it_began() {
+    let env = Env::new(
+        &["echo", "hostile"],
+        &format!("{CONFIG}[server]\nshutdown-grace-ms = 5000\n"),
+    );
+    let mut d = crate::daemon::Daemon::start(&env, &["--no-watch", "--http", "127.0.0.1:0"]);
+    let addr = d.http.unwrap();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let stream = anthropic_stream(&[
+        ("sleep", json!({ "ms": 1500 })),
+        ("echo", json!({ "text": "never complete" })),
+    ]);
+    // The sleep whole, then the echo's start: the model is still writing when the daemon stops.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(8);
+    for line in &stream[..5] {
+        tx.send(Ok(line.clone().into_bytes())).await.unwrap();
+    }
+    let response = reqwest::Client::new()
+        .post(format!("http://{addr}/v1/tool-calls"))
+        .header("content-type", "application/x-ndjson")
+        .body(reqwest::Body::wrap_stream(tokio_stream(rx)))
+        .send()
+        .await
+        .unwrap();
+    let batch_id = response.headers()["x-toolhost-batch-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !env.audit_lines().iter().any(|l| l["event"] == "begin") {
+        assert!(Instant::now() < deadline, "the sleep never began");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    d.signal("TERM");
+    let body = response.text().await.unwrap_or_default();
+    drop(tx);
+    d.wait(Duration::from_secs(20));
+    let ends: Vec<Value> = env
+        .audit_lines()
+        .into_iter()
+        .filter(|l| l["parent_id"] == batch_id.as_str() && l["event"] == "end")
+        .collect();
+    let kinds: Vec<&str> = ends
+        .iter()
+        .map(|r| r["error_kind"].as_str().unwrap_or("ok"))
+        .collect();
+    assert_eq!(ends.len(), 2, "{ends:#?}\n{body}");
+    assert!(
+        kinds.contains(&"ok"),
+        "the running call finished within the grace: {kinds:?}"
+    );
+    assert!(
+        kinds.contains(&"invalid_input"),
+        "the call still arriving was cut: {kinds:?}"
+    );
+    let out = env.run(&["audit", "--json"]);
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["total"]["unfinished"], 0, "{summary}");
+}

@@ -60,8 +60,9 @@ pub fn new_batch_id() -> String {
 /// Runs `batch` under `batch_id` and returns every result in the order the calls were given.
 /// `on_result` sees each result as soon as it is known, in the order they complete.
 ///
-/// Calls run in spawned tasks: dropping this future stops waiting for them, not the calls
-/// themselves. Cancel `cancel` to stop them.
+/// Calls run in spawned tasks, which dropping this future aborts (each then ends as its pipeline
+/// call does when dropped: the breaker freed, its begin line left `unfinished`); cancel `cancel` to
+/// stop them with every call answered and recorded.
 pub async fn run(
     pipeline: &Arc<Pipeline>,
     batch_id: &str,
@@ -91,7 +92,7 @@ pub async fn run(
                 Err(broken) => done(index, call, reject(pipeline, batch_id, broken)),
             }
         }
-        while let Some((index, outcome)) = tasks.next(batch_id).await {
+        while let Some((index, outcome)) = tasks.next(pipeline, batch_id).await {
             if let Some(call) = batch.calls.get(index) {
                 done(index, call, outcome);
             }
@@ -137,7 +138,8 @@ pub(super) fn sharing_of(catalog: &Catalog, call: &ParsedCall) -> Sharing {
 #[derive(Default)]
 pub(super) struct Calls {
     tasks: JoinSet<(usize, CallOutcome)>,
-    spawned: HashMap<tokio::task::Id, usize>,
+    /// Each task's call: its index and tool.
+    spawned: HashMap<tokio::task::Id, (usize, String)>,
 }
 
 impl Calls {
@@ -179,7 +181,7 @@ impl Calls {
             }
             (index, outcome)
         });
-        self.spawned.insert(task.id(), index);
+        self.spawned.insert(task.id(), (index, ready.name.clone()));
     }
 
     /// Whether no call is running.
@@ -188,17 +190,27 @@ impl Calls {
     }
 
     /// The next call to finish, with its outcome; `None` when none is running.
-    pub(super) async fn next(&mut self, batch_id: &str) -> Option<(usize, CallOutcome)> {
+    pub(super) async fn next(
+        &mut self,
+        pipeline: &Pipeline,
+        batch_id: &str,
+    ) -> Option<(usize, CallOutcome)> {
         loop {
             match self.tasks.join_next().await? {
                 Ok(finished) => return Some(finished),
                 Err(e) => {
-                    // The pipeline does not panic; if it ever does, the call is answered, not lost.
-                    let Some(&index) = self.spawned.get(&e.id()) else {
+                    // The pipeline does not panic; if it ever does, the call is answered and
+                    // recorded, not lost.
+                    let Some((index, tool)) = self.spawned.get(&e.id()) else {
                         continue;
                     };
                     tracing::error!(batch_id, index, "a batch call's task failed: {e}");
-                    return Some((index, failed_task(batch_id)));
+                    let content = format!(
+                        "toolhost failed while running this call (batch {batch_id}); it may not \
+                         have finished."
+                    );
+                    let outcome = record(pipeline, batch_id, tool, ErrorKind::Internal, content);
+                    return Some((*index, outcome));
                 }
             }
         }
@@ -207,12 +219,22 @@ impl Calls {
 
 /// Answers a call that cannot run, and records it.
 pub(super) fn reject(pipeline: &Pipeline, batch_id: &str, call: &BrokenCall) -> CallOutcome {
+    let tool = call.name.as_deref().unwrap_or_default();
     let content = call.error.to_string();
-    let kind = ErrorKind::InvalidInput;
+    record(pipeline, batch_id, tool, ErrorKind::InvalidInput, content)
+}
+
+/// Answers a call of the batch that did not go through the pipeline as `kind`, and records it.
+fn record(
+    pipeline: &Pipeline,
+    batch_id: &str,
+    tool: &str,
+    kind: ErrorKind,
+    content: String,
+) -> CallOutcome {
     let call_id = AuditRecord::new_call_id();
-    let tool = call.name.clone().unwrap_or_default();
     let audit = pipeline.audit();
-    let mut record = audit.begin(&call_id, ORIGIN, &tool, &serde_json::Value::Null);
+    let mut record = audit.begin(&call_id, ORIGIN, tool, &serde_json::Value::Null);
     record.parent_id = Some(batch_id.to_string());
     record.output_bytes = content.len() as u64;
     record.finish(Some(kind), Duration::ZERO);
@@ -220,17 +242,7 @@ pub(super) fn reject(pipeline: &Pipeline, batch_id: &str, call: &BrokenCall) -> 
     if !tool.is_empty() {
         pipeline
             .stats()
-            .record(&tool, Err(kind), Duration::ZERO, None);
+            .record(tool, Err(kind), Duration::ZERO, None);
     }
     CallOutcome::failed(call_id, kind, content)
-}
-
-fn failed_task(batch_id: &str) -> CallOutcome {
-    CallOutcome::failed(
-        String::new(),
-        ErrorKind::Internal,
-        format!(
-            "toolhost failed while running this call (batch {batch_id}); it may not have finished."
-        ),
-    )
 }

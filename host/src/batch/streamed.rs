@@ -165,7 +165,7 @@ where
         loop {
             tokio::select! {
                 biased;
-                finished = batch.running.next(batch_id), if !batch.running.is_empty() => {
+                finished = batch.running.next(pipeline, batch_id), if !batch.running.is_empty() => {
                     if let Some((index, outcome)) = finished {
                         batch.finish(index, outcome, &mut on_progress);
                     }
