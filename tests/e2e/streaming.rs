@@ -570,19 +570,19 @@ async fn streamed_reads_overlap_and_a_write_runs_alone_between_them() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_that_goes_away_mid_stream_leaves_one_audit_line_per_call() {
-    let env = Env::new(&["echo", "hostile"], CONFIG);
-    let p = Arc::new(env.pipeline(16).await);
-    let addr = serve(p, &env.config().server).await;
+/// POSTs `lines` as the start of an NDJSON stream whose end has not come: the answer (its head
+/// read), the batch id, and the sender that keeps the body open until it is dropped.
+async fn post_unfinished(
+    addr: std::net::SocketAddr,
+    lines: &[String],
+) -> (
+    reqwest::Response,
+    String,
+    tokio::sync::mpsc::Sender<Result<Vec<u8>, std::io::Error>>,
+) {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let stream = anthropic_stream(&[
-        ("sleep", json!({ "ms": 300 })),
-        ("write", json!({ "path": "a.txt", "content": "a" })),
-    ]);
-    // The first call whole and the write's start, then the client vanishes.
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(8);
-    for line in &stream[..5] {
+    let (tx, rx) = tokio::sync::mpsc::channel(lines.len().max(1));
+    for line in lines {
         tx.send(Ok(line.clone().into_bytes())).await.unwrap();
     }
     let response = reqwest::Client::new()
@@ -596,6 +596,20 @@ async fn a_client_that_goes_away_mid_stream_leaves_one_audit_line_per_call() {
         .to_str()
         .unwrap()
         .to_owned();
+    (response, batch_id, tx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_mid_stream_leaves_one_audit_line_per_call() {
+    let env = Env::new(&["echo", "hostile"], CONFIG);
+    let p = Arc::new(env.pipeline(16).await);
+    let addr = serve(p, &env.config().server).await;
+    let stream = anthropic_stream(&[
+        ("sleep", json!({ "ms": 300 })),
+        ("write", json!({ "path": "a.txt", "content": "a" })),
+    ]);
+    // The first call whole and the write's start, then the client vanishes.
+    let (response, batch_id, tx) = post_unfinished(addr, &stream[..5]).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     drop(response);
     drop(tx);
@@ -642,27 +656,12 @@ async fn a_shutdown_stops_reading_the_stream_and_records_every_call_it_began() {
     );
     let mut d = crate::daemon::Daemon::start(&env, &["--no-watch", "--http", "127.0.0.1:0"]);
     let addr = d.http.unwrap();
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let stream = anthropic_stream(&[
         ("sleep", json!({ "ms": 1500 })),
         ("echo", json!({ "text": "never complete" })),
     ]);
     // The sleep whole, then the echo's start: the model is still writing when the daemon stops.
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(8);
-    for line in &stream[..5] {
-        tx.send(Ok(line.clone().into_bytes())).await.unwrap();
-    }
-    let response = reqwest::Client::new()
-        .post(format!("http://{addr}/v1/tool-calls"))
-        .header("content-type", "application/x-ndjson")
-        .body(reqwest::Body::wrap_stream(tokio_stream(rx)))
-        .send()
-        .await
-        .unwrap();
-    let batch_id = response.headers()["x-toolhost-batch-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let (response, batch_id, tx) = post_unfinished(addr, &stream[..5]).await;
     let deadline = Instant::now() + Duration::from_secs(20);
     while !env.audit_lines().iter().any(|l| l["event"] == "begin") {
         assert!(Instant::now() < deadline, "the sleep never began");

@@ -229,11 +229,7 @@ async fn batch(
         .map_err(usage)?;
     let parsed = toolhost::batch::parse_text(&text, format).map_err(usage)?;
     let pipeline = Arc::new(open_host(&config, concurrency).await?);
-    let options = toolhost::batch::BatchOptions {
-        concurrency,
-        approver: TtyApprover::open(),
-        ..toolhost::batch::BatchOptions::default()
-    };
+    let options = batch_options(concurrency);
     let cancel = cancel_on_ctrl_c();
     let batch_id = toolhost::batch::new_batch_id();
     let report =
@@ -261,11 +257,7 @@ async fn batch_stream(
         .await
         .context("cannot read the stream on stdin")
         .map_err(usage)?;
-    let options = toolhost::batch::BatchOptions {
-        concurrency,
-        approver: TtyApprover::open(),
-        ..toolhost::batch::BatchOptions::default()
-    };
+    let options = batch_options(concurrency);
     let cancel = cancel_on_ctrl_c();
     let batch_id = toolhost::batch::new_batch_id();
     let answer_format = opened.format();
@@ -308,6 +300,15 @@ fn stdin_chunks() -> impl futures_util::Stream<Item = std::io::Result<bytes::Byt
         }
     });
     futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+/// How the CLI runs a batch: `concurrency` reads at once, questions asked on the terminal.
+fn batch_options(concurrency: usize) -> toolhost::batch::BatchOptions {
+    toolhost::batch::BatchOptions {
+        concurrency,
+        approver: TtyApprover::open(),
+        ..toolhost::batch::BatchOptions::default()
+    }
 }
 
 /// A token cancelled by Ctrl-C; a second Ctrl-C ends the process at once (exit 130).

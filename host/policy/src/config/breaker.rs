@@ -70,18 +70,8 @@ pub(super) fn resolve_breaker(
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
-    use crate::config::{Config, Overrides, RawConfig};
-
-    fn parse(text: &str) -> Result<Config, ConfigError> {
-        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
-            path: "t".into(),
-            message: e.to_string(),
-        })?;
-        Config::from_raw(raw, Path::new("."), &Overrides::default())
-    }
+    use crate::config::resolved::tests::parse;
 
     fn error(text: &str) -> String {
         parse(text).unwrap_err().to_string()

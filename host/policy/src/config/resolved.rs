@@ -419,10 +419,11 @@ fn resolve_limits(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<Config, ConfigError> {
+    /// `text` as a config file in `.`: the config tests' one way to read a config.
+    pub(in crate::config) fn parse(text: &str) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: "t".into(),
             message: e.to_string(),
