@@ -53,6 +53,23 @@ proptest! {
 }
 
 #[test]
+fn a_carriage_return_without_a_line_feed_stays_in_its_line() {
+    // Found by the property above: the whole-text search never lets `.` match a `\r`.
+    for (text, pattern) in [
+        ("\r", "."),
+        ("a\rb\n", "a.b"),
+        ("x\r\r\n", r"x\r$"),
+        ("\r\n\r", "^.$"),
+    ] {
+        assert_eq!(
+            searched(text, pattern, false, usize::MAX),
+            line_by_line(text, pattern, false),
+            "{text:?} {pattern:?}"
+        );
+    }
+}
+
+#[test]
 fn reads_utf8_as_it_is_and_anything_else_as_lossy_text() {
     assert!(matches!(
         text_of("é\n".as_bytes()),

@@ -45,6 +45,17 @@ impl LinePattern {
     /// returns false.
     pub(crate) fn each_match(&self, text: &str, mut found: impl FnMut(usize, &str) -> bool) {
         let bytes = text.as_bytes();
+        if has_lone_cr(bytes) {
+            // The whole-text search treats a `\r` as a line end and never lets `.` match one,
+            // where `str::lines` keeps a `\r` that no `\n` follows inside its line: such a text
+            // (rare: old Mac line endings, stray bytes) is searched line by line.
+            for (i, line) in text.lines().enumerate() {
+                if self.line.is_match(line) && !found(i + 1, line) {
+                    return;
+                }
+            }
+            return;
+        }
         // `number` is the number of the line that starts at `at`.
         let (mut at, mut number) = (0, 1);
         while at < text.len() {
@@ -77,4 +88,12 @@ impl LinePattern {
             (at, number) = (end + 1, number + 1);
         }
     }
+}
+
+/// Whether `bytes` hold a `\r` that is not the first half of a `\r\n`.
+fn has_lone_cr(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .enumerate()
+        .any(|(i, &b)| b == b'\r' && bytes.get(i + 1) != Some(&b'\n'))
 }
