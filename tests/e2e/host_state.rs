@@ -245,3 +245,45 @@ async fn a_restart_lists_a_described_plugin_and_loads_its_code_only_when_called(
         o.content
     );
 }
+
+#[tokio::test]
+async fn only_a_checked_description_is_kept_and_a_restart_still_validates_against_it() {
+    // An operator's override that contradicts echo's read-only hint rejects the plugin: what it
+    // described is not kept, so no restart can list it unchecked.
+    let contradicted = format!("{BYPASS}[plugins.echo.tools.echo]\ndestructive = true\n");
+    let env = Env::new(&["echo"], &contradicted);
+    let wasm = env.path().join("plugins/echo.wasm");
+    let p = env.pipeline(4).await;
+    assert!(
+        p.catalog().tools.get("echo").is_none(),
+        "a contradiction was served"
+    );
+    assert!(
+        !description(&env, &wasm).exists(),
+        "a description that failed the checks was kept"
+    );
+
+    // Checked, it is kept; a restart lists echo from it without compiling its schemas, and the
+    // first calls are still validated against them.
+    std::fs::write(env.path().join("toolhost.toml"), BYPASS).unwrap();
+    drop(env.pipeline(4).await);
+    assert!(description(&env, &wasm).is_file(), "no description kept");
+    let p = env.pipeline(4).await;
+    let o = p
+        .call(toolhost::exec::CallRequest {
+            input: json!({ "text": "x", "repeat": 0 }),
+            ..echo_request("")
+        })
+        .await;
+    assert!(o.is_error(), "{}", o.content);
+    assert!(o.content.contains("/repeat"), "{}", o.content);
+    let o = p.call(echo_request("valid")).await;
+    assert!(!o.is_error(), "{}", o.content);
+    // And the same with the contradiction back: the cached description is checked again.
+    std::fs::write(env.path().join("toolhost.toml"), &contradicted).unwrap();
+    let p = env.pipeline(4).await;
+    assert!(
+        p.catalog().tools.get("echo").is_none(),
+        "an override was skipped"
+    );
+}

@@ -123,10 +123,12 @@ impl Cli {
                 http,
                 no_watch,
             } => {
-                // The state store opens while the plugins load (each waits on its own I/O).
-                let (pipeline, tasks) = tokio::join!(
-                    open_host(&config, config.server.max_concurrent_calls),
-                    toolhost::host::open_tasks(&config)
+                // The state store opens while the plugins load. Polled first on purpose: it hands
+                // its file to the blocking pool at once, where the engine, built next on this
+                // thread, would have held it back by as long as the build takes.
+                let (tasks, pipeline) = tokio::join!(
+                    toolhost::host::open_tasks(&config),
+                    open_host(&config, config.server.max_concurrent_calls)
                 );
                 let pipeline = Arc::new(pipeline?);
                 let options = ServeOptions {

@@ -264,15 +264,24 @@ impl Pipeline {
         clock.mark(Stage::Find);
 
         // Validate (coercions included), off the runtime unless surely quick.
-        let quick = tool.input.is_quick(&req.input);
+        // Schemas the cache vouched for compile here if the warm-up has not reached them yet.
+        let quick = tool
+            .schemas
+            .ready()
+            .is_some_and(|s| s.input.is_quick(&req.input));
         let (checked, input, limits) = (tool.clone(), req.input.clone(), plugin.policy.input);
         let check = self.checks.run(quick, move || {
-            checked.input.check(&checked.spec.name, input, &limits)
+            let schemas = checked.schemas.get(&checked.spec).map_err(str::to_owned)?;
+            Ok::<_, String>(schemas.input.check(&checked.spec.name, input, &limits))
         });
         let validated = tokio::select! {
             checked = check => match checked {
-                Ok(Ok(v)) => v,
-                Ok(Err(e)) => return fail(ErrorKind::InvalidInput, e.to_string()),
+                Ok(Ok(Ok(v))) => v,
+                Ok(Ok(Err(e))) => return fail(ErrorKind::InvalidInput, e.to_string()),
+                Ok(Err(broken)) => return fail(
+                    ErrorKind::Internal,
+                    format!("The schemas of '{}' did not compile: {broken}", tool.spec.name),
+                ),
                 Err(u) => {
                     let what = format!("the input of '{}'", tool.spec.name);
                     return fail(u.kind(), u.message(&what));

@@ -97,7 +97,7 @@ pub(super) async fn success(
     let name = &tool.spec.name;
     let limit = tool.plugin.policy.output_bytes;
     let structured = match structured {
-        None if tool.output.is_some() => {
+        None if tool.spec.output_schema.is_some() => {
             let msg = format!(
                 "Tool '{name}' declares an output schema but returned no structured output."
             );
@@ -117,13 +117,21 @@ pub(super) async fn success(
                     format!("Tool '{name}' returned structured output that is not valid JSON: {e}");
                 return (error(call_id, ErrorKind::BadOutput, msg), false);
             }
-            Ok(v) => match &tool.output {
+            Ok(v) => match &tool.spec.output_schema {
                 None => Some(v),
-                Some(schema) => {
-                    let quick = schema.is_quick(&v);
+                Some(_) => {
+                    // Compiled by now: the input's check compiled both schemas.
+                    let quick = tool
+                        .schemas
+                        .ready()
+                        .and_then(|s| s.output.as_ref())
+                        .is_some_and(|s| s.is_quick(&v));
                     let checked = tool.clone();
                     let check = move || {
-                        let verdict = checked.output.as_ref().map(|s| s.check(&v));
+                        let verdict = match checked.schemas.get(&checked.spec) {
+                            Ok(s) => s.output.as_ref().map(|s| s.check(&v)),
+                            Err(_) => None,
+                        };
                         (v, verdict)
                     };
                     match checks.run(quick, check).await {

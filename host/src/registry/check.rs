@@ -3,8 +3,8 @@
 use serde_json::Value;
 
 use super::rejection::DeclarationError;
+use super::schemas::Compiled;
 use crate::sandbox::GuestSpec;
-use toolhost_policy::gate::{InputValidator, OutputValidator};
 use toolhost_policy::tool::{ToolSpec, is_valid_name};
 
 /// Most tools one plugin may declare; more is a bug or an attack on the tool list.
@@ -26,16 +26,29 @@ pub(crate) const MAX_DESCRIBE: usize = 1024 * 1024;
 /// A spec that passed every check, with its compiled validators.
 pub(crate) struct CheckedTool {
     pub(crate) spec: ToolSpec,
-    pub(crate) input: InputValidator,
-    pub(crate) output: Option<OutputValidator>,
+    /// `None` when the schemas were not compiled ([`Compile::Deferred`]).
+    pub(crate) compiled: Option<Compiled>,
+}
+
+/// Whether a description's schemas are compiled (and their cost bounded) as part of the check.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Compile {
+    /// The plugin has just described itself: a schema that does not compile rejects it.
+    Now,
+    /// The sealed describe cache holds the description, which passed this check, compilation
+    /// included, before it was cached: the schemas are only parsed here, and compile on first use.
+    Deferred,
 }
 
 /// Check every spec; the first problem rejects the whole plugin with a message naming the tool.
-pub(crate) fn check_specs(specs: Vec<GuestSpec>) -> Result<Vec<CheckedTool>, DeclarationError> {
-    check_all(specs).map_err(DeclarationError)
+pub(crate) fn check_specs(
+    specs: Vec<GuestSpec>,
+    compile: Compile,
+) -> Result<Vec<CheckedTool>, DeclarationError> {
+    check_all(specs, compile).map_err(DeclarationError)
 }
 
-fn check_all(specs: Vec<GuestSpec>) -> Result<Vec<CheckedTool>, String> {
+fn check_all(specs: Vec<GuestSpec>, compile: Compile) -> Result<Vec<CheckedTool>, String> {
     if specs.is_empty() {
         return Err("describe returned no tools".into());
     }
@@ -64,7 +77,7 @@ fn check_all(specs: Vec<GuestSpec>) -> Result<Vec<CheckedTool>, String> {
         if !seen.insert(s.name.clone()) {
             return Err(format!("tool '{}' is declared twice", s.name));
         }
-        out.push(check_one(s)?);
+        out.push(check_one(s, compile)?);
     }
     Ok(out)
 }
@@ -82,7 +95,7 @@ pub(crate) fn oversized(s: &GuestSpec) -> Option<String> {
     })
 }
 
-fn check_one(s: GuestSpec) -> Result<CheckedTool, String> {
+fn check_one(s: GuestSpec, compile: Compile) -> Result<CheckedTool, String> {
     let name = &s.name;
     if s.description.trim().is_empty() {
         return Err(format!(
@@ -116,17 +129,11 @@ fn check_one(s: GuestSpec) -> Result<CheckedTool, String> {
             "tool '{name}': input-schema must describe an object (\"type\": \"object\"), as LLM APIs require"
         ));
     }
-    let input = InputValidator::compile(&input_schema)
-        .map_err(|e| format!("tool '{name}': input-schema: {e}"))?;
-    let (output_schema, output) = match &s.output_schema {
-        Some(text) => {
-            let v = parse_schema(name, "output-schema", text)?;
-            let compiled = OutputValidator::compile(&v)
-                .map_err(|e| format!("tool '{name}': output-schema: {e}"))?;
-            (Some(v), Some(compiled))
-        }
-        None => (None, None),
-    };
+    let output_schema = s
+        .output_schema
+        .as_deref()
+        .map(|text| parse_schema(name, "output-schema", text))
+        .transpose()?;
     if let Some(p) = &s.permission_subject {
         if p.len() > MAX_SUBJECT {
             return Err(format!(
@@ -140,19 +147,22 @@ fn check_one(s: GuestSpec) -> Result<CheckedTool, String> {
             ));
         }
     }
-    Ok(CheckedTool {
-        spec: ToolSpec {
-            name: s.name,
-            title: s.title,
-            description: s.description,
-            input_schema,
-            output_schema,
-            hints: s.hints,
-            permission_subject: s.permission_subject,
-        },
-        input,
-        output,
-    })
+    let spec = ToolSpec {
+        name: s.name,
+        title: s.title,
+        description: s.description,
+        input_schema,
+        output_schema,
+        hints: s.hints,
+        permission_subject: s.permission_subject,
+    };
+    let compiled = match compile {
+        Compile::Now => {
+            Some(Compiled::of(&spec).map_err(|e| format!("tool '{}': {e}", spec.name))?)
+        }
+        Compile::Deferred => None,
+    };
+    Ok(CheckedTool { spec, compiled })
 }
 
 /// The bytes of text a spec declares.
@@ -195,7 +205,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_names_duplicates_and_schemas() {
-        let e = |specs| check_specs(specs).err().unwrap().0;
+        let e = |specs| check_specs(specs, Compile::Now).err().unwrap().0;
         assert!(e(vec![spec("read file!", OBJ)]).contains("not accepted by LLM APIs"));
         assert!(e(vec![spec("a", OBJ), spec("a", OBJ)]).contains("declared twice"));
         assert!(e(vec![spec("a", "{nope")]).contains("not valid JSON"));
@@ -214,7 +224,7 @@ mod tests {
 
     #[test]
     fn refuses_oversized_declarations() {
-        let e = |s| check_specs(vec![s]).err().unwrap().0;
+        let e = |s| check_specs(vec![s], Compile::Now).err().unwrap().0;
         let big = format!(
             r#"{{"type":"object","description":"{}"}}"#,
             "x".repeat(MAX_SCHEMA)
@@ -255,7 +265,7 @@ mod tests {
             "x".repeat(60_000)
         );
         let many: Vec<GuestSpec> = (0..20).map(|i| spec(&format!("t{i}"), &schema)).collect();
-        let err = check_specs(many).err().unwrap().0;
+        let err = check_specs(many, Compile::Now).err().unwrap().0;
         assert!(err.starts_with("describe returned 12"), "{err}");
         assert!(
             err.ends_with("a plugin may declare at most 1048576"),
@@ -279,7 +289,10 @@ mod tests {
             "$defs": defs,
         })
         .to_string();
-        let err = check_specs(vec![spec("explode", &schema)]).err().unwrap().0;
+        let err = check_specs(vec![spec("explode", &schema)], Compile::Now)
+            .err()
+            .unwrap()
+            .0;
         assert!(
             err.starts_with("tool 'explode': input-schema: validating one value could take"),
             "{err}"
@@ -291,7 +304,7 @@ mod tests {
             ),
             ..spec("loop", OBJ)
         };
-        let err = check_specs(vec![output]).err().unwrap().0;
+        let err = check_specs(vec![output], Compile::Now).err().unwrap().0;
         assert!(
             err.starts_with("tool 'loop': output-schema: the references"),
             "{err}"
@@ -301,7 +314,7 @@ mod tests {
 
     #[test]
     fn accepts_a_sound_spec() {
-        let tools = check_specs(vec![spec("echo", OBJ)]).unwrap();
+        let tools = check_specs(vec![spec("echo", OBJ)], Compile::Now).unwrap();
         assert_eq!(tools[0].spec.name, "echo");
     }
 }

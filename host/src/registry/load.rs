@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use super::check::{self, MAX_TOOLS_PER_PLUGIN};
+use super::check::{self, Compile, MAX_TOOLS_PER_PLUGIN};
+use super::schemas::Schemas;
 use super::{LoadedPlugin, MAX_PLUGIN_BYTES, Rejection, Tool};
 use crate::distribution::Provenance;
 use crate::sandbox::{GuestSpec, Sandbox};
@@ -104,10 +105,15 @@ pub(super) async fn load(
         path.to_path_buf(),
         provenance.digest.clone(),
     );
-    let (component, described) = on_a_core(cpus, "the compiler", move || {
+    let (plugin_name, overrides) = (name.to_string(), policy.clone());
+    let (component, vouched) = on_a_core(cpus, "the compiler", move || {
         let hash = digest.hex();
-        if let Some(specs) = compiler.described(hash) {
-            return Ok((compiler.deferred(file, hash), Some(specs)));
+        if let Some(mut specs) = compiler.described(hash) {
+            // Checked again but for its schemas, which compiled before the cache kept them: the
+            // operator's overrides may have changed since.
+            apply_overrides(&plugin_name, &overrides, &mut specs);
+            let checked = check::check_specs(specs, Compile::Deferred)?;
+            return Ok((compiler.deferred(file, hash), Some(checked)));
         }
         let bytes = match bytes {
             Some(b) => b,
@@ -118,30 +124,43 @@ pub(super) async fn load(
     })
     .await?;
     let from_cache = component.from_cache;
-    let (mut specs, exports, skipped) = match (described, component.generic()) {
-        (Some(specs), _) => (specs, HashMap::new(), Vec::new()),
-        (None, Some((tools, skipped))) => generic_specs(tools, skipped),
-        (None, None) => {
-            let limits = Limits {
-                timeout: policy.limits.timeout.min(DESCRIBE_TIMEOUT),
-                ..policy.limits
+    let (checked, exports, skipped) = match vouched {
+        Some(checked) => (checked, HashMap::new(), Vec::new()),
+        None => {
+            // A description the plugin gives now is kept for the next start once it has passed.
+            let (mut specs, exports, skipped, fresh) = match component.generic() {
+                Some((tools, skipped)) => {
+                    let (specs, exports, skipped) = generic_specs(tools, skipped);
+                    (specs, exports, skipped, None)
+                }
+                None => {
+                    let limits = Limits {
+                        timeout: policy.limits.timeout.min(DESCRIBE_TIMEOUT),
+                        ..policy.limits
+                    };
+                    let report = sandbox.describe(component.clone(), name, &limits).await;
+                    let specs = report.result.map_err(Rejection::Describe)?;
+                    let kept = specs.clone();
+                    (specs, HashMap::new(), Vec::new(), Some(kept))
+                }
             };
-            let report = sandbox.describe(component.clone(), name, &limits).await;
-            let specs = report.result.map_err(Rejection::Describe)?;
-            let (keeper, hash, kept) = (
-                sandbox.clone(),
-                component.content_hash.clone(),
-                specs.clone(),
-            );
-            // A small file, synced: off the runtime. Losing it only costs a describe next time.
-            let _ = tokio::task::spawn_blocking(move || keeper.remember_description(&hash, &kept))
-                .await;
-            (specs, HashMap::new(), Vec::new())
+            apply_overrides(name, &policy, &mut specs);
+            // Compiling schemas and bounding their cost is CPU work on plugin-chosen input: off
+            // the runtime.
+            let checked = on_a_core(cpus, "the schema check", move || {
+                check::check_specs(specs, Compile::Now)
+            })
+            .await?;
+            if let Some(kept) = fresh {
+                let (keeper, hash) = (sandbox.clone(), component.content_hash.clone());
+                // A small file, synced: off the runtime. Losing it only costs a describe next time.
+                let _ =
+                    tokio::task::spawn_blocking(move || keeper.remember_description(&hash, &kept))
+                        .await;
+            }
+            (checked, exports, skipped)
         }
     };
-    apply_overrides(name, &policy, &mut specs);
-    // Compiling schemas and bounding their cost is CPU work on plugin-chosen input: off the runtime.
-    let checked = on_a_core(cpus, "the schema check", move || check::check_specs(specs)).await?;
     let plugin = Arc::new(LoadedPlugin {
         name: name.to_string(),
         path: path.to_path_buf(),
@@ -154,9 +173,14 @@ pub(super) async fn load(
         .map(|c| {
             let export = exports.get(&c.spec.name);
             let guest_name = export.map_or_else(|| c.spec.name.clone(), Export::path);
-            let input = match export {
-                Some(e) => c.input.exactly(e.clone()),
-                None => c.input,
+            let schemas = match (c.compiled, export) {
+                (Some(mut compiled), Some(e)) => {
+                    compiled.input = compiled.input.exactly(e.clone());
+                    Schemas::compiled(compiled)
+                }
+                (Some(compiled), None) => Schemas::compiled(compiled),
+                // Deferred only for a contract plugin's cached description, which has no exports.
+                (None, _) => Schemas::deferred(),
             };
             let mut spec = c.spec;
             spec.name = format!("{}{}", plugin.policy.prefix, spec.name);
@@ -165,8 +189,7 @@ pub(super) async fn load(
                 spec,
                 guest_name,
                 plugin: plugin.clone(),
-                input,
-                output: c.output,
+                schemas,
             })
         })
         .collect();

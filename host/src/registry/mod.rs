@@ -12,6 +12,7 @@
 mod check;
 mod load;
 mod rejection;
+mod schemas;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -24,8 +25,9 @@ use tokio::task::JoinSet;
 
 use crate::distribution::{self, Provenance};
 use crate::sandbox::{Prepared, Sandbox};
+pub(crate) use schemas::Schemas;
 use toolhost_policy::config::{Config, PluginPolicy};
-use toolhost_policy::gate::{InputValidator, OutputValidator, PathGuard};
+use toolhost_policy::gate::PathGuard;
 use toolhost_policy::text::OneLine;
 use toolhost_policy::tool::ToolSpec;
 use toolhost_policy::wit::Skipped;
@@ -66,8 +68,8 @@ pub struct Tool {
     pub guest_name: String,
     /// The plugin that provides it.
     pub plugin: Arc<LoadedPlugin>,
-    pub(crate) input: InputValidator,
-    pub(crate) output: Option<OutputValidator>,
+    /// Its input and output schemas, compiled.
+    pub(crate) schemas: Schemas,
     /// The paths this tool's calls may never touch, enforced by the sandbox's filesystem.
     pub(crate) files: Arc<PathGuard>,
 }
@@ -294,6 +296,7 @@ impl Registry {
             }
         }
         let catalog = build_catalog(&next, &rejected);
+        warm_up(&catalog);
         let old = self.catalog();
         let changed = old.tools.len() != catalog.tools.len()
             || old
@@ -311,6 +314,27 @@ impl Registry {
         }
         Ok(changed)
     }
+}
+
+/// Compile the schemas the cache vouched for, in the background: the listing did not wait for
+/// them, and no first call should.
+fn warm_up(catalog: &Catalog) {
+    let cold: Vec<Arc<Tool>> = catalog
+        .tools
+        .values()
+        .filter(|t| t.schemas.ready().is_none())
+        .cloned()
+        .collect();
+    if cold.is_empty() {
+        return;
+    }
+    tokio::task::spawn_blocking(move || {
+        for tool in cold {
+            if let Err(e) = tool.schemas.get(&tool.spec) {
+                tracing::error!(tool = %OneLine(&tool.spec.name), "a cached schema does not compile: {}", OneLine(e));
+            }
+        }
+    });
 }
 
 /// A plugin to load: where it is, and its bytes with their provenance (or why they cannot be had).

@@ -29,7 +29,9 @@ const KEY_BYTES: usize = 32;
 /// Domain separation: a MAC made for anything else never verifies as a cache entry, and a
 /// compiled entry never verifies as a description or the other way round.
 const CODE_CONTEXT: &[u8] = b"toolhost compile cache entry v2\0";
-const DESCRIPTION_CONTEXT: &[u8] = b"toolhost compile cache description v1\0";
+/// v2: a description is kept only once it has passed the registry's checks, which a restart then
+/// trusts (v1 kept it before checking).
+const DESCRIPTION_CONTEXT: &[u8] = b"toolhost compile cache description v2\0";
 const FILE_DIGESTS_CONTEXT: &[u8] = b"toolhost compile cache file digests v1\0";
 /// The memo of plugin files' hashes (see `super::digests`), one per cache folder.
 const FILE_DIGESTS: &str = "file-digests.json";

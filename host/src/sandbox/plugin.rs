@@ -194,7 +194,8 @@ impl Sandbox {
         serde_json::from_slice(&bytes).ok()
     }
 
-    /// Keep what a contract plugin described, for [`Self::described`] after a restart.
+    /// Keep what a contract plugin described, for [`Self::described`] after a restart. Only a
+    /// description that passed the registry's checks: a restart trusts it without compiling it.
     pub fn remember_description(&self, content_hash: &str, specs: &[GuestSpec]) {
         if let (Some(cache), Ok(json)) = (&self.compiler.cache, serde_json::to_vec(specs)) {
             cache.put_description(content_hash, &json);

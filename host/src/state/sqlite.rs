@@ -6,10 +6,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
+use rusqlite::config::DbConfig;
 use rusqlite::types::ToSqlOutput;
 use rusqlite::{Connection, ToSql};
 
 use super::{Backend, Param, Row, StateError, Statement, TaskRecord, migrations};
+
+/// Pages the write-ahead log grows to before a commit checkpoints it into the database (SQLite's
+/// default is 1000, 4 MB): what the next open reads back to rebuild its index.
+const WAL_PAGES: i64 = 64;
 
 /// A SQLite file.
 pub(super) struct Sqlite {
@@ -71,6 +76,14 @@ impl Sqlite {
             conn.pragma_update(None, "journal_mode", "WAL")
                 .map_err(|e| fail(&e))?;
             conn.pragma_update(None, "synchronous", "NORMAL")
+                .map_err(|e| fail(&e))?;
+            // The write-ahead log outlives the connection: checkpointing it on close deleted it,
+            // and the next start created it again, syncing it and its folder before its first
+            // commit (0.5-7 ms measured, on the way to the first answer). Kept small instead, so
+            // that reading it back at the next open stays cheap; a checkpoint syncs as before.
+            conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+                .map_err(|e| fail(&e))?;
+            conn.pragma_update(None, "wal_autocheckpoint", WAL_PAGES)
                 .map_err(|e| fail(&e))?;
             conn.busy_timeout(std::time::Duration::from_secs(5))
                 .map_err(|e| fail(&e))?;
