@@ -2,7 +2,7 @@
 //! log and the pipeline over them. The CLI commands, the daemon, the end-to-end tests and the
 //! benchmarks all start here, so a host is built the same way everywhere.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::audit::{AuditError, AuditLog};
 use crate::exec::Pipeline;
@@ -55,4 +55,12 @@ pub async fn open_tasks(config: &Config) -> Result<Arc<Tasks>, StateError> {
             .keep(tokio_util::sync::CancellationToken::new()),
     );
     Ok(tasks)
+}
+
+/// The cores this process may use, asked of the system once: each answer reads
+/// `/proc/self/cgroup` and the cgroup's CPU quota, which on the way to the first answer cost
+/// more than what they size.
+pub fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }

@@ -23,10 +23,13 @@ fn main() -> ExitCode {
         Ok(n) => tracing::debug!("open-files limit: {n}"),
         Err(e) => tracing::warn!("cannot raise the open-files limit: {e}"),
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    // A worker per core, as tokio's default, from the count the daemon asks for once (unless
+    // TOKIO_WORKER_THREADS says otherwise, which tokio reads itself).
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        builder.worker_threads(toolhost::host::cores());
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("toolhost: cannot start the async runtime: {e}");

@@ -66,8 +66,7 @@ pub(crate) struct Checks {
 impl Checks {
     /// As many slots as the machine has cores (at least two), and [`CHECK_DEADLINE`].
     pub(crate) fn new() -> Self {
-        let cores = std::thread::available_parallelism().map_or(2, usize::from);
-        Self::with(cores.max(2), CHECK_DEADLINE)
+        Self::with(crate::host::cores().max(2), CHECK_DEADLINE)
     }
 
     pub(crate) fn with(slots: usize, deadline: Duration) -> Self {
