@@ -263,11 +263,42 @@ fn present_value<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Va
 
 /// RFC 3339 in UTC with exactly six fractional digits and a `Z`: `2025-06-01T12:00:00.000123Z`.
 pub(super) mod rfc3339_micros {
-    use chrono::{DateTime, SecondsFormat, Utc};
-    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+    use chrono::{DateTime, Datelike, SecondsFormat, Timelike, Utc};
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _, ser::Error as _};
 
     pub(crate) fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Micros, true))
+        match digits(t) {
+            Some(text) => s.serialize_str(std::str::from_utf8(&text).map_err(S::Error::custom)?),
+            None => s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Micros, true)),
+        }
+    }
+
+    /// `t` written digit by digit, as chrono writes it: every audit line has two or three
+    /// timestamps, and chrono's general formatter (format items through `fmt::write`) cost more
+    /// instructions than the rest of the line's fields. `None` for what that format does not
+    /// cover alone (years outside 0-9999, a leap second), which chrono writes.
+    pub(super) fn digits(t: &DateTime<Utc>) -> Option<[u8; 27]> {
+        let (year, nanos) = (t.year(), t.nanosecond());
+        if !(0..=9999).contains(&year) || nanos >= 1_000_000_000 {
+            return None;
+        }
+        let mut out = *b"0000-00-00T00:00:00.000000Z";
+        let fields = [
+            (0..4, year.unsigned_abs()),
+            (5..7, t.month()),
+            (8..10, t.day()),
+            (11..13, t.hour()),
+            (14..16, t.minute()),
+            (17..19, t.second()),
+            (20..26, nanos / 1000),
+        ];
+        for (at, mut n) in fields {
+            for d in out[at].iter_mut().rev() {
+                *d = b'0' + (n % 10) as u8;
+                n /= 10;
+            }
+        }
+        Some(out)
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
@@ -282,6 +313,18 @@ pub(super) mod rfc3339_micros {
 pub(super) mod tests {
     use super::*;
     use serde_json::json;
+
+    proptest::proptest! {
+        #[test]
+        fn timestamps_are_written_as_chrono_writes_them(secs in -62_167_219_200i64..253_402_300_800, nanos in 0u32..2_000_000_000) {
+            if let Some(t) = DateTime::<Utc>::from_timestamp(secs, nanos) {
+                let ours = rfc3339_micros::digits(&t).map(|d| String::from_utf8(d.to_vec()).unwrap());
+                let chrono = t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+                proptest::prop_assert!(ours.as_ref().is_none_or(|o| *o == chrono), "{ours:?} vs {chrono}");
+                proptest::prop_assert!(ours.is_some() || nanos >= 1_000_000_000);
+            }
+        }
+    }
 
     /// A record with every field set, fixed in time: the golden line.
     pub(in crate::audit) fn sample() -> AuditRecord {
