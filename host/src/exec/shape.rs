@@ -117,21 +117,22 @@ pub(super) async fn success(
                     format!("Tool '{name}' returned structured output that is not valid JSON: {e}");
                 return (error(call_id, ErrorKind::BadOutput, msg), false);
             }
-            Ok(v) => match &tool.spec.output_schema {
-                None => Some(v),
-                Some(_) => {
-                    // Compiled by now: the input's check compiled both schemas.
-                    let quick = tool
-                        .schemas
-                        .ready()
-                        .and_then(|s| s.output.as_ref())
-                        .is_some_and(|s| s.is_quick(&v));
+            Ok(v) => match (&tool.spec.output_schema, tool.schemas.ready()) {
+                (None, _) => Some(v),
+                // The input's check compiled both schemas, or the call ended there.
+                (Some(_), None) => {
+                    let msg = format!("The output schema of '{name}' is not compiled.");
+                    return (error(call_id, ErrorKind::Internal, msg), false);
+                }
+                (Some(_), Some(schemas)) => {
+                    let quick = schemas.output.as_ref().is_some_and(|s| s.is_quick(&v));
                     let checked = tool.clone();
                     let check = move || {
-                        let verdict = match checked.schemas.get(&checked.spec) {
-                            Ok(s) => s.output.as_ref().map(|s| s.check(&v)),
-                            Err(_) => None,
-                        };
+                        let verdict = checked
+                            .schemas
+                            .ready()
+                            .and_then(|s| s.output.as_ref())
+                            .map(|s| s.check(&v));
                         (v, verdict)
                     };
                     match checks.run(quick, check).await {

@@ -179,8 +179,12 @@ pub(super) async fn load(
                     Schemas::compiled(compiled)
                 }
                 (Some(compiled), None) => Schemas::compiled(compiled),
-                // Deferred only for a contract plugin's cached description, which has no exports.
-                (None, _) => Schemas::deferred(),
+                // Deferred only for a contract plugin's cached description, which has no exports
+                // (a generic plugin's are compiled now, with the conversion to its function).
+                (None, export) => {
+                    debug_assert!(export.is_none(), "a generic plugin's schemas were deferred");
+                    Schemas::deferred()
+                }
             };
             let mut spec = c.spec;
             spec.name = format!("{}{}", plugin.policy.prefix, spec.name);

@@ -33,7 +33,7 @@ use toolhost_policy::tool::ToolSpec;
 use toolhost_policy::wit::Skipped;
 
 pub use self::rejection::{DeclarationError, Rejection};
-pub use self::watch::watch;
+pub use self::watch::{Watching, watch};
 
 /// Largest plugin file accepted.
 pub(crate) const MAX_PLUGIN_BYTES: u64 = 512 << 20;

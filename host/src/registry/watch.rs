@@ -18,12 +18,18 @@ const DEBOUNCE: Duration = Duration::from_millis(200);
 /// ... but no longer than this after the first change, so that a file written slowly still shows up.
 const MAX_DELAY: Duration = Duration::from_secs(2);
 
-/// Watch the registry's plugins folder until `stop` is cancelled; returns an error if watching cannot start.
-pub async fn watch(
+/// The registry's plugins folder, watched from the moment this returns: set it up before the
+/// daemon says it serves, or a plugin dropped in right after that is missed until the next change.
+pub struct Watching {
     registry: Arc<Registry>,
-    stop: tokio_util::sync::CancellationToken,
-) -> Result<(), notify::Error> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    changed: tokio::sync::mpsc::UnboundedReceiver<()>,
+    /// Dropping it stops the events.
+    _watcher: notify::RecommendedWatcher,
+}
+
+/// Start watching the registry's plugins folder (and `toolhost.lock` when a plugin has a source).
+pub fn watch(registry: Arc<Registry>) -> Result<Watching, notify::Error> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let config = registry.config();
     let sourced = config.plugins.values().any(|p| p.source.is_some());
     let lock = sourced.then(|| config.sources.lock_path.clone());
@@ -47,25 +53,37 @@ pub async fn watch(
         };
         watcher.watch(dir, RecursiveMode::NonRecursive)?;
     }
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return Ok(()),
-            got = rx.recv() => if got.is_none() { return Ok(()) },
-        }
-        // Let a burst of events (a copy in progress) settle, then reload once.
-        let latest = tokio::time::Instant::now() + MAX_DELAY;
+    Ok(Watching {
+        registry,
+        changed: rx,
+        _watcher: watcher,
+    })
+}
+
+impl Watching {
+    /// Reload on every settled change until `stop` is cancelled.
+    pub async fn run(mut self, stop: tokio_util::sync::CancellationToken) {
+        let (registry, rx) = (&self.registry, &mut self.changed);
         loop {
-            let quiet = tokio::time::sleep(DEBOUNCE);
             tokio::select! {
-                () = stop.cancelled() => return Ok(()),
-                () = quiet => break,
-                () = tokio::time::sleep_until(latest) => break,
-                got = rx.recv() => if got.is_none() { return Ok(()) },
+                () = stop.cancelled() => return,
+                got = rx.recv() => if got.is_none() { return },
             }
-        }
-        match registry.reload().await {
-            Ok(changed) => tracing::info!(changed, "plugins folder changed; reloaded"),
-            Err(e) => tracing::error!("reload failed: {e}"),
+            // Let a burst of events (a copy in progress) settle, then reload once.
+            let latest = tokio::time::Instant::now() + MAX_DELAY;
+            loop {
+                let quiet = tokio::time::sleep(DEBOUNCE);
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = quiet => break,
+                    () = tokio::time::sleep_until(latest) => break,
+                    got = rx.recv() => if got.is_none() { return },
+                }
+            }
+            match registry.reload().await {
+                Ok(changed) => tracing::info!(changed, "plugins folder changed; reloaded"),
+                Err(e) => tracing::error!("reload failed: {e}"),
+            }
         }
     }
 }

@@ -88,14 +88,14 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         }
     });
 
+    // Watching before the daemon says it serves: a plugin dropped in right after is seen.
     if options.hot_reload {
-        let registry = pipeline.registry().clone();
-        let watch_stop = watch_stop.clone();
-        tokio::spawn(async move {
-            if let Err(e) = crate::registry::watch(registry, watch_stop).await {
-                tracing::warn!("hot reload is off: cannot watch the plugins folder: {e}");
+        match crate::registry::watch(pipeline.registry().clone()) {
+            Ok(watching) => {
+                tokio::spawn(watching.run(watch_stop.clone()));
             }
-        });
+            Err(e) => tracing::warn!("hot reload is off: cannot watch the plugins folder: {e}"),
+        }
     }
 
     let tools = pipeline.catalog().tools.len();
