@@ -62,7 +62,7 @@ pub(super) fn worth_parsing(bytes: &[u8]) -> bool {
     const NEEDLES: [&[u8]; 4] = [b"tasks/", b"\"task\"", b"initialize", b"tools/list"];
     NEEDLES
         .iter()
-        .any(|n| bytes.windows(n.len()).any(|w| w == *n))
+        .any(|n| memchr::memmem::find(bytes, n).is_some())
 }
 
 /// Rename a 2025-11-25 task request in place; what its response will need. `revision` is the

@@ -29,8 +29,13 @@ pub(crate) struct StdioIn<R> {
     partial: Vec<u8>,
     /// Rewritten bytes not yet handed on.
     ready: Vec<u8>,
+    /// Where reads land: zeroed once here rather than on every read.
+    chunk: Box<[u8]>,
     eof: bool,
 }
+
+/// How much one read of stdin takes at most.
+const CHUNK: usize = 8192;
 
 impl<R> StdioIn<R> {
     pub(crate) fn new(inner: R, pending: Pending) -> Self {
@@ -39,15 +44,19 @@ impl<R> StdioIn<R> {
             pending,
             partial: Vec::new(),
             ready: Vec::new(),
+            chunk: vec![0; CHUNK].into_boxed_slice(),
             eof: false,
         }
     }
 
+    /// Moves every whole line of `partial` to `ready`, rewritten where it needs to be.
     fn take_lines(&mut self) {
-        while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=end).collect();
-            let parsed = match worth_parsing(&line) {
-                true => serde_json::from_slice::<Value>(&line).ok(),
+        let Some(last) = memchr::memrchr(b'\n', &self.partial) else {
+            return;
+        };
+        for line in lines(&self.partial[..=last]) {
+            let parsed = match worth_parsing(line) {
+                true => serde_json::from_slice::<Value>(line).ok(),
                 false => None,
             };
             match parsed {
@@ -60,17 +69,28 @@ impl<R> StdioIn<R> {
                         self.pending.lock().insert(id.to_string(), answer);
                     }
                     if message.get("method") == before.as_ref() {
-                        self.ready.extend_from_slice(&line);
+                        self.ready.extend_from_slice(line);
                     } else {
                         self.ready
                             .extend_from_slice(&serde_json::to_vec(&message).unwrap_or_default());
                         self.ready.push(b'\n');
                     }
                 }
-                _ => self.ready.extend_from_slice(&line),
+                _ => self.ready.extend_from_slice(line),
             }
         }
+        self.partial.drain(..=last);
     }
+}
+
+/// The lines of `bytes`, each with its `\n`; `bytes` ends with one.
+fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut start = 0;
+    memchr::memchr_iter(b'\n', bytes).map(move |end| {
+        let line = &bytes[start..=end];
+        start = end + 1;
+        line
+    })
 }
 
 impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for StdioIn<R> {
@@ -80,33 +100,33 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for StdioIn<R> {
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
         use std::task::Poll;
+        let this = &mut *self;
         loop {
-            if !self.ready.is_empty() {
-                let n = self.ready.len().min(buf.remaining());
-                buf.put_slice(&self.ready[..n]);
-                self.ready.drain(..n);
+            if !this.ready.is_empty() {
+                let n = this.ready.len().min(buf.remaining());
+                buf.put_slice(&this.ready[..n]);
+                this.ready.drain(..n);
                 return Poll::Ready(Ok(()));
             }
-            if self.eof {
-                let rest = std::mem::take(&mut self.partial);
+            if this.eof {
+                let rest = std::mem::take(&mut this.partial);
                 if rest.is_empty() {
                     return Poll::Ready(Ok(()));
                 }
-                self.ready = rest;
+                this.ready = rest;
                 continue;
             }
-            let mut chunk = [0u8; 8192];
-            let mut read = tokio::io::ReadBuf::new(&mut chunk);
-            match std::pin::Pin::new(&mut self.inner).poll_read(cx, &mut read) {
+            let mut read = tokio::io::ReadBuf::new(&mut this.chunk);
+            match std::pin::Pin::new(&mut this.inner).poll_read(cx, &mut read) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Ready(Ok(())) => {
-                    let filled = read.filled().to_vec();
-                    if filled.is_empty() {
-                        self.eof = true;
+                    let n = read.filled().len();
+                    if n == 0 {
+                        this.eof = true;
                     } else {
-                        self.partial.extend_from_slice(&filled);
-                        self.take_lines();
+                        this.partial.extend_from_slice(&this.chunk[..n]);
+                        this.take_lines();
                     }
                 }
             }
@@ -135,12 +155,15 @@ impl<W> StdioOut<W> {
         }
     }
 
+    /// Moves every whole line of `partial` to `out`, amended where its request asked for it.
     fn take_lines(&mut self) {
-        while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=end).collect();
+        let Some(last) = memchr::memrchr(b'\n', &self.partial) else {
+            return;
+        };
+        for line in lines(&self.partial[..=last]) {
             let waiting = !self.pending.lock().is_empty();
             let answer = waiting
-                .then(|| serde_json::from_slice::<Value>(&line).ok())
+                .then(|| serde_json::from_slice::<Value>(line).ok())
                 .flatten()
                 .and_then(|m| {
                     let id = m.get("id")?.to_string();
@@ -157,9 +180,10 @@ impl<W> StdioOut<W> {
                         .extend_from_slice(&serde_json::to_vec(&message).unwrap_or_default());
                     self.out.push(b'\n');
                 }
-                None => self.out.extend_from_slice(&line),
+                None => self.out.extend_from_slice(line),
             }
         }
+        self.partial.drain(..=last);
     }
 
     fn poll_drain(
@@ -229,6 +253,75 @@ impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for StdioOut<W> {
         match self.poll_drain(cx) {
             Poll::Ready(Ok(())) => std::pin::Pin::new(&mut self.inner).poll_shutdown(cx),
             other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
+
+    use super::*;
+    use crate::server::legacy::CALL_AS_TASK;
+
+    /// A reader that hands its bytes out in the pieces it was given.
+    struct Pieces(VecDeque<Vec<u8>>);
+
+    impl AsyncRead for Pieces {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            if let Some(mut piece) = self.0.pop_front() {
+                let n = piece.len().min(buf.remaining());
+                buf.put_slice(&piece[..n]);
+                if n < piece.len() {
+                    self.0.push_front(piece.split_off(n));
+                }
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_pass_whole_and_task_calls_are_renamed_wherever_the_reads_split_them() {
+        let plain = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"task: tools/list"}}}"#;
+        let task = r#"{"jsonrpc":"2.0","id":"t","method":"tools/call","params":{"name":"sleep","task":{"ttl":10}}}"#;
+        let junk = "not json, but it says initialize";
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#;
+        let input = format!("{plain}\n{task}\n{junk}\n{init}\n{plain}");
+        for split in 0..=input.len() {
+            let (a, b) = input.as_bytes().split_at(split);
+            let pending = Pending::default();
+            // An empty read is the end of the input, so an empty piece is left out.
+            let pieces = [a, b].into_iter().filter(|p| !p.is_empty());
+            let mut reader = StdioIn::new(
+                Pieces(pieces.map(<[u8]>::to_vec).collect()),
+                pending.clone(),
+            );
+            let mut out = String::new();
+            reader.read_to_string(&mut out).await.unwrap();
+            let lines: Vec<&str> = out.split('\n').collect();
+            assert_eq!(lines.len(), 5, "split at {split}: {out}");
+            assert_eq!(lines[0], plain);
+            let renamed: Value = serde_json::from_str(lines[1]).unwrap();
+            assert_eq!(renamed["method"], CALL_AS_TASK, "split at {split}");
+            assert_eq!(renamed["params"]["task"]["ttl"], 10);
+            assert_eq!(lines[2], junk);
+            assert_eq!(lines[3], init);
+            // The last line has no newline: it is handed on as it is when the input ends.
+            assert_eq!(lines[4], plain);
+            // Only the initialize result will need amending.
+            assert_eq!(
+                pending.lock().keys().collect::<Vec<_>>(),
+                ["0"],
+                "split at {split}"
+            );
         }
     }
 }
