@@ -13,6 +13,10 @@ use toolhost_policy::config::{AuditOptions, OnFailure};
 use super::begin::BeginLine;
 use super::record::AuditRecord;
 
+/// Bytes reserved for one encoded line: an end record of a call by a plugin loaded from a file
+/// takes about 800.
+const LINE_CAPACITY: usize = 1024;
+
 /// A failure to open or append to the audit log.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
@@ -139,15 +143,18 @@ impl AuditLog {
     /// On failure this logs with `tracing::error!` and returns the error; the caller applies
     /// [`on_failure`](Self::on_failure).
     pub fn write(&self, record: &AuditRecord) -> Result<(), AuditError> {
-        self.append(&record.call_id, |keep_input| {
+        self.append(&record.call_id, |keep_input, line| {
             if record.input.is_some() && !keep_input {
                 // Rare: an input filled in by a caller the options do not keep inputs for.
-                serde_json::to_vec(&AuditRecord {
-                    input: None,
-                    ..record.clone()
-                })
+                serde_json::to_writer(
+                    line,
+                    &AuditRecord {
+                        input: None,
+                        ..record.clone()
+                    },
+                )
             } else {
-                serde_json::to_vec(record)
+                serde_json::to_writer(line, record)
             }
         })
     }
@@ -156,8 +163,8 @@ impl AuditLog {
     /// the same way as [`write`](Self::write): whole, flushed to the kernel before this returns (and
     /// synced with `sync`), so that a daemon killed while the call runs still shows it.
     pub fn write_begin(&self, record: &AuditRecord) -> Result<(), AuditError> {
-        self.append(&record.call_id, |keep_input| {
-            serde_json::to_vec(&BeginLine::of(record, keep_input))
+        self.append(&record.call_id, |keep_input, line| {
+            serde_json::to_writer(line, &BeginLine::of(record, keep_input))
         })
     }
 
@@ -165,14 +172,16 @@ impl AuditLog {
     fn append(
         &self,
         call_id: &str,
-        encode: impl FnOnce(bool) -> Result<Vec<u8>, serde_json::Error>,
+        encode: impl FnOnce(bool, &mut Vec<u8>) -> Result<(), serde_json::Error>,
     ) -> Result<(), AuditError> {
         let Some(sink) = &self.sink else {
             return Ok(());
         };
-        let result = encode(self.options.include_input)
+        // Room for a typical record, so that encoding it does not grow the buffer step by step.
+        let mut line = Vec::with_capacity(LINE_CAPACITY);
+        let result = encode(self.options.include_input, &mut line)
             .map_err(AuditError::Encode)
-            .and_then(|mut line| {
+            .and_then(|()| {
                 line.push(b'\n');
                 sink.append(&line, self.options.sync)
             });

@@ -138,6 +138,8 @@ impl Pipeline {
             .audit
             .begin(&call_id, req.origin, &req.tool, &req.input);
         record.parent_id = req.parent_id.clone();
+        // Hashed for the record; from here on only the checks below read it.
+        let input = std::mem::take(&mut req.input);
         clock.mark(Stage::Begin);
         // The caller's token stops the call; so does the deadline, through a child of it, so that the
         // two can be told apart when the call comes back cancelled.
@@ -146,7 +148,7 @@ impl Pipeline {
         req.cancel = stop.clone();
         let mut timed_out = false;
         let mut finished = {
-            let run = self.run(&req, &call_id, &mut record, &mut clock);
+            let run = self.run(&req, input, &call_id, &mut record, &mut clock);
             match limit {
                 None => run.await,
                 Some(limit) => {
@@ -212,6 +214,7 @@ impl Pipeline {
     async fn run(
         &self,
         req: &CallRequest,
+        input: Value,
         call_id: &str,
         record: &mut AuditRecord,
         clock: &mut Stopwatch,
@@ -268,8 +271,8 @@ impl Pipeline {
         let quick = tool
             .schemas
             .ready()
-            .is_some_and(|s| s.input.is_quick(&req.input));
-        let (checked, input, limits) = (tool.clone(), req.input.clone(), plugin.policy.input);
+            .is_some_and(|s| s.input.is_quick(&input));
+        let (checked, limits) = (tool.clone(), plugin.policy.input);
         let check = self.checks.run(quick, move || {
             let schemas = checked.schemas.get(&checked.spec).map_err(str::to_owned)?;
             Ok::<_, String>(schemas.input.check(&checked.spec.name, input, &limits))

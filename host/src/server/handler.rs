@@ -143,9 +143,14 @@ impl McpServer {
         let started = std::time::Instant::now();
         let trace = telemetry::is_on()
             .then(|| request_span("tools/call", Some(&tool), &context, caller.as_deref()));
+        // The arguments are kept only where a question may hand the call back to the client.
+        let (input, kept) = match question {
+            Some(_) => (arguments.clone(), Some(arguments)),
+            None => (arguments, None),
+        };
         let request = CallRequest {
             tool: tool.clone(),
-            input: arguments.clone(),
+            input,
             parent_id: None,
             origin: "mcp",
             progress: relay.as_ref().map(ProgressRelay::sink),
@@ -199,12 +204,12 @@ impl McpServer {
                 () = &mut pump => {}
             }
         };
-        if let Some(q) = handed
+        if let (Some(q), Some(arguments)) = (handed, &kept)
             && outcome.error_kind() == Some(ErrorKind::InputRequired)
         {
             return shared
                 .states
-                .input_required(&tool, &arguments, &q)
+                .input_required(&tool, arguments, &q)
                 .map(Into::into);
         }
         if let Some(r) = &relay {

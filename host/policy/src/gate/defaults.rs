@@ -47,13 +47,15 @@ fn fill_object(
 ) {
     for (key, sub) in properties {
         let sub = follow(root, sub);
-        let here = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
+        // The pointer is spelled out only where it is needed: most properties are given as scalars.
+        let here = || format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
         match object.get_mut(key) {
-            Some(value) => fill_at(root, sub, value, here, depth + 1, filled),
+            Some(value @ Value::Object(_)) => fill_at(root, sub, value, here(), depth + 1, filled),
+            Some(_) => {}
             None => {
                 if let Some(default) = sub.get("default") {
                     object.insert(key.clone(), default.clone());
-                    filled.push(here);
+                    filled.push(here());
                 }
             }
         }

@@ -9,7 +9,7 @@
 //! [`rewrite_request`] and [`rewrite_response`] work on JSON-RPC values; the HTTP middleware
 //! applies them to `/mcp` bodies. Nothing here runs a call.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -17,6 +17,7 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::Response;
 use http_body_util::BodyExt;
+use memchr::memmem::Finder;
 use serde_json::{Value, json};
 
 use super::shared::Shared;
@@ -59,10 +60,16 @@ fn declared_revision(message: &Value) -> Option<&str> {
 /// Whether a message may need [`rewrite_request`]: a cheap look at the bytes, so that the many
 /// messages that do not (every `tools/call` without `task`) are not parsed twice.
 pub(super) fn worth_parsing(bytes: &[u8]) -> bool {
-    const NEEDLES: [&[u8]; 4] = [b"tasks/", b"\"task\"", b"initialize", b"tools/list"];
-    NEEDLES
-        .iter()
-        .any(|n| memchr::memmem::find(bytes, n).is_some())
+    static NEEDLES: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
+        [
+            b"tasks/".as_slice(),
+            b"\"task\"",
+            b"initialize",
+            b"tools/list",
+        ]
+        .map(Finder::new)
+    });
+    NEEDLES.iter().any(|n| n.find(bytes).is_some())
 }
 
 /// Rename a 2025-11-25 task request in place; what its response will need. `revision` is the
