@@ -2,8 +2,6 @@
 
 use std::fs::Metadata;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy};
@@ -20,11 +18,9 @@ use super::digests::FileDigests;
 use super::plugin::{Compiler, Kind};
 use super::pool::pooling_config;
 use super::state::State;
+use super::ticker::Ticker;
 use toolhost_policy::config::{EngineOptions, PoolOptions};
 use toolhost_policy::wit::{GenericTool, Skipped};
-
-/// How often the epoch advances: the granularity of deadlines, cancellation and yielding.
-pub(crate) const TICK: Duration = Duration::from_millis(5);
 
 /// The export every plugin must provide.
 pub(super) const TOOL_EXPORT: &str = "toolhost:plugin/tool@0.1.0";
@@ -36,7 +32,8 @@ pub struct Sandbox {
     pub(crate) compiler: Compiler,
     /// Plugin files' hashes, by what `stat` says of them.
     digests: FileDigests,
-    ticker_stop: Arc<AtomicBool>,
+    /// Advances the epoch while guests run.
+    pub(crate) ticker: Ticker,
     /// The pool in use; `None` when allocating on demand (configured so, or the pool could not be reserved).
     pool: Option<PoolOptions>,
     /// Descriptors all calls together may hold.
@@ -105,16 +102,8 @@ impl Sandbox {
             },
             None => None,
         };
-        let ticker_stop = Arc::new(AtomicBool::new(false));
-        let (stop, ticking) = (ticker_stop.clone(), engine.clone());
-        std::thread::Builder::new()
-            .name("toolhost-epoch".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(TICK);
-                    ticking.increment_epoch();
-                }
-            })
+        let ticking = engine.clone();
+        let ticker = Ticker::start(move || ticking.increment_epoch())
             .map_err(|e| SandboxError::Engine(format!("cannot start the epoch ticker: {e}")))?;
         let digests = FileDigests::open(cache.as_ref());
         Ok(Self {
@@ -125,7 +114,7 @@ impl Sandbox {
                 linker: Arc::new(linker),
                 cache: cache.map(Arc::new),
             },
-            ticker_stop,
+            ticker,
             pool,
             files: FileBudget::for_process(options.open_files),
         })
@@ -188,12 +177,6 @@ impl Sandbox {
             tools,
             skipped,
         })
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
     }
 }
 

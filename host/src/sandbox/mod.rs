@@ -21,6 +21,7 @@ mod pool;
 mod prepared;
 mod run;
 mod state;
+mod ticker;
 
 pub use self::engine::{Inspection, Sandbox};
 pub use self::plugin::Plugin;

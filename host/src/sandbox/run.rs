@@ -190,6 +190,8 @@ impl Sandbox {
         body: impl AsyncFnOnce(&mut Store<State>, P::Instance) -> wasmtime::Result<T>,
     ) -> RunReport<T> {
         let started = Instant::now();
+        // Deadlines and yielding need the epoch to move while this store lives.
+        let _ticking = self.ticker.running();
         let capped = prepared.limits.capped(io.caps);
         let (limits, cancel) = (&capped, io.cancel);
         let stdout = CappedOutput::new(limits.stdio_bytes);
