@@ -140,7 +140,7 @@ impl WithoutPriming {
 
     /// The complete events buffered so far, priming events left out; `None` when there are none.
     fn complete_events(&mut self) -> Option<Bytes> {
-        let end = self.pending.windows(2).rposition(|w| w == b"\n\n")? + 2;
+        let end = memchr::memmem::rfind(&self.pending, b"\n\n")? + 2;
         let complete = self.pending.split_to(end);
         let kept = strip_priming(&complete);
         (!kept.is_empty()).then(|| Bytes::from(kept))
@@ -161,20 +161,24 @@ fn strip_priming(stream: &[u8]) -> Vec<u8> {
 /// An event with at least one `data` field, all of them empty: a priming event (or nothing a
 /// pre-2025-11-25 client can parse). Comments (keep-alives) have no `data` and stay.
 fn is_priming(event: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(event);
-    let data: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|d| d.strip_prefix(' ').unwrap_or(d))
-        .collect();
-    !data.is_empty() && data.iter().all(|d| d.is_empty())
+    let mut data = false;
+    for line in event.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if let Some(d) = line.strip_prefix(b"data:") {
+            if !d.strip_prefix(b" ").unwrap_or(d).is_empty() {
+                return false;
+            }
+            data = true;
+        }
+    }
+    data
 }
 
 /// `bytes` cut after each `\n\n` (the last piece may lack it).
 fn events(bytes: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::new();
     let mut start = 0;
-    while let Some(at) = bytes[start..].windows(2).position(|w| w == b"\n\n") {
+    while let Some(at) = memchr::memmem::find(&bytes[start..], b"\n\n") {
         out.push(&bytes[start..start + at + 2]);
         start += at + 2;
     }
@@ -221,11 +225,13 @@ mod tests {
     #[test]
     fn strips_priming_events_and_keeps_messages_and_comments() {
         let stream =
-            b"id: 0\nretry: 3000\ndata:\n\n: keep-alive\n\ndata: {\"jsonrpc\":\"2.0\"}\nid: 1\n\n";
+            b"id: 0\nretry: 3000\ndata:\n\n: keep-alive\n\ndata: {\"jsonrpc\":\"2.0\"}\nid: 1\n\n\
+              data: \nid: 2\n\ndata:\ndata: x\n\n";
         let kept = String::from_utf8(strip_priming(stream)).unwrap();
+        // `data: ` alone primes too; an event with one empty and one full `data` line is a message.
         assert_eq!(
             kept,
-            ": keep-alive\n\ndata: {\"jsonrpc\":\"2.0\"}\nid: 1\n\n"
+            ": keep-alive\n\ndata: {\"jsonrpc\":\"2.0\"}\nid: 1\n\ndata:\ndata: x\n\n"
         );
     }
 
