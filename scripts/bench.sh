@@ -7,6 +7,8 @@
 #   scripts/bench.sh --json out.json      also write every figure, per round, as JSON
 #   scripts/bench.sh --callgrind [N]      instructions per in-process echo call (valgrind; stable on a
 #                                         noisy machine, where wall-clock figures are not)
+#   scripts/bench.sh --callgrind-mcp [N]  instructions per echo call in the server over MCP stdio and
+#                                         HTTP, toolhost against the native rmcp server (valgrind)
 #
 # TOOLHOST_BENCH_TOML adds config to every benchmark workspace, to compare settings in otherwise identical
 # runs, e.g. TOOLHOST_BENCH_TOML=$'[engine]\npooling = false' scripts/bench.sh --only pipeline
@@ -26,6 +28,9 @@ if [[ "${1:-}" == "--callgrind" ]]; then
     command -v valgrind >/dev/null || { echo "bench.sh: --callgrind needs valgrind" >&2; exit 2; }
     n="${2:-1000}"
     out="$(mktemp -d)"
+    # Valgrind cannot reserve the default pool of 80 instances: without this, the calls would be
+    # measured with instances allocated on demand, not the pooled path the daemon takes.
+    export TOOLHOST_BENCH_TOML="${TOOLHOST_BENCH_TOML:-$'[engine]\ninstances = 4'}"
     # Two runs, N calls and none: the difference is the cost of N calls, start-up and compile excluded.
     for calls in 0 "$n"; do
         valgrind --tool=callgrind --callgrind-out-file="$out/cg.$calls" "$exe" --profile-calls "$calls" \
@@ -36,6 +41,13 @@ if [[ "${1:-}" == "--callgrind" ]]; then
     echo "callgrind: $per instructions per echo call through the whole pipeline (user space; $n calls)"
     echo "profiles: $out/cg.$n (callgrind_annotate --inclusive=yes $out/cg.$n)"
     exit 0
+fi
+
+if [[ "${1:-}" == "--callgrind-mcp" ]]; then
+    command -v valgrind >/dev/null || { echo "bench.sh: --callgrind-mcp needs valgrind" >&2; exit 2; }
+    cargo build --release -p toolhost --bin toolhost --quiet
+    exec python3 "$root/scripts/mcp-instructions.py" --toolhost "$root/target/release/toolhost" \
+        --native "$exe" --plugin "$root/plugins/echo.wasm" --calls "${2:-300}"
 fi
 
 exec "$exe" "$@"
