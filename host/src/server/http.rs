@@ -63,7 +63,7 @@ pub(crate) fn app(
     ));
     // Served through a shared reference: rmcp's own `Service` clones the whole service, its
     // configuration's host and origin lists included, for every request, and each middleware
-    // below clones what it wraps again (perf: 117 string copies per MCP request).
+    // below clones what it wraps again (callgrind: 117 string copies per MCP request).
     let mcp = tower::service_fn(move |request: Request| {
         let mcp = mcp.clone();
         async move { Ok::<_, std::convert::Infallible>(mcp.handle(request).await) }
