@@ -57,9 +57,44 @@ fn declared_revision(message: &Value) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
+/// A client's message after [`rewrite_request`].
+pub(super) struct Incoming {
+    /// What its response will need.
+    pub(super) answer: Answer,
+    /// Its JSON-RPC id as JSON text, when `answer` is not [`Answer::AsIs`] and it has one.
+    pub(super) id: Option<String>,
+    /// Its new text when it was renamed; `None` when its bytes pass on as they are.
+    pub(super) renamed: Option<Vec<u8>>,
+}
+
+/// `bytes`, one JSON-RPC message, through [`rewrite_request`]; parsed only when
+/// [`worth_parsing`] says it may need it.
+pub(super) fn incoming(bytes: &[u8], revision: Option<&str>) -> Incoming {
+    let mut seen = Incoming {
+        answer: Answer::AsIs,
+        id: None,
+        renamed: None,
+    };
+    let parsed = match worth_parsing(bytes) {
+        true => serde_json::from_slice::<Value>(bytes).ok(),
+        false => None,
+    };
+    if let Some(mut message) = parsed.filter(Value::is_object) {
+        let before = message.get("method").cloned();
+        seen.answer = rewrite_request(&mut message, revision);
+        if seen.answer != Answer::AsIs {
+            seen.id = message.get("id").map(Value::to_string);
+        }
+        if message.get("method") != before.as_ref() {
+            seen.renamed = Some(serde_json::to_vec(&message).unwrap_or_default());
+        }
+    }
+    seen
+}
+
 /// Whether a message may need [`rewrite_request`]: a cheap look at the bytes, so that the many
 /// messages that do not (every `tools/call` without `task`) are not parsed twice.
-pub(super) fn worth_parsing(bytes: &[u8]) -> bool {
+fn worth_parsing(bytes: &[u8]) -> bool {
     static NEEDLES: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
         [
             b"tasks/".as_slice(),
@@ -153,23 +188,10 @@ pub(crate) async fn tasks(
         .get("mcp-protocol-version")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let mut answer = Answer::AsIs;
-    let parsed = match worth_parsing(&bytes) {
-        true => serde_json::from_slice::<Value>(&bytes).ok(),
-        false => None,
-    };
-    let bytes = match parsed {
-        Some(mut message) if message.is_object() => {
-            let before = message.get("method").cloned();
-            answer = rewrite_request(&mut message, revision.as_deref());
-            if message.get("method") == before.as_ref() {
-                bytes
-            } else {
-                Bytes::from(serde_json::to_vec(&message).unwrap_or_default())
-            }
-        }
-        _ => bytes,
-    };
+    let Incoming {
+        answer, renamed, ..
+    } = incoming(&bytes, revision.as_deref());
+    let bytes = renamed.map_or(bytes, Bytes::from);
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Answer, rewrite_request, rewrite_response, worth_parsing};
+use super::{Answer, Incoming, incoming, rewrite_response};
 use crate::server::shared::Shared;
 
 /// What the stdio shim remembers between a request and its response: the answers that need
@@ -55,28 +55,20 @@ impl<R> StdioIn<R> {
             return;
         };
         for line in lines(&self.partial[..=last]) {
-            let parsed = match worth_parsing(line) {
-                true => serde_json::from_slice::<Value>(line).ok(),
-                false => None,
-            };
-            match parsed {
-                Some(mut message) if message.is_object() => {
-                    let before = message.get("method").cloned();
-                    let answer = rewrite_request(&mut message, None);
-                    if answer != Answer::AsIs
-                        && let Some(id) = message.get("id")
-                    {
-                        self.pending.lock().insert(id.to_string(), answer);
-                    }
-                    if message.get("method") == before.as_ref() {
-                        self.ready.extend_from_slice(line);
-                    } else {
-                        self.ready
-                            .extend_from_slice(&serde_json::to_vec(&message).unwrap_or_default());
-                        self.ready.push(b'\n');
-                    }
+            let Incoming {
+                answer,
+                id,
+                renamed,
+            } = incoming(line, None);
+            if let Some(id) = id {
+                self.pending.lock().insert(id, answer);
+            }
+            match renamed {
+                Some(text) => {
+                    self.ready.extend_from_slice(&text);
+                    self.ready.push(b'\n');
                 }
-                _ => self.ready.extend_from_slice(line),
+                None => self.ready.extend_from_slice(line),
             }
         }
         self.partial.drain(..=last);
