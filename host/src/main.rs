@@ -36,12 +36,20 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    match runtime.block_on(cli.run()) {
+    let code = match runtime.block_on(cli.run()) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
             let message = format!("{:#}", f.error);
             eprintln!("toolhost: {}", toolhost_policy::text::multi_line(&message));
             ExitCode::from(f.code)
         }
-    }
+    };
+    // Every call has been answered and recorded by now. A blocking thread still busy may be stuck in
+    // the kernel for good (a call's file operation on a hung mount, abandoned at its deadline):
+    // dropping the runtime would wait for it forever.
+    runtime.shutdown_timeout(EXIT_GRACE);
+    code
 }
+
+/// How long the process waits at exit for blocking threads still running.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);

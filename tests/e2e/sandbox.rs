@@ -129,6 +129,33 @@ fn refuses_every_write_to_a_read_only_grant() {
 }
 
 #[test]
+fn a_fifo_in_a_grant_is_refused_at_once_not_waited_on() {
+    // Opening a FIFO blocks until the other end opens, and a call's file operations block its
+    // thread: the guard opens files and directories only, so these calls fail at once instead of
+    // at their deadline (a timeout, and a stuck thread, before the guard looked).
+    let env = Env::new(
+        &["fs"],
+        &format!(
+            "{BYPASS}[limits]\ntimeout-ms = 20000\n[plugins.fs]\ndirs = [{{ host = \"work\" }}]\n"
+        ),
+    );
+    let made = std::process::Command::new("mkfifo")
+        .arg(env.work().join("pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo failed");
+    std::os::unix::fs::symlink("pipe", env.work().join("to-pipe")).unwrap();
+    for path in ["pipe", "to-pipe", "./pipe"] {
+        env.call("read_file", json!({ "path": path }))
+            .assert_error("tool_failed", path);
+        env.call("write_file", json!({ "path": path, "content": "x" }))
+            .assert_error("tool_failed", path);
+    }
+    let r = env.call("grep", json!({ "pattern": "x", "path": "." }));
+    r.assert_ok();
+}
+
+#[test]
 fn no_grant_means_no_files() {
     let env = Env::new(&["hostile"], BYPASS);
     let r = env.call("list", json!({ "path": "." }));

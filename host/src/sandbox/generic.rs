@@ -102,7 +102,8 @@ impl Sandbox {
                 return RunReport::without_guest(Ok(Err(GuestError::InvalidInput(problems))));
             }
         };
-        self.run(prepared, io, &generic.pre, async |store, instance| {
+        let (export, index, tool) = (export.clone(), *index, tool.to_owned());
+        self.run(prepared, io, &generic.pre, async move |store, instance| {
             let func = instance
                 .get_func(&mut *store, index)
                 .ok_or_else(|| wasmtime::format_err!("the export `{tool}` is not a function"))?;

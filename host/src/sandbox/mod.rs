@@ -21,6 +21,8 @@ mod pool;
 mod prepared;
 mod run;
 mod state;
+mod store;
+mod thread;
 mod ticker;
 
 pub use self::engine::{Inspection, Sandbox};

@@ -1,23 +1,25 @@
-//! One call in a fresh store: instantiate from the cached `InstancePre`, apply fuel, memory and epoch
-//! limits, race the call against its deadline and the caller's cancellation, then throw the store away.
+//! One call: what the guest may do prepared from its grants, then a fresh store
+//! ([`FreshStore`](super::store::FreshStore)) on the calling task, or on a thread of its own when the
+//! guest may block in file operations ([`super::thread`]); and what the caller gets back.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::{Instance, InstancePre, ResourceTable, ResourceTableError};
-use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime::Store;
+use wasmtime::component::{Instance, InstancePre, ResourceTable};
 
 use super::bindings::exports::toolhost::plugin::tool::ToolError;
 use super::bindings::{Plugin as PluginWorld, PluginPre};
-use super::budget::BudgetExhausted;
 use super::engine::Sandbox;
 use super::files::{self, OpenFiles};
 use super::network;
 use super::output::CappedOutput;
 use super::plugin::{Kind, Plugin};
 use super::prepared::{CallIo, Prepared};
-use super::state::{MemoryLimitHit, MemoryLimiter, State};
+use super::state::{MemoryLimiter, State};
+use super::store::{FreshStore, MAX_HANDLES};
+use super::thread::{self, Abandoned};
 use toolhost_policy::grants::{Grants, Limits};
 use toolhost_policy::tool::Hints;
 
@@ -159,10 +161,11 @@ impl Sandbox {
         };
         let report = match kind {
             Kind::Contract(pre) => {
-                self.run(prepared, io, pre, async |store, p| {
+                let (tool, input) = (tool.to_owned(), input.to_owned());
+                self.run(prepared, io, pre, async move |store, p| {
                     let r = p
                         .toolhost_plugin_tool()
-                        .call_call(store, tool, input)
+                        .call_call(store, &tool, &input)
                         .await?;
                     Ok(r.map(|o| GuestOutput {
                         content: o.content,
@@ -180,24 +183,30 @@ impl Sandbox {
         super::network::redact_report(report, prepared.network.redactor())
     }
 
-    /// One store for `prepared`: each capability prepared for the call, the limits applied, `body`
-    /// raced against the deadline and the caller's cancellation.
-    pub(super) async fn run<P: Instantiate, T>(
+    /// One call of `prepared`: each capability prepared for it, then its store ([`FreshStore`]) on
+    /// this task, or on a thread of its own when the guest may block in file operations.
+    pub(super) async fn run<P, T, B>(
         &self,
         prepared: &Prepared,
         io: CallIo<'_>,
         pre: &P,
-        body: impl AsyncFnOnce(&mut Store<State>, P::Instance) -> wasmtime::Result<T>,
-    ) -> RunReport<T> {
+        body: B,
+    ) -> RunReport<T>
+    where
+        P: Instantiate + Clone + Send + 'static,
+        T: Send + 'static,
+        B: AsyncFnOnce(&mut Store<State>, P::Instance) -> wasmtime::Result<T> + Send + 'static,
+    {
         let started = Instant::now();
         // Deadlines and yielding need the epoch to move while this store lives.
-        let _ticking = self.ticker.running();
-        let capped = prepared.limits.capped(io.caps);
-        let (limits, cancel) = (&capped, io.cancel);
+        let ticking = self.ticker.running();
+        let limits = prepared.limits.capped(io.caps);
         let stdout = CappedOutput::new(limits.stdio_bytes);
         let stderr = CappedOutput::new(limits.stdio_bytes);
+        // Only granted directories give a guest anything to block on.
+        let apart = !prepared.grants.dirs.is_empty();
         let open = OpenFiles::new(self.files.clone());
-        let wasi = files::prepare(&prepared.grants, io.files, open, &stdout, &stderr);
+        let wasi = files::prepare(&prepared.grants, io.files, open, apart, &stdout, &stderr);
         let (wasi, files) = match wasi {
             Ok(w) => w,
             Err(e) => {
@@ -225,70 +234,51 @@ impl Sandbox {
             net,
             files,
         };
-        let mut store = Store::new(&self.engine, state);
-        store.limiter(|s| &mut s.limiter);
-        store.set_hostcall_fuel(MAX_TRANSFER);
-        let fuel = limits.fuel;
-        let setup = store.set_fuel(fuel);
-        let deadline = started + limits.timeout;
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            if Instant::now() >= deadline {
-                Ok(UpdateDeadline::Interrupt)
-            } else {
-                Ok(UpdateDeadline::Yield(1))
+        let fresh = FreshStore {
+            engine: self.engine.clone(),
+            state,
+            limits,
+            cancel: io.cancel.clone(),
+            started,
+            stdout,
+            stderr,
+            ticking,
+        };
+        if !apart {
+            return fresh.run(pre, body).await;
+        }
+        let (pre, runtime) = (pre.clone(), tokio::runtime::Handle::current());
+        let work = move || runtime.block_on(fresh.run(&pre, body));
+        let cancel = io.cancel.clone();
+        let deadline = tokio::time::Instant::from_std(started + limits.timeout);
+        let give_up = async move {
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {}
+                () = cancel.cancelled() => {}
             }
-        });
-
-        let (mut instantiate, mut instance) = (Duration::ZERO, Duration::ZERO);
-        let result = match setup {
-            Err(e) => Err(RunError::Setup(format!("{e:#}"))),
-            Ok(()) => {
-                let work = async {
-                    let before = Instant::now();
-                    let made = pre.instantiate(&mut store).await?;
-                    instance = before.elapsed();
-                    instantiate = started.elapsed();
-                    body(&mut store, made).await
+            // The store stops the guest at either; only a thread stuck in the kernel is still busy.
+            tokio::time::sleep(GRACE).await;
+        };
+        match thread::apart(work, give_up).await {
+            Ok(report) => report,
+            Err(Abandoned) => {
+                let why = if io.cancel.is_cancelled() {
+                    RunError::Cancelled
+                } else {
+                    RunError::Timeout(limits.timeout)
                 };
-                tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => Err(RunError::Cancelled),
-                    r = tokio::time::timeout(limits.timeout, work) => match r {
-                        Err(_) => Err(RunError::Timeout(limits.timeout)),
-                        Ok(Ok(v)) => Ok(v),
-                        Ok(Err(e)) => Err(classify(&e, limits, fuel)),
-                    },
+                tracing::warn!(plugin = %prepared.name, "the call's thread is stuck in a file operation; answered without it");
+                RunReport {
+                    elapsed: started.elapsed(),
+                    ..RunReport::refused(why)
                 }
             }
-        };
-        let fuel_used = fuel.saturating_sub(store.get_fuel().unwrap_or(0));
-        let peak_memory = store.data().limiter.peak as u64;
-        let network = store.data().net.take_notes();
-        let (out, out_dropped) = stdout.take();
-        let (err, err_dropped) = stderr.take();
-        let result = result.map_err(|e| match e {
-            RunError::Trap(msg) => RunError::Trap(with_stderr_tail(msg, &err)),
-            other => other,
-        });
-        let elapsed = started.elapsed();
-        let dropping = Instant::now();
-        drop(store);
-        RunReport {
-            result,
-            fuel_used,
-            peak_memory,
-            stdout: out,
-            stderr: err,
-            stdio_dropped: out_dropped + err_dropped,
-            elapsed,
-            instantiate,
-            instance,
-            store_drop: dropping.elapsed(),
-            network,
         }
     }
 }
+
+/// How long after its deadline (or its cancellation) a call on its own thread is waited for.
+const GRACE: Duration = Duration::from_secs(1);
 
 impl<T> RunReport<T> {
     /// A call that never reached the guest.
@@ -333,73 +323,6 @@ impl Instantiate for InstancePre<State> {
     async fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<Instance> {
         self.instantiate_async(store).await
     }
-}
-
-/// The most the host copies out of a guest in one value (a result, or an argument to a host call):
-/// the host allocates what it copies, so a guest must not be able to make it allocate without bound.
-/// Results under it are cut to the output cap afterwards; above it the call fails.
-const MAX_TRANSFER: usize = 128 << 20;
-
-/// The most handles (open files, streams, pollables, HTTP requests) one call may hold at once. Open
-/// files are the daemon's own descriptors, shared by every call: one call must not exhaust them.
-const MAX_HANDLES: usize = 1024;
-
-/// Map a wasmtime error to the reason a model and an operator can act on.
-fn classify(e: &wasmtime::Error, limits: &Limits, fuel: u64) -> RunError {
-    if let Some(hit) = e.downcast_ref::<MemoryLimitHit>() {
-        return RunError::MemoryLimit {
-            limit: hit.limit,
-            wanted: hit.wanted,
-        };
-    }
-    if let Some(wasmtime_wasi::I32Exit(code)) = e.downcast_ref::<wasmtime_wasi::I32Exit>() {
-        return RunError::Trap(format!(
-            "the plugin called exit with exit status {code} instead of returning a result"
-        ));
-    }
-    if let Some(spent) = e.downcast_ref::<BudgetExhausted>() {
-        return RunError::Trap(spent.to_string());
-    }
-    if let Some(ResourceTableError::Full) = e.downcast_ref::<ResourceTableError>() {
-        return RunError::Trap(format!(
-            "the plugin held more than {MAX_HANDLES} handles (open files, streams, pollables) at once"
-        ));
-    }
-    // The root cause, not the whole chain: wasmtime wraps it in a multi-line wasm backtrace.
-    let cause = e.root_cause().to_string();
-    // wasmtime's error for this is private: its message is all there is to know it by.
-    if cause.contains("fuel allocated for hostcalls has been exhausted") {
-        return RunError::Trap(format!(
-            "the plugin tried to hand the host more than {} MiB in one value (a result or an argument \
-             to a host call); the host refuses transfers that large",
-            MAX_TRANSFER >> 20
-        ));
-    }
-    match e.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => RunError::OutOfFuel(fuel),
-        Some(Trap::Interrupt) => RunError::Timeout(limits.timeout),
-        Some(Trap::StackOverflow) => RunError::Trap("stack overflow (unbounded recursion?)".into()),
-        // Rust and C guests keep a shadow stack in linear memory: deep recursion runs it off the bottom.
-        Some(Trap::MemoryOutOfBounds) => RunError::Trap(
-            "out of bounds memory access (in Rust or C plugins, usually a stack overflow from deep recursion)".into(),
-        ),
-        Some(t) => RunError::Trap(t.to_string()),
-        None => RunError::Trap(first_line(&cause)),
-    }
-}
-
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or_default().to_string()
-}
-
-/// A Rust guest's panic message goes to stderr before the trap: put its last lines next to the trap.
-fn with_stderr_tail(msg: String, stderr: &str) -> String {
-    let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
-    if tail.is_empty() {
-        return msg;
-    }
-    let tail: Vec<&str> = tail.into_iter().rev().collect();
-    format!("{msg}; guest stderr: {}", tail.join(" | "))
 }
 
 impl From<super::bindings::toolhost::plugin::types::ToolSpec> for GuestSpec {

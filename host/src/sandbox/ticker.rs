@@ -49,11 +49,11 @@ impl Ticker {
     }
 
     /// Keeps the epoch advancing until the returned guard is dropped: held while a store runs.
-    pub(crate) fn running(&self) -> Running<'_> {
+    pub(crate) fn running(&self) -> Running {
         if self.shared.running.fetch_add(1, Ordering::AcqRel) == 0 {
             self.thread.unpark();
         }
-        Running(self)
+        Running(self.shared.clone())
     }
 }
 
@@ -64,12 +64,13 @@ impl Drop for Ticker {
     }
 }
 
-/// A guest's claim on the ticker; see [`Ticker::running`].
-pub(crate) struct Running<'a>(&'a Ticker);
+/// A guest's claim on the ticker; see [`Ticker::running`]. It owns its share of the ticker's state,
+/// so that it can go with a call to the call's own thread.
+pub(crate) struct Running(Arc<Shared>);
 
-impl Drop for Running<'_> {
+impl Drop for Running {
     fn drop(&mut self) {
-        self.0.shared.running.fetch_sub(1, Ordering::AcqRel);
+        self.0.running.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -129,6 +129,33 @@ impl<'a> GuardedView<'a> {
             .map_err(|r| self.refuse(r))
     }
 
+    /// Refuse to open a FIFO, a socket or a device: opening a FIFO blocks until a writer comes (and
+    /// the call's thread with it, [`crate::sandbox`]'s `thread` module), and the others are no
+    /// plugin's business. What cannot be looked at (missing, to be created) is left to the open.
+    async fn only_files_and_dirs(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: &str,
+    ) -> FsResult<()> {
+        use types::DescriptorType as Type;
+        let again = Resource::new_borrow(fd.rep());
+        let Ok(stat) = self.fs.stat_at(again, path_flags, path.to_owned()).await else {
+            return Ok(());
+        };
+        let what = match stat.type_ {
+            Type::RegularFile | Type::Directory | Type::SymbolicLink => return Ok(()),
+            Type::Fifo => "a FIFO (named pipe)",
+            Type::Socket => "a socket",
+            Type::CharacterDevice | Type::BlockDevice => "a device",
+            Type::Unknown => "of no known type",
+        };
+        Err(self.refuse(Refusal {
+            path: path.to_owned(),
+            why: format!("its type: it is {what}, and plugins open only files and directories"),
+        }))
+    }
+
     fn refuse(&self, refusal: Refusal) -> FsError {
         tracing::info!(plugin = %self.plugin, "filesystem access refused: {refusal}");
         ErrorCode::Access.into()
@@ -292,6 +319,7 @@ impl HostDescriptor for GuardedView<'_> {
         flags: types::DescriptorFlags,
     ) -> FsResult<Resource<Descriptor>> {
         self.check(&fd, &path)?;
+        self.only_files_and_dirs(&fd, path_flags, &path).await?;
         let unit = self.files.open.take()?;
         let opened = self.fs.open_at(fd, path_flags, path, oflags, flags).await?;
         self.files.open.opened.insert(opened.rep(), unit);

@@ -36,11 +36,13 @@ pub(crate) fn add_to_linker(l: &mut Linker<State>) -> wasmtime::Result<()> {
 
 /// The WASI context and the guarded filesystem's state for one call: granted dirs (each holding a
 /// unit of the descriptor budget) and env, secrets granted as env, captured stdout and stderr, empty
-/// stdin, no args.
+/// stdin, no args. With `inline`, file operations block the thread that runs the guest instead of
+/// going to the blocking pool one by one: only for a call on a thread of its own (`sandbox::thread`).
 pub(crate) fn prepare(
     grants: &Grants,
     guard: Arc<PathGuard>,
     mut open: OpenFiles,
+    inline: bool,
     stdout: &CappedOutput,
     stderr: &CappedOutput,
 ) -> Result<(WasiCtx, Files), String> {
@@ -48,6 +50,7 @@ pub(crate) fn prepare(
     open.preopen(grants.dirs.len()).map_err(|e| e.to_string())?;
     let mut b = WasiCtxBuilder::new();
     b.stdout(stdout.clone()).stderr(stderr.clone());
+    b.allow_blocking_current_thread(inline);
     b.allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false);
