@@ -448,21 +448,20 @@ impl Pipeline {
         let plugin = &tool.plugin;
         let input_text = input.to_string();
         clock.mark(Stage::Instantiate);
-        let report = self
-            .registry
-            .sandbox()
-            .call(
-                &plugin.prepared,
-                &tool.guest_name,
-                &input_text,
-                CallIo {
-                    files,
-                    progress: req.progress.clone(),
-                    cancel: &req.cancel,
-                    caps,
-                },
-            )
-            .await;
+        // Boxed: the sandbox's part of the call is most of its future's size (wasmtime's
+        // instantiation and call), which every move of the pipeline's future would copy.
+        let report = Box::pin(self.registry.sandbox().call(
+            &plugin.prepared,
+            &tool.guest_name,
+            input_text,
+            CallIo {
+                files,
+                progress: req.progress.clone(),
+                cancel: &req.cancel,
+                caps,
+            },
+        ))
+        .await;
         clock.sandbox(SandboxTimes {
             instantiate: report.instantiate,
             instance: report.instance,

@@ -152,7 +152,7 @@ impl Sandbox {
         &self,
         prepared: &Prepared,
         tool: &str,
-        input: &str,
+        input: String,
         io: CallIo<'_>,
     ) -> RunReport<Result<GuestOutput, GuestError>> {
         let kind = match self.code(&prepared.plugin).await {
@@ -161,7 +161,7 @@ impl Sandbox {
         };
         let report = match kind {
             Kind::Contract(pre) => {
-                let (tool, input) = (tool.to_owned(), input.to_owned());
+                let tool = tool.to_owned();
                 self.run(prepared, io, pre, async move |store, p| {
                     let r = p
                         .toolhost_plugin_tool()
@@ -178,7 +178,7 @@ impl Sandbox {
                 })
                 .await
             }
-            Kind::Generic(generic) => self.call_generic(prepared, generic, tool, input, io).await,
+            Kind::Generic(generic) => self.call_generic(prepared, generic, tool, &input, io).await,
         };
         super::network::redact_report(report, prepared.network.redactor())
     }
@@ -235,8 +235,7 @@ impl Sandbox {
             files,
         };
         let fresh = FreshStore {
-            engine: self.engine.clone(),
-            state,
+            store: Store::new(&self.engine, state),
             limits,
             cancel: io.cancel.clone(),
             started,
@@ -259,7 +258,8 @@ impl Sandbox {
             // The store stops the guest at either; only a thread stuck in the kernel is still busy.
             tokio::time::sleep(GRACE).await;
         };
-        match thread::apart(work, give_up).await {
+        // Boxed: the calls that stay on this task should not carry this branch's state in their future.
+        match Box::pin(thread::apart(work, give_up)).await {
             Ok(report) => report,
             Err(Abandoned) => {
                 let why = if io.cancel.is_cancelled() {

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTableError;
-use wasmtime::{Engine, Store, Trap, UpdateDeadline};
+use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::budget::BudgetExhausted;
 use super::output::CappedOutput;
@@ -24,10 +24,10 @@ const MAX_TRANSFER: usize = 128 << 20;
 /// files are the daemon's own descriptors, shared by every call: one call must not exhaust them.
 pub(super) const MAX_HANDLES: usize = 1024;
 
-/// A call's store, not yet made: its state (each capability prepared), limits and stop signals.
+/// A call's fresh store (its state holds each capability, prepared), its limits and stop signals.
+/// The store is a pointer: the call's future, which holds this, stays small and cheap to move.
 pub(super) struct FreshStore {
-    pub(super) engine: Engine,
-    pub(super) state: State,
+    pub(super) store: Store<State>,
     /// The call's limits, already lowered to the caller's caps.
     pub(super) limits: Limits,
     pub(super) cancel: CancellationToken,
@@ -40,15 +40,14 @@ pub(super) struct FreshStore {
 }
 
 impl FreshStore {
-    /// Make the store, instantiate `pre` in it, run `body`, and throw the store away.
+    /// Apply the limits, instantiate `pre` in the store, run `body`, and throw the store away.
     pub(super) async fn run<P: Instantiate, T>(
         self,
         pre: &P,
         body: impl AsyncFnOnce(&mut Store<State>, P::Instance) -> wasmtime::Result<T>,
     ) -> RunReport<T> {
         let Self {
-            engine,
-            state,
+            mut store,
             limits,
             cancel,
             started,
@@ -56,7 +55,6 @@ impl FreshStore {
             stderr,
             ticking,
         } = self;
-        let mut store = Store::new(&engine, state);
         store.limiter(|s| &mut s.limiter);
         store.set_hostcall_fuel(MAX_TRANSFER);
         let fuel = limits.fuel;

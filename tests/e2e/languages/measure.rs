@@ -116,7 +116,7 @@ async fn run_calls(
             cancel: &never,
             caps: Default::default(),
         };
-        let r = sandbox.call(&prepared, s.tool, &input, io).await;
+        let r = sandbox.call(&prepared, s.tool, input.clone(), io).await;
         match &r.result {
             Ok(Ok(_)) => {}
             other => panic!("{} failed: {other:?}\n{}", s.tool, r.stderr),
