@@ -18,7 +18,7 @@ use super::output::CappedOutput;
 use super::plugin::{Kind, Plugin};
 use super::prepared::{CallIo, Prepared};
 use super::state::{MemoryLimiter, State};
-use super::store::{FreshStore, MAX_HANDLES};
+use super::store::FreshStore;
 use super::thread::{self, Abandoned};
 use toolhost_policy::grants::{Grants, Limits};
 use toolhost_policy::tool::Hints;
@@ -220,11 +220,7 @@ impl Sandbox {
         let (http, net) = network::prepare(&prepared.network, &self.files);
         let state = State {
             wasi,
-            table: {
-                let mut table = ResourceTable::new();
-                table.set_max_capacity(MAX_HANDLES);
-                table
-            },
+            table: ResourceTable::new(),
             limiter: MemoryLimiter::new(limits.memory_bytes),
             progress: io.progress,
             plugin: prepared.name.clone(),
@@ -258,8 +254,7 @@ impl Sandbox {
             // The store stops the guest at either; only a thread stuck in the kernel is still busy.
             tokio::time::sleep(GRACE).await;
         };
-        // Boxed: the calls that stay on this task should not carry this branch's state in their future.
-        match Box::pin(thread::apart(work, give_up)).await {
+        match thread::apart(work, give_up).await {
             Ok(report) => report,
             Err(Abandoned) => {
                 let why = if io.cancel.is_cancelled() {

@@ -22,10 +22,10 @@ const MAX_TRANSFER: usize = 128 << 20;
 
 /// The most handles (open files, streams, pollables, HTTP requests) one call may hold at once. Open
 /// files are the daemon's own descriptors, shared by every call: one call must not exhaust them.
-pub(super) const MAX_HANDLES: usize = 1024;
+const MAX_HANDLES: usize = 1024;
 
 /// A call's fresh store (its state holds each capability, prepared), its limits and stop signals.
-/// The store is a pointer: the call's future, which holds this, stays small and cheap to move.
+/// Made before a call goes to its own thread, so that what travels there is the store's pointer.
 pub(super) struct FreshStore {
     pub(super) store: Store<State>,
     /// The call's limits, already lowered to the caller's caps.
@@ -56,6 +56,7 @@ impl FreshStore {
             ticking,
         } = self;
         store.limiter(|s| &mut s.limiter);
+        store.data_mut().table.set_max_capacity(MAX_HANDLES);
         store.set_hostcall_fuel(MAX_TRANSFER);
         let fuel = limits.fuel;
         let setup = store.set_fuel(fuel);
