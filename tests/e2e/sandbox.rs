@@ -156,6 +156,50 @@ fn a_fifo_in_a_grant_is_refused_at_once_not_waited_on() {
 }
 
 #[test]
+fn a_link_out_of_a_grant_fails_alike_whatever_it_points_at() {
+    // The type check looks before the open, along the path as the kernel resolves it: it must not
+    // tell a plugin what kind of host file a link out of its grant leads to. A FIFO outside and a
+    // plain file outside fail the same way, at once.
+    // The hostile plugin's `read` opens the path straight away; the fs plugin's tools stat it
+    // first, and that confined stat alone already fails for a path that leads out.
+    let env = Env::new(
+        &["hostile"],
+        &format!(
+            "{BYPASS}[limits]\ntimeout-ms = 20000\n[plugins.hostile]\ndirs = [{{ host = \"work\" }}]\n"
+        ),
+    );
+    let made = std::process::Command::new("mkfifo")
+        .arg(env.path().join("outside-pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo failed");
+    std::fs::write(env.path().join("outside-file"), "secret").unwrap();
+    let links = [
+        ("abs-pipe", env.path().join("outside-pipe")),
+        ("abs-file", env.path().join("outside-file")),
+        ("rel-pipe", "../outside-pipe".into()),
+        ("rel-file", "../outside-file".into()),
+    ];
+    for (link, target) in &links {
+        std::os::unix::fs::symlink(target, env.work().join(link)).unwrap();
+    }
+    std::fs::create_dir(env.work().join("sub")).unwrap();
+    std::os::unix::fs::symlink("..", env.work().join("sub/up")).unwrap();
+    let answer = |path: &str| {
+        let r = env.call("read", json!({ "path": path }));
+        assert!(r.is_error(), "{path} was read: {}", r.json);
+        assert!(!r.content().contains("secret"), "{}", r.json);
+        format!("{}: {}", r.kind(), r.content().replace(path, "LINK"))
+    };
+    assert_eq!(answer("abs-pipe"), answer("abs-file"));
+    assert_eq!(answer("rel-pipe"), answer("rel-file"));
+    assert_eq!(
+        answer("sub/up/../outside-pipe"),
+        answer("sub/up/../outside-file")
+    );
+}
+
+#[test]
 fn no_grant_means_no_files() {
     let env = Env::new(&["hostile"], BYPASS);
     let r = env.call("list", json!({ "path": "." }));

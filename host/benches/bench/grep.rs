@@ -67,9 +67,8 @@ mod native {
     use std::fs;
     use std::path::{Path, PathBuf};
 
-    use super::lines::{LinePattern, text_of};
+    use super::lines::{LinePattern, looks_binary, text_of};
 
-    const BINARY_SNIFF_BYTES: usize = 8000;
     const MAX_LINE_CHARS: usize = 300;
 
     pub(super) fn grep(root: &Path, pattern: &str, max: usize) -> Vec<String> {
@@ -93,7 +92,7 @@ mod native {
                 walk(root, &path, re, max, out);
             } else if ty.is_file() {
                 let Ok(bytes) = fs::read(&path) else { continue };
-                if bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
+                if looks_binary(&bytes) {
                     continue;
                 }
                 let shown = path

@@ -8,10 +8,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::exports::toolhost::plugin::tool::{ToolError, ToolOutput, ToolSpec};
-use crate::lines::{LinePattern, text_of};
-use crate::tool::{
-    invalid, io_failed, looks_binary, object_schema, parse, plural, spec, text_only,
-};
+use crate::lines::{LinePattern, looks_binary, text_of};
+use crate::tool::{invalid, io_failed, object_schema, parse, plural, spec, text_only};
 use crate::toolhost::plugin::host::{self, LogLevel};
 use crate::toolhost::plugin::types::ToolHints;
 

@@ -11,6 +11,15 @@ use std::borrow::Cow;
 use memchr::{memchr, memchr_iter, memrchr};
 use regex::{Regex, RegexBuilder};
 
+/// A file with a NUL byte in its first bytes is treated as binary.
+const BINARY_SNIFF_BYTES: usize = 8000;
+
+/// Whether `bytes` look like a binary file's. `memchr`, not `<[u8]>::contains`: core's search
+/// goes a word at a time, four bytes in a guest.
+pub(crate) fn looks_binary(bytes: &[u8]) -> bool {
+    memchr(0, &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)]).is_some()
+}
+
 /// A file's bytes as text: borrowed when they are UTF-8, as nearly every text file is, else with
 /// U+FFFD for each invalid sequence. `simdutf8` checks 16 or 32 bytes at a time (`str::from_utf8`
 /// four in a guest, `String::from_utf8_lossy` one, which in a sandboxed grep was most of the work).

@@ -6,9 +6,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::exports::toolhost::plugin::tool::{ToolError, ToolOutput, ToolSpec};
-use crate::tool::{
-    failed, invalid, io_failed, looks_binary, object_schema, parse, plural, spec, text_only,
-};
+use crate::lines::looks_binary;
+use crate::tool::{failed, invalid, io_failed, object_schema, parse, plural, spec, text_only};
 use crate::toolhost::plugin::types::ToolHints;
 
 #[derive(Deserialize)]

@@ -10,9 +10,6 @@ use serde_json::{Value, json};
 use crate::exports::toolhost::plugin::tool::{ToolError, ToolOutput, ToolSpec};
 use crate::toolhost::plugin::types::ToolHints;
 
-/// A file with a NUL byte in its first bytes is treated as binary.
-const BINARY_SNIFF_BYTES: usize = 8000;
-
 pub(crate) fn failed(msg: impl Into<String>) -> ToolError {
     ToolError::Failed(msg.into())
 }
@@ -31,10 +28,6 @@ pub(crate) fn io_failed(verb: &str, path: impl AsRef<Path>, err: io::Error) -> T
 
 pub(crate) fn parse<'a, T: Deserialize<'a>>(tool: &str, input: &'a str) -> Result<T, ToolError> {
     serde_json::from_str(input).map_err(|e| invalid(format!("invalid input for '{tool}': {e}")))
-}
-
-pub(crate) fn looks_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0)
 }
 
 pub(crate) fn text_only(content: String) -> ToolOutput {
