@@ -8,7 +8,7 @@ use proptest::prelude::*;
 #[path = "../../plugins/examples/rust/fs/src/lines.rs"]
 mod lines;
 
-use lines::{LinePattern, text_of};
+use lines::{LinePattern, looks_binary, text_of};
 
 const PATTERNS: [&str; 16] = [
     "a", "^a", "a$", "^$", r"\s", r"b\s*a", r"a\nb", "(?i)A", r"\bab\b", ".", "[^a]", "x*", r"\r",
@@ -95,4 +95,16 @@ fn stops_when_told_and_numbers_lines_from_one() {
         searched("a\n\nb\n", "^$", false, 9),
         vec![(2, String::new())]
     );
+}
+
+#[test]
+fn a_nul_byte_in_the_first_8000_bytes_means_binary() {
+    let mut bytes = vec![b'a'; 20_000];
+    assert!(!looks_binary(&bytes));
+    assert!(!looks_binary(&[]));
+    for (at, binary) in [(0, true), (7_999, true), (8_000, false), (19_999, false)] {
+        bytes[at] = 0;
+        assert_eq!(looks_binary(&bytes), binary, "NUL at {at}");
+        bytes[at] = b'a';
+    }
 }
