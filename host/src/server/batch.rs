@@ -33,7 +33,6 @@ use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use axum::middleware;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
@@ -62,15 +61,12 @@ pub const BATCH_ID_HEADER: &str = "x-toolhost-batch-id";
 /// tests and embedding ([`Server::batch_router`](super::Server::batch_router)). The daemon mounts
 /// `routes` on its own listener instead, behind its guard.
 pub(crate) fn router(shared: Arc<Shared>, config: &ServerConfig) -> Router {
-    super::auth::layer(routes(shared.clone(), config), &shared, config)
-        .layer(middleware::from_fn_with_state(
-            super::http::body_deadlines(config),
-            super::body::bounded,
-        ))
-        .layer(middleware::from_fn_with_state(
-            Arc::new(Guard::new(config)),
-            super::reply::guarded,
-        ))
+    super::http::guarded(
+        routes(shared.clone(), config),
+        Arc::new(Guard::new(config)),
+        &shared,
+        config,
+    )
 }
 
 /// The batch routes over `shared`, unguarded: for the daemon's router, whose guard covers them.

@@ -23,6 +23,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use tower::ServiceBuilder;
 
 use super::body::BodyDeadlines;
 use super::guard::Guard;
@@ -78,35 +79,61 @@ pub(crate) fn app(
             config.request_timeout,
             time_limit,
         ));
-    let mcp = Router::new()
-        .route_service("/mcp", mcp)
-        .route_layer(middleware::from_fn_with_state(
-            shared.clone(),
-            super::legacy::tasks,
-        ))
-        .route_layer(middleware::from_fn_with_state(
-            sessions,
-            super::compat::revisions,
-        ))
-        .route_layer(middleware::from_fn_with_state(
+    // The three steps of `/mcp` as one stack, boxed once by the route: `route_layer` boxes each
+    // layer's service on its own, and every request cloned the chain.
+    let mcp = ServiceBuilder::new()
+        .layer(middleware::from_fn_with_state(
             BodyLimits {
                 bytes: config.max_body_bytes,
                 time: config.read_timeout,
             },
             json_rpc_errors,
-        ));
+        ))
+        .layer(middleware::from_fn_with_state(
+            sessions,
+            super::compat::revisions,
+        ))
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
+            super::legacy::tasks,
+        ))
+        .service(mcp);
     let routes = Router::new()
-        .merge(mcp)
+        .route_service("/mcp", mcp)
         .merge(plain)
         .merge(super::batch::routes(shared.clone(), config))
         .fallback(not_found);
-    super::auth::layer(routes, &shared, config)
+    guarded(routes, guard, &shared, config)
+}
+
+/// `routes` behind the [`Guard`], the body deadlines and the authenticator, if any, in that
+/// order. Applied once around the whole router: `Router::layer` wraps every route and the fallback
+/// on its own, each in a boxed service that every request clones with all it wraps
+/// (BENCHMARKS.md, issue 20).
+pub(crate) fn guarded(
+    routes: Router,
+    guard: Arc<Guard>,
+    shared: &Shared,
+    config: &ServerConfig,
+) -> Router {
+    let outer = ServiceBuilder::new()
+        .layer(middleware::from_fn_with_state(guard, super::reply::guarded))
         // Inside the guard: a refused request is answered before its body is read.
         .layer(middleware::from_fn_with_state(
             body_deadlines(config),
             super::body::bounded,
-        ))
-        .layer(middleware::from_fn_with_state(guard, super::reply::guarded))
+        ));
+    match super::auth::authenticator(shared, config) {
+        Some(auth) => Router::new().fallback_service(
+            outer
+                .layer(middleware::from_fn_with_state(
+                    auth,
+                    super::auth::authenticated,
+                ))
+                .service(routes),
+        ),
+        None => Router::new().fallback_service(outer.service(routes)),
+    }
 }
 
 /// Every route's body must arrive within the read timeout, and never stall for long.

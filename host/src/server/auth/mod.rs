@@ -171,21 +171,14 @@ impl Authenticator {
     }
 }
 
-/// `router` behind the authenticator that `server` (its static token) and the host's config
-/// (`[auth]`, `[[callers]]`) ask for, if any.
-pub(crate) fn layer(
-    router: axum::Router,
+/// The authenticator that `server` (its static token) and the host's config (`[auth]`,
+/// `[[callers]]`) ask for, if any; [`authenticated`] runs it.
+pub(crate) fn authenticator(
     shared: &super::shared::Shared,
     server: &ServerConfig,
-) -> axum::Router {
+) -> Option<Arc<Authenticator>> {
     let config = shared.pipeline.registry().config();
-    match Authenticator::new(server, config.auth.as_ref(), &config.callers) {
-        Some(auth) => router.layer(axum::middleware::from_fn_with_state(
-            Arc::new(auth),
-            authenticated,
-        )),
-        None => router,
-    }
+    Authenticator::new(server, config.auth.as_ref(), &config.callers).map(Arc::new)
 }
 
 /// The probes a load balancer or kubelet sends without a token: liveness and readiness. They
