@@ -11,7 +11,7 @@
 //! It changes nothing else: every other request and response passes through untouched.
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll, ready};
 
 use axum::body::Body;
@@ -21,6 +21,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Json, Response};
 use bytes::{Bytes, BytesMut};
 use http_body::Frame;
+use memchr::memmem::{Finder, FinderRev};
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{Value, json};
@@ -140,11 +141,23 @@ impl WithoutPriming {
 
     /// The complete events buffered so far, priming events left out; `None` when there are none.
     fn complete_events(&mut self) -> Option<Bytes> {
-        let end = memchr::memmem::rfind(&self.pending, b"\n\n")? + 2;
-        let complete = self.pending.split_to(end);
-        let kept = strip_priming(&complete);
-        (!kept.is_empty()).then(|| Bytes::from(kept))
+        let end = LAST_BLANK_LINE.rfind(&self.pending)? + 2;
+        without_priming(self.pending.split_to(end).freeze())
     }
+}
+
+/// Where an event ends, found with searchers built once: `memmem::find` builds one per search.
+static BLANK_LINE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\n\n"));
+static LAST_BLANK_LINE: LazyLock<FinderRev<'static>> = LazyLock::new(|| FinderRev::new(b"\n\n"));
+
+/// Whole `events` without their priming events: the same bytes, not a copy, when there are none
+/// (as in nearly every response); `None` when nothing is left.
+fn without_priming(events: Bytes) -> Option<Bytes> {
+    if !self::events(&events).any(is_priming) {
+        return Some(events);
+    }
+    let kept = strip_priming(&events);
+    (!kept.is_empty()).then(|| Bytes::from(kept))
 }
 
 /// `events` (whole events, each ending in a blank line) without those whose `data` is empty.
@@ -162,7 +175,14 @@ fn strip_priming(stream: &[u8]) -> Vec<u8> {
 /// pre-2025-11-25 client can parse). Comments (keep-alives) have no `data` and stay.
 fn is_priming(event: &[u8]) -> bool {
     let mut data = false;
-    for line in event.split(|&b| b == b'\n') {
+    // Lines found with `memchr`: a message's `data` line is long, and a byte-by-byte split of it
+    // cost more than the rest of this layer.
+    let mut rest = event;
+    while !rest.is_empty() {
+        let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |at| at + 1);
+        let (line, after) = rest.split_at(end);
+        rest = after;
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if let Some(d) = line.strip_prefix(b"data:") {
             if !d.strip_prefix(b" ").unwrap_or(d).is_empty() {
@@ -175,17 +195,17 @@ fn is_priming(event: &[u8]) -> bool {
 }
 
 /// `bytes` cut after each `\n\n` (the last piece may lack it).
-fn events(bytes: &[u8]) -> Vec<&[u8]> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    while let Some(at) = memchr::memmem::find(&bytes[start..], b"\n\n") {
-        out.push(&bytes[start..start + at + 2]);
-        start += at + 2;
-    }
-    if start < bytes.len() {
-        out.push(&bytes[start..]);
-    }
-    out
+fn events(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = bytes;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = BLANK_LINE.find(rest).map_or(rest.len(), |at| at + 2);
+        let (event, after) = rest.split_at(end);
+        rest = after;
+        Some(event)
+    })
 }
 
 impl http_body::Body for WithoutPriming {
@@ -206,6 +226,12 @@ impl http_body::Body for WithoutPriming {
             }
             match ready!(Pin::new(&mut self.inner).poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {
+                    // Whole events with nothing buffered before them pass without a copy.
+                    Ok(data) if self.pending.is_empty() && data.ends_with(b"\n\n") => {
+                        if let Some(kept) = without_priming(data) {
+                            return Poll::Ready(Some(Ok(Frame::data(kept))));
+                        }
+                    }
                     Ok(data) => self.pending.extend_from_slice(&data),
                     Err(frame) => return Poll::Ready(Some(Ok(frame))),
                 },
@@ -270,6 +296,30 @@ mod tests {
             .unwrap()
             .to_bytes();
         assert_eq!(&out[..], b"data: {\"a\":1}\n\n");
+    }
+
+    #[tokio::test]
+    async fn whole_events_in_a_chunk_pass_or_lose_their_priming() {
+        // Each chunk ends on an event's end, so each takes the path without a buffer.
+        let chunks = Chunks(
+            [
+                &b"id: 0\nretry: 3000\ndata:\n\n"[..],
+                b"data: {\"a\":1}\n\n",
+                b": keep-alive\n\ndata: \n\ndata: {\"b\":2}\n\n",
+                b"data: {\"c\"",
+                b":3}\n\n",
+            ]
+            .into(),
+        );
+        let out = WithoutPriming::new(Body::new(chunks))
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes();
+        assert_eq!(
+            &out[..],
+            b"data: {\"a\":1}\n\n: keep-alive\n\ndata: {\"b\":2}\n\ndata: {\"c\":3}\n\n"
+        );
     }
 
     #[test]
