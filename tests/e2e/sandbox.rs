@@ -157,9 +157,9 @@ fn a_fifo_in_a_grant_is_refused_at_once_not_waited_on() {
 
 #[test]
 fn a_link_out_of_a_grant_fails_alike_whatever_it_points_at() {
-    // The type check looks before the open, along the path as the kernel resolves it: it must not
-    // tell a plugin what kind of host file a link out of its grant leads to. A FIFO outside and a
-    // plain file outside fail the same way, at once.
+    // The type check looks before the open: it must not tell a plugin what kind of host file a
+    // link out of its grant leads to (a look along the path as the kernel alone resolves it would).
+    // A FIFO outside and a plain file outside fail the same way, at once.
     // The hostile plugin's `read` opens the path straight away; the fs plugin's tools stat it
     // first, and that confined stat alone already fails for a path that leads out.
     let env = Env::new(

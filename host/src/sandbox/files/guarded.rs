@@ -132,6 +132,11 @@ impl<'a> GuardedView<'a> {
     /// Refuse to open a FIFO, a socket or a device: opening a FIFO blocks until a writer comes (and
     /// the call's thread with it, [`crate::sandbox`]'s `thread` module), and the others are no
     /// plugin's business. What cannot be looked at (missing, to be created) is left to the open.
+    ///
+    /// The look is cap-std's, confined to the grant (open the path beneath it, `fstat`, close). A
+    /// plain `statx` along the path would be one system call instead of three, but the kernel would
+    /// then follow, for the plugin, links it planted out of its grant: a timing oracle on what lies
+    /// outside, and a way to trigger automounts.
     async fn only_files_and_dirs(
         &mut self,
         fd: &Resource<Descriptor>,
@@ -139,10 +144,6 @@ impl<'a> GuardedView<'a> {
         path: &str,
     ) -> FsResult<()> {
         use types::DescriptorType as Type;
-        let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
-        if plain_at_a_glance(&*self.fs.table, fd, follow, path) {
-            return Ok(());
-        }
         let again = Resource::new_borrow(fd.rep());
         let Ok(stat) = self.fs.stat_at(again, path_flags, path.to_owned()).await else {
             return Ok(());
@@ -164,38 +165,6 @@ impl<'a> GuardedView<'a> {
         tracing::info!(plugin = %self.plugin, "filesystem access refused: {refusal}");
         ErrorCode::Access.into()
     }
-}
-
-/// Whether `path` under the directory `fd` is a file, a directory or a link, at a glance: one
-/// `statx` along the path as the kernel alone resolves it, where the confined look (cap-std's
-/// `stat`) opens the path beneath the directory, looks and closes it again. Opening every file
-/// of a grep paid those three system calls on top of the open itself.
-///
-/// A yes is safe to act on: a confined resolution that succeeds reaches the same file (cap-std
-/// refuses, rather than resolves otherwise, what the kernel alone would follow out: absolute
-/// links, `..` above the directory, `/proc` magic links), and one that fails fails the open too.
-/// Anything else (a FIFO, a device, nothing there) is left to the confined look, so that no
-/// answer depends on what lies outside the grant.
-fn plain_at_a_glance(
-    table: &ResourceTable,
-    fd: &Resource<Descriptor>,
-    follow: bool,
-    path: &str,
-) -> bool {
-    use rustix::fs::{AtFlags, FileType, statat};
-    let Ok(Descriptor::Dir(dir)) = table.get(fd) else {
-        return false;
-    };
-    let flags = match follow {
-        true => AtFlags::empty(),
-        false => AtFlags::SYMLINK_NOFOLLOW,
-    };
-    statat(&*dir.dir, path, flags).is_ok_and(|stat| {
-        matches!(
-            FileType::from_raw_mode(stat.st_mode),
-            FileType::RegularFile | FileType::Directory | FileType::Symlink
-        )
-    })
 }
 
 /// Where an open descriptor is on the host, as the kernel sees it.
