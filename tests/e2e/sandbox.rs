@@ -128,6 +128,14 @@ fn refuses_every_write_to_a_read_only_grant() {
     assert_eq!(names, vec!["keep.txt"], "the read-only dir changed");
 }
 
+fn mkfifo(path: &std::path::Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {} failed", path.display());
+}
+
 #[test]
 fn a_fifo_in_a_grant_is_refused_at_once_not_waited_on() {
     // Opening a FIFO blocks until the other end opens, and a call's file operations block its
@@ -139,11 +147,7 @@ fn a_fifo_in_a_grant_is_refused_at_once_not_waited_on() {
             "{BYPASS}[limits]\ntimeout-ms = 20000\n[plugins.fs]\ndirs = [{{ host = \"work\" }}]\n"
         ),
     );
-    let made = std::process::Command::new("mkfifo")
-        .arg(env.work().join("pipe"))
-        .status()
-        .unwrap();
-    assert!(made.success(), "mkfifo failed");
+    mkfifo(&env.work().join("pipe"));
     std::os::unix::fs::symlink("pipe", env.work().join("to-pipe")).unwrap();
     for path in ["pipe", "to-pipe", "./pipe"] {
         env.call("read_file", json!({ "path": path }))
@@ -168,11 +172,7 @@ fn a_link_out_of_a_grant_fails_alike_whatever_it_points_at() {
             "{BYPASS}[limits]\ntimeout-ms = 20000\n[plugins.hostile]\ndirs = [{{ host = \"work\" }}]\n"
         ),
     );
-    let made = std::process::Command::new("mkfifo")
-        .arg(env.path().join("outside-pipe"))
-        .status()
-        .unwrap();
-    assert!(made.success(), "mkfifo failed");
+    mkfifo(&env.path().join("outside-pipe"));
     std::fs::write(env.path().join("outside-file"), "secret").unwrap();
     let links = [
         ("abs-pipe", env.path().join("outside-pipe")),
