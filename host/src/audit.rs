@@ -25,6 +25,7 @@
 mod begin;
 mod breaker;
 mod hash;
+mod line;
 mod reader;
 mod record;
 mod summary;

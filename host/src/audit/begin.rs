@@ -75,52 +75,6 @@ impl AuditRecord {
     }
 }
 
-/// A begin line borrowed from its record, written as a [`BeginRecord`] is, without copying the
-/// record's strings and input (a begin line is written for every call).
-#[derive(Serialize)]
-pub(super) struct BeginLine<'a> {
-    v: u32,
-    event: Event,
-    call_id: &'a str,
-    parent_id: Option<&'a str>,
-    origin: &'a str,
-    #[serde(with = "rfc3339_micros")]
-    ts_start: DateTime<Utc>,
-    tool: &'a str,
-    plugin: Option<&'a str>,
-    plugin_digest: Option<&'a str>,
-    plugin_source: Option<&'a str>,
-    caller: Option<&'a toolhost_policy::caller::Caller>,
-    input_sha256: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    input: Option<&'a Value>,
-    decision: &'a Decision,
-    coercions: &'a [String],
-}
-
-impl<'a> BeginLine<'a> {
-    /// The begin line of `record`, with its input only if `keep_input`.
-    pub(super) fn of(record: &'a AuditRecord, keep_input: bool) -> Self {
-        Self {
-            v: SCHEMA_VERSION,
-            event: Event::Begin,
-            call_id: &record.call_id,
-            parent_id: record.parent_id.as_deref(),
-            origin: &record.origin,
-            ts_start: record.ts_start,
-            tool: &record.tool,
-            plugin: record.plugin.as_deref(),
-            plugin_digest: record.plugin_digest.as_deref(),
-            plugin_source: record.plugin_source.as_deref(),
-            caller: record.caller.as_ref(),
-            input_sha256: &record.input_sha256,
-            input: record.input.as_ref().filter(|_| keep_input),
-            decision: &record.decision,
-            coercions: &record.coercions,
-        }
-    }
-}
-
 impl BeginRecord {
     /// The record of a call that began and has no end line: outcome `unfinished`, no duration.
     pub fn unfinished(self) -> AuditRecord {
@@ -157,28 +111,6 @@ impl BeginRecord {
 mod tests {
     use super::*;
     use crate::audit::record::tests::sample;
-
-    #[test]
-    fn the_borrowed_begin_line_is_written_as_the_begin_record_is() {
-        let mut record = sample();
-        for keep in [true, false] {
-            let owned = AuditRecord {
-                input: record.input.clone().filter(|_| keep),
-                ..record.clone()
-            }
-            .begin_line();
-            assert_eq!(
-                serde_json::to_string(&BeginLine::of(&record, keep)).unwrap(),
-                serde_json::to_string(&owned).unwrap()
-            );
-        }
-        record.parent_id = None;
-        record.input = None;
-        assert_eq!(
-            serde_json::to_string(&BeginLine::of(&record, true)).unwrap(),
-            serde_json::to_string(&record.begin_line()).unwrap()
-        );
-    }
 
     #[test]
     fn a_begin_line_without_its_end_reads_as_unfinished() {

@@ -277,7 +277,7 @@ pub(super) mod rfc3339_micros {
     /// timestamps, and chrono's general formatter (format items through `fmt::write`) cost more
     /// instructions than the rest of the line's fields. `None` for what that format does not
     /// cover alone (years outside 0-9999, a leap second), which chrono writes.
-    pub(super) fn digits(t: &DateTime<Utc>) -> Option<[u8; 27]> {
+    pub(in crate::audit) fn digits(t: &DateTime<Utc>) -> Option<[u8; 27]> {
         let (year, nanos) = (t.year(), t.nanosecond());
         if !(0..=9999).contains(&year) || nanos >= 1_000_000_000 {
             return None;

@@ -10,12 +10,8 @@ use serde_json::Value;
 
 use toolhost_policy::config::{AuditOptions, OnFailure};
 
-use super::begin::BeginLine;
+use super::line;
 use super::record::AuditRecord;
-
-/// Bytes reserved for one encoded line: an end record of a call by a plugin loaded from a file
-/// takes about 800.
-const LINE_CAPACITY: usize = 1024;
 
 /// A failure to open or append to the audit log.
 #[derive(Debug, thiserror::Error)]
@@ -143,28 +139,15 @@ impl AuditLog {
     /// On failure this logs with `tracing::error!` and returns the error; the caller applies
     /// [`on_failure`](Self::on_failure).
     pub fn write(&self, record: &AuditRecord) -> Result<(), AuditError> {
-        self.append(&record.call_id, |keep_input, line| {
-            if record.input.is_some() && !keep_input {
-                // Rare: an input filled in by a caller the options do not keep inputs for.
-                serde_json::to_writer(
-                    line,
-                    &AuditRecord {
-                        input: None,
-                        ..record.clone()
-                    },
-                )
-            } else {
-                serde_json::to_writer(line, record)
-            }
-        })
+        self.append(&record.call_id, |keep_input| line::end(record, keep_input))
     }
 
     /// Appends the begin line of `record`, a call about to run (see [`AuditRecord::begin_line`]),
     /// the same way as [`write`](Self::write): whole, flushed to the kernel before this returns (and
     /// synced with `sync`), so that a daemon killed while the call runs still shows it.
     pub fn write_begin(&self, record: &AuditRecord) -> Result<(), AuditError> {
-        self.append(&record.call_id, |keep_input, line| {
-            serde_json::to_writer(line, &BeginLine::of(record, keep_input))
+        self.append(&record.call_id, |keep_input| {
+            line::begin(record, keep_input)
         })
     }
 
@@ -172,19 +155,14 @@ impl AuditLog {
     fn append(
         &self,
         call_id: &str,
-        encode: impl FnOnce(bool, &mut Vec<u8>) -> Result<(), serde_json::Error>,
+        encode: impl FnOnce(bool) -> Result<Vec<u8>, serde_json::Error>,
     ) -> Result<(), AuditError> {
         let Some(sink) = &self.sink else {
             return Ok(());
         };
-        // Room for a typical record, so that encoding it does not grow the buffer step by step.
-        let mut line = Vec::with_capacity(LINE_CAPACITY);
-        let result = encode(self.options.include_input, &mut line)
+        let result = encode(self.options.include_input)
             .map_err(AuditError::Encode)
-            .and_then(|()| {
-                line.push(b'\n');
-                sink.append(&line, self.options.sync)
-            });
+            .and_then(|line| sink.append(&line, self.options.sync));
         match &result {
             Ok(()) => self.failing.store(false, Ordering::Relaxed),
             Err(error) => {
