@@ -214,24 +214,24 @@ impl Line {
 }
 
 /// True when serde_json would write `bytes` between quotes unchanged: no control character
-/// (below 0x20), no `"` and no `\`. Eight bytes at a time: the classic "has a byte less than n"
-/// and "has a zero byte" word tests, exact as yes/no answers.
+/// (below 0x20), no `"` and no `\`. Eight bytes at a time, the last word padded with spaces, with
+/// the classic "has a byte less than n" and "has a zero byte" word tests, exact as yes/no answers.
 fn is_plain(bytes: &[u8]) -> bool {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     let less_than = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS;
     let has = |w: u64, b: u8| less_than(w ^ (ONES * u64::from(b)), 1);
+    let escapes = |w: u64| less_than(w, 0x20) | has(w, b'"') | has(w, b'\\');
     let mut words = bytes.chunks_exact(8);
+    let mut found = 0;
     for word in &mut words {
-        let w = u64::from_ne_bytes(word.try_into().unwrap_or_default());
-        if less_than(w, 0x20) | has(w, b'"') | has(w, b'\\') != 0 {
-            return false;
-        }
+        found |= escapes(u64::from_ne_bytes(word.try_into().unwrap_or_default()));
     }
-    words
-        .remainder()
-        .iter()
-        .all(|&b| b >= 0x20 && b != b'"' && b != b'\\')
+    let rest = words.remainder();
+    let mut last = [b' '; 8];
+    last[..rest.len()].copy_from_slice(rest);
+    found |= escapes(u64::from_ne_bytes(last));
+    found == 0
 }
 
 /// The begin line as its owned record, for the tests' reference encoding.
