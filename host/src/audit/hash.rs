@@ -12,12 +12,13 @@ pub fn input_sha256(input: &Value) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut hasher = Sha256::new();
     write_canonical(input, &mut hasher);
-    let mut hex = String::with_capacity(64);
-    for byte in hasher.finalize() {
-        hex.push(char::from(HEX[usize::from(byte >> 4)]));
-        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
+    let mut hex = [0u8; 64];
+    for (pair, byte) in hex.chunks_exact_mut(2).zip(hasher.finalize()) {
+        pair[0] = HEX[usize::from(byte >> 4)];
+        pair[1] = HEX[usize::from(byte & 0xf)];
     }
-    hex
+    // Only the digits of `HEX` went in.
+    String::from_utf8(hex.to_vec()).unwrap_or_default()
 }
 
 /// The canonical JSON text of `value`: no whitespace, object keys sorted by code point at every

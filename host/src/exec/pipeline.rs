@@ -262,7 +262,7 @@ impl Pipeline {
         drop(catalog);
         let plugin = &tool.plugin;
         record.plugin = Some(plugin.name.clone());
-        record.plugin_digest = Some(plugin.provenance.digest.to_string());
+        record.plugin_digest = Some(plugin.provenance.digest.as_str().to_owned());
         record.plugin_source = Some(plugin.provenance.source.clone());
         clock.mark(Stage::Find);
 
