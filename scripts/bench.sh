@@ -8,7 +8,8 @@
 #   scripts/bench.sh --callgrind [N]      instructions per in-process echo call (valgrind; stable on a
 #                                         noisy machine, where wall-clock figures are not)
 #   scripts/bench.sh --callgrind-mcp [N]  instructions per echo call in the server over MCP stdio and
-#                                         HTTP, toolhost against the native rmcp server (valgrind)
+#                                         HTTP: toolhost, the native rmcp server, and the floor (the
+#                                         native server with each call in a fresh sandbox; valgrind)
 #
 # TOOLHOST_BENCH_TOML adds config to every benchmark workspace, to compare settings in otherwise identical
 # runs, e.g. TOOLHOST_BENCH_TOML=$'[engine]\npooling = false' scripts/bench.sh --only pipeline

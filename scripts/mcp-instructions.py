@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """User-space instructions per MCP echo call in the server, toolhost against the native rmcp server.
 
-Run by `scripts/bench.sh --callgrind-mcp [N]`. Each server runs under callgrind twice, answering
+Run by `scripts/bench.sh --callgrind-mcp [N]`. A third server is the floor: the native server with
+each echo call run in toolhost's sandbox alone (a fresh store and instance, no pipeline; see the
+bench's `floor.rs`), so that what any sandboxing costs is told apart from what toolhost adds. Each server runs under callgrind twice, answering
 100 and 100 + N sequential `tools/call echo` requests from this client (one stdio session, or one
 Streamable HTTP session on one keep-alive connection); the difference divided by N is what one call
 costs the server, start-up, compilation and warm-up excluded. Instruction counts do not move with
@@ -151,17 +153,25 @@ def main():
                                       args.calls, out)
             nat, nat_profile = per_call("native", "stdio", [args.native, "--serve-native-stdio"],
                                         ws, args.calls, out)
+            floor, floor_profile = per_call("floor", "stdio",
+                                            [args.native, "--serve-floor-stdio"], ws,
+                                            args.calls, out)
         elif transport == "http":
             th, th_profile = per_call("toolhost", "http", toolhost + ["--http", "127.0.0.1:0"],
                                       ws, args.calls, out)
             nat, nat_profile = per_call("native", "http",
                                         [args.native, "--serve-native-http", "127.0.0.1:0"],
                                         ws, args.calls, out, port_on_stdout=True)
+            floor, floor_profile = per_call("floor", "http",
+                                            [args.native, "--serve-floor-http", "127.0.0.1:0"],
+                                            ws, args.calls, out, port_on_stdout=True)
         else:
             sys.exit(f"unknown transport {transport}")
         print(f"MCP {transport}: {th} instructions per echo call in toolhost, {nat} in the native "
               f"rmcp server: {th / nat:.2f}x ({args.calls} calls)")
-        print(f"  profiles: {th_profile} {nat_profile}")
+        print(f"  the floor (the native server, each echo in a fresh sandbox and nothing else): "
+              f"{floor}, {floor / nat:.2f}x native; toolhost is {th / floor:.2f}x the floor")
+        print(f"  profiles: {th_profile} {nat_profile} {floor_profile}")
 
 
 if __name__ == "__main__":

@@ -11,12 +11,15 @@
 //! contract plugin's), `stream` (time to the last result of a streamed batch run as it arrives,
 //! against collecting the message first).
 //!
-//! The same binary is the native baseline server: `--serve-native-stdio`, `--serve-native-http ADDR`.
+//! The same binary is the native baseline server: `--serve-native-stdio`, `--serve-native-http ADDR`;
+//! and the floor, the native server with each echo call run in toolhost's sandbox alone:
+//! `--serve-floor-stdio`, `--serve-floor-http ADDR`.
 
 mod audit;
 mod client;
 mod coldstart;
 mod e2e;
+mod floor;
 mod generic;
 mod grep;
 mod inproc;
@@ -36,6 +39,7 @@ usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE]
        bench --profile-calls N        (N echo calls in-process and nothing else; for callgrind)
        bench --stages TOOL INPUT N    (stage medians of N calls of one tool: echo, or hostile's, fuel_*, slow_*)
        bench --serve-native-stdio | --serve-native-http ADDR   (the native rmcp baseline server)
+       bench --serve-floor-stdio | --serve-floor-http ADDR     (the same, each echo in a fresh sandbox; in a workspace)
 
 PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp, generic,
 stream
@@ -125,6 +129,10 @@ fn main() -> ExitCode {
         Some("--serve-native-stdio") => return native::serve_stdio(),
         Some("--serve-native-http") => {
             return native::serve_http(args.get(1).map_or("127.0.0.1:0", |s| s));
+        }
+        Some("--serve-floor-stdio") => return floor::serve(None),
+        Some("--serve-floor-http") => {
+            return floor::serve(Some(args.get(1).map_or("127.0.0.1:0", |s| s)));
         }
         Some("--stages") if args.len() == 4 => {
             return inproc::stages(&args[1], &args[2], args[3].parse().unwrap_or(100));

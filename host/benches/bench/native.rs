@@ -18,7 +18,7 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
 #[derive(Clone)]
-struct Native {
+pub(crate) struct Native {
     tools: Arc<Vec<Tool>>,
 }
 
@@ -30,7 +30,7 @@ fn object(v: Value) -> Arc<Map<String, Value>> {
 }
 
 impl Native {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let echo = Tool::new(
             "echo",
             "Return the given text unchanged, optionally repeated.",
@@ -118,7 +118,7 @@ impl ServerHandler for Native {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     // As toolhost's main: a multi-threaded runtime with every driver.
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -128,51 +128,56 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// `--serve-native-stdio`: serve MCP on stdin/stdout until stdin closes.
 pub(crate) fn serve_stdio() -> ExitCode {
-    runtime().block_on(async {
-        match Native::new().serve(rmcp::transport::stdio_pipes()).await {
-            Ok(running) => {
-                let _ = running.waiting().await;
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("native: {e}");
-                ExitCode::FAILURE
-            }
-        }
-    })
+    runtime().block_on(stdio(Native::new()))
 }
 
 /// `--serve-native-http ADDR`: serve Streamable HTTP at /mcp; prints the bound address on stdout.
 pub(crate) fn serve_http(addr: &str) -> ExitCode {
-    runtime().block_on(async {
-        let listener = match tokio::net::TcpListener::bind(addr).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("native: {addr}: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let local = listener.local_addr().expect("local address");
-        println!("{local}");
-        let server = Native::new();
-        let config = StreamableHttpServerConfig::default()
-            .with_sse_keep_alive(Some(Duration::from_secs(15)));
-        let mcp = StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
-        let app = axum::Router::new().route_service("/mcp", mcp);
-        // As toolhost does: without TCP_NODELAY every response waits 40 ms on a delayed ACK.
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        match axum::serve(listener, app).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("native: {e}");
-                ExitCode::FAILURE
-            }
+    runtime().block_on(http(addr, Native::new()))
+}
+
+/// Serve `handler` on stdin/stdout until stdin closes.
+pub(crate) async fn stdio(handler: impl ServerHandler) -> ExitCode {
+    match handler.serve(rmcp::transport::stdio_pipes()).await {
+        Ok(running) => {
+            let _ = running.waiting().await;
+            ExitCode::SUCCESS
         }
-    })
+        Err(e) => {
+            eprintln!("native: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Serve `handler` on Streamable HTTP at `addr`/mcp; prints the bound address on stdout.
+pub(crate) async fn http(addr: &str, handler: impl ServerHandler + Clone) -> ExitCode {
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("native: {addr}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let local = listener.local_addr().expect("local address");
+    println!("{local}");
+    let config =
+        StreamableHttpServerConfig::default().with_sse_keep_alive(Some(Duration::from_secs(15)));
+    let mcp = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let app = axum::Router::new().route_service("/mcp", mcp);
+    // As toolhost does: without TCP_NODELAY every response waits 40 ms on a delayed ACK.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    match axum::serve(listener, app).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("native: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

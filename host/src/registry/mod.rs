@@ -58,6 +58,12 @@ impl LoadedPlugin {
     pub fn code_loaded(&self) -> bool {
         self.prepared.plugin.is_loaded()
     }
+
+    /// The compiled component bound to its grants and limits, as [`Sandbox::call`](crate::sandbox::Sandbox::call)
+    /// takes it: for running a plugin without the pipeline (the benchmark's floor).
+    pub fn prepared(&self) -> &Prepared {
+        &self.prepared
+    }
 }
 
 /// One servable tool.

@@ -173,16 +173,24 @@ fn strip_priming(stream: &[u8]) -> Vec<u8> {
 
 /// An event with at least one `data` field, all of them empty: a priming event (or nothing a
 /// pre-2025-11-25 client can parse). Comments (keep-alives) have no `data` and stay.
+///
+/// A `data` line with content answers at once, before its end is looked for: that line is the
+/// message, the longest of the event.
 fn is_priming(event: &[u8]) -> bool {
     let mut data = false;
-    for line in event.split(|&b| b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if let Some(d) = line.strip_prefix(b"data:") {
-            if !d.strip_prefix(b" ").unwrap_or(d).is_empty() {
+    let mut rest = event;
+    while !rest.is_empty() {
+        if let Some(d) = rest.strip_prefix(b"data:") {
+            let d = d.strip_prefix(b" ").unwrap_or(d);
+            // Empty up to the line's end: `\n`, `\r\n`, or the event's end (with a lone `\r`).
+            let empty =
+                d.is_empty() || d == b"\r" || d.starts_with(b"\n") || d.starts_with(b"\r\n");
+            if !empty {
                 return false;
             }
             data = true;
         }
+        rest = memchr::memchr(b'\n', rest).map_or(&[][..], |at| &rest[at + 1..]);
     }
     data
 }
@@ -240,6 +248,53 @@ mod tests {
     use http_body_util::BodyExt;
 
     use super::*;
+
+    #[test]
+    fn priming_is_told_as_reading_line_by_line_tells_it() {
+        // The plain rule: split at `\n`, drop one `\r` at a line's end, look at every `data` line.
+        fn by_lines(event: &[u8]) -> bool {
+            let mut data = false;
+            for line in event.split(|&b| b == b'\n') {
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                if let Some(d) = line.strip_prefix(b"data:") {
+                    if !d.strip_prefix(b" ").unwrap_or(d).is_empty() {
+                        return false;
+                    }
+                    data = true;
+                }
+            }
+            data
+        }
+        const PIECES: [&[u8]; 10] = [
+            b"data:",
+            b"data: ",
+            b"event: message",
+            b"id: 1",
+            b"x",
+            b" ",
+            b"\r",
+            b"\n",
+            b"\r\n",
+            b": c",
+        ];
+        // Every sequence of up to five pieces.
+        let mut events: Vec<Vec<u8>> = vec![Vec::new()];
+        for _ in 0..5 {
+            let longer: Vec<Vec<u8>> = events
+                .iter()
+                .flat_map(|e| PIECES.iter().map(move |p| [e.as_slice(), p].concat()))
+                .collect();
+            for event in &longer {
+                assert_eq!(
+                    is_priming(event),
+                    by_lines(event),
+                    "{:?}",
+                    String::from_utf8_lossy(event)
+                );
+            }
+            events = longer;
+        }
+    }
 
     #[test]
     fn strips_priming_events_and_keeps_messages_and_comments() {
