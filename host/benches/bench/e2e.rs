@@ -1,7 +1,8 @@
 //! Part 2: MCP end to end, over stdio and over Streamable HTTP. Sequential calls/s and p50/p99 latency, then
 //! throughput at 1, 2, 4, 8 and 32 concurrent clients; toolhost (echo plugin, default policy, audit on)
 //! against the native rmcp server with the same echo in plain Rust, both driven by the same Rust client,
-//! alternately in each round.
+//! alternately in each round. The sequential calls are also run against the floor (`floor.rs`): the
+//! native server with each call in a fresh sandbox and nothing else.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -25,6 +26,8 @@ const LEVELS: [usize; 5] = [1, 2, 4, 8, 32];
 pub(crate) enum Kind {
     Native,
     Toolhost,
+    /// The native server with each echo call run in toolhost's sandbox alone (`floor.rs`).
+    Floor,
 }
 
 impl Kind {
@@ -32,6 +35,7 @@ impl Kind {
         match self {
             Kind::Native => "native rmcp",
             Kind::Toolhost => "toolhost",
+            Kind::Floor => "floor",
         }
     }
 }
@@ -52,6 +56,7 @@ pub(crate) fn spawn_stdio(kind: Kind, ws: &Workspace) -> Result<StdioClient, Str
             )
         }
         Kind::Native => StdioClient::spawn(&bench_bin(), &["--serve-native-stdio"], ws.path()),
+        Kind::Floor => StdioClient::spawn(&bench_bin(), &["--serve-floor-stdio"], ws.path()),
     }
 }
 
@@ -75,6 +80,11 @@ impl HttpServer {
             Kind::Native => {
                 let mut c = Command::new(bench_bin());
                 c.args(["--serve-native-http", "127.0.0.1:0"]);
+                c
+            }
+            Kind::Floor => {
+                let mut c = Command::new(bench_bin());
+                c.args(["--serve-floor-http", "127.0.0.1:0"]);
                 c
             }
         };
@@ -110,7 +120,7 @@ impl HttpServer {
                         .nth(1)
                         .and_then(|r| r.strip_suffix("/mcp"))
                         .map(str::to_string),
-                    Kind::Native => line
+                    Kind::Native | Kind::Floor => line
                         .parse::<std::net::SocketAddr>()
                         .ok()
                         .map(|a| a.to_string()),
@@ -259,7 +269,8 @@ async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), S
     let name = if http { "Streamable HTTP" } else { "stdio" };
     let mut servers = Vec::new();
     let mut keep = Vec::new();
-    for kind in [Kind::Native, Kind::Toolhost] {
+    // The floor runs the sequential calls only: it tells what a fresh sandbox per call costs.
+    for kind in [Kind::Native, Kind::Toolhost, Kind::Floor] {
         let (pool, pid) = if http {
             let server = HttpServer::start(kind, &ws).await?;
             let mut v = Vec::new();
@@ -285,7 +296,7 @@ async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), S
     }
     let me = std::process::id().to_string();
     for _ in 0..o.rounds {
-        for (_, pool, pid, series) in servers.iter_mut() {
+        for (kind, pool, pid, series) in servers.iter_mut() {
             let (cpu_me, cpu_srv) = (cpu_seconds(&me), cpu_seconds(&pid.to_string()));
             let (run, back) = drive(pool.take(1), n).await?;
             pool.give(back);
@@ -298,6 +309,9 @@ async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), S
             series.seq.push(run.calls_per_s);
             series.p50.push(run.p50_us);
             series.p99.push(run.p99_us);
+            if *kind == Kind::Floor {
+                continue;
+            }
             let mut per_level = Vec::new();
             let mut per_level_p99 = Vec::new();
             for c in LEVELS {
@@ -324,7 +338,7 @@ async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), S
             }
         }
     }
-    let (native, toolhost) = (&servers[0].3, &servers[1].3);
+    let (native, toolhost, floor) = (&servers[0].3, &servers[1].3, &servers[2].3);
     let part = if http { "2b" } else { "2a" };
     let mut s = Section::new(format!(
         "{part}. MCP over {name}: echo, sequential ({n} calls per round)"
@@ -365,7 +379,40 @@ async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), S
         )
         .vs("native server CPU per call", native.server_cpu_us.clone()),
     );
+    s.row(
+        Row::new("floor calls/s", "calls/s", floor.seq.clone())
+            .vs("native rmcp", native.seq.clone()),
+    );
+    s.row(
+        Row::new(
+            "toolhost calls/s, against the floor",
+            "calls/s",
+            toolhost.seq.clone(),
+        )
+        .vs("floor", floor.seq.clone()),
+    );
+    s.row(
+        Row::new(
+            "floor server CPU per call",
+            "us",
+            floor.server_cpu_us.clone(),
+        )
+        .vs("native server CPU per call", native.server_cpu_us.clone()),
+    );
+    s.row(
+        Row::new(
+            "toolhost server CPU per call",
+            "us",
+            toolhost.server_cpu_us.clone(),
+        )
+        .vs("floor server CPU per call", floor.server_cpu_us.clone()),
+    );
     s.note("CPU from /proc (10 ms ticks): the client must cost less than the server it measures.");
+    s.note(
+        "The floor is the native server with each echo call run in toolhost's sandbox alone: a fresh \
+         store and instance per call, the plugin's limits and WASI context, and nothing of the pipeline \
+         (no validation, gate, audit, stats or shaping). What any server pays to sandbox each call.",
+    );
     report.add(s);
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
