@@ -50,8 +50,8 @@ def stdio_calls(cmd, cwd, n):
                 raise SystemExit(f"{cmd[0]}: stdout closed")
             message = json.loads(line)
             if message.get("id") == i:
-                if "error" in message:
-                    raise SystemExit(f"{cmd[0]}: {message['error']}")
+                if "error" in message or message.get("result", {}).get("isError"):
+                    raise SystemExit(f"{cmd[0]}: {message}")
                 return message
 
     ask(0, "initialize", INIT)
@@ -88,7 +88,7 @@ def http_calls(cmd, cwd, n, port_on_stdout):
         conn.request("POST", "/mcp", json.dumps(message), headers)
         response = conn.getresponse()
         body = response.read()
-        if response.status >= 300:
+        if response.status >= 300 or b'"isError":true' in body or b'"error":' in body:
             raise SystemExit(f"{cmd[0]}: HTTP {response.status}: {body[:200]!r}")
         return response
 

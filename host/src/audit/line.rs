@@ -18,6 +18,34 @@ const LINE_CAPACITY: usize = 1024;
 
 /// The end line of `record` (its [`Serialize`] form), `input` left out unless `keep_input`.
 pub(super) fn end(record: &AuditRecord, keep_input: bool) -> Result<Vec<u8>, serde_json::Error> {
+    // Every field named, none bound: a field added to the record fails to compile here until it
+    // is written below (or in `shared`) and the tests' reference record sets it.
+    let AuditRecord {
+        v: _,
+        event: _,
+        call_id: _,
+        parent_id: _,
+        origin: _,
+        ts_start: _,
+        ts_end: _,
+        tool: _,
+        plugin: _,
+        plugin_digest: _,
+        plugin_source: _,
+        caller: _,
+        input_sha256: _,
+        input: _,
+        decision: _,
+        coercions: _,
+        outcome: _,
+        error_kind: _,
+        duration_us: _,
+        fuel_used: _,
+        peak_memory_bytes: _,
+        output_bytes: _,
+        truncated: _,
+        breaker: _,
+    } = record;
     let mut line = Line::new();
     let head = (record.v, record.event, Some(record.ts_end));
     shared(&mut line, record, head, keep_input)?;

@@ -18,18 +18,20 @@ fn reference_end(record: &AuditRecord, keep_input: bool) -> Vec<u8> {
     line
 }
 
+/// Byte for byte, shown as text when they differ.
 fn assert_same(record: &AuditRecord) {
     for keep in [false, true] {
-        let (ours, theirs) = (end(record, keep).unwrap(), reference_end(record, keep));
-        assert_eq!(
-            String::from_utf8_lossy(&ours),
-            String::from_utf8_lossy(&theirs)
-        );
-        let (ours, theirs) = (begin(record, keep).unwrap(), reference_begin(record, keep));
-        assert_eq!(
-            String::from_utf8_lossy(&ours),
-            String::from_utf8_lossy(&theirs)
-        );
+        for (ours, theirs) in [
+            (end(record, keep).unwrap(), reference_end(record, keep)),
+            (begin(record, keep).unwrap(), reference_begin(record, keep)),
+        ] {
+            assert!(
+                ours == theirs,
+                "{}\n{}",
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(&theirs)
+            );
+        }
     }
 }
 
@@ -94,9 +96,20 @@ fn every_decision_outcome_and_absent_field_is_written_as_serde_writes_it() {
     let kinds = [
         None,
         Some(ErrorKind::UnknownTool),
+        Some(ErrorKind::InvalidInput),
+        Some(ErrorKind::Denied),
+        Some(ErrorKind::Timeout),
+        Some(ErrorKind::OutOfFuel),
+        Some(ErrorKind::MemoryLimit),
+        Some(ErrorKind::Trap),
+        Some(ErrorKind::ToolFailed),
+        Some(ErrorKind::BadOutput),
         Some(ErrorKind::Cancelled),
         Some(ErrorKind::InputRequired),
+        Some(ErrorKind::Busy),
+        Some(ErrorKind::Suspended),
         Some(ErrorKind::AuditUnavailable),
+        Some(ErrorKind::Internal),
     ];
     for decision in decisions {
         for error_kind in kinds {
@@ -135,6 +148,17 @@ fn every_decision_outcome_and_absent_field_is_written_as_serde_writes_it() {
                 retry_in_s: None,
             },
         ],
+        ..sample()
+    });
+    // Every field set at once.
+    assert_same(&AuditRecord {
+        input: Some(json!({"url": "https://example.com"})),
+        breaker: vec![BreakerNote {
+            event: "opened".into(),
+            kind: Some(ErrorKind::Timeout),
+            failures: Some(5),
+            retry_in_s: Some(60),
+        }],
         ..sample()
     });
     assert_same(&AuditRecord {
