@@ -262,19 +262,6 @@ fn is_plain(bytes: &[u8]) -> bool {
     found == 0
 }
 
-/// The begin line as its owned record, for the tests' reference encoding.
-#[cfg(test)]
-fn reference_begin(record: &AuditRecord, keep_input: bool) -> Vec<u8> {
-    let owned: super::BeginRecord = AuditRecord {
-        input: record.input.clone().filter(|_| keep_input),
-        ..record.clone()
-    }
-    .begin_line();
-    let mut line = serde_json::to_vec(&owned).unwrap();
-    line.push(b'\n');
-    line
-}
-
 #[cfg(test)]
 #[path = "line_tests.rs"]
 mod tests;

@@ -18,6 +18,18 @@ fn reference_end(record: &AuditRecord, keep_input: bool) -> Vec<u8> {
     line
 }
 
+/// serde_json's encoding of the begin line, through its owned record: the reference.
+fn reference_begin(record: &AuditRecord, keep_input: bool) -> Vec<u8> {
+    let owned: crate::audit::BeginRecord = AuditRecord {
+        input: record.input.clone().filter(|_| keep_input),
+        ..record.clone()
+    }
+    .begin_line();
+    let mut line = serde_json::to_vec(&owned).unwrap();
+    line.push(b'\n');
+    line
+}
+
 /// Byte for byte, shown as text when they differ.
 fn assert_same(record: &AuditRecord) {
     for keep in [false, true] {
