@@ -43,6 +43,43 @@ async fn peak_during(client: &Arc<StdioClient>, c: usize, ms: u64) -> Result<f64
     Ok(peak)
 }
 
+/// One server's figures, a value per round.
+#[derive(Default)]
+struct Figures {
+    /// Idle RSS (MiB) after 50 sequential echo calls, before any concurrent call.
+    idle: Vec<f64>,
+    /// Idle RSS (MiB) after the bursts of concurrent calls, and its private and file-backed parts.
+    after: Vec<f64>,
+    anon: Vec<f64>,
+    file: Vec<f64>,
+    /// KiB per concurrent call, per level.
+    per_call: Vec<Vec<f64>>,
+}
+
+/// Start `kind` in `ws` and make 50 echo calls.
+async fn warm(kind: Kind, ws: &Workspace) -> Result<Arc<StdioClient>, String> {
+    let client = Arc::new(spawn_stdio(kind, ws)?);
+    client.handshake().await?;
+    result(client.call("tools/list", json!({})).await?)?;
+    for _ in 0..50 {
+        let args = json!({ "name": "echo", "arguments": { "text": "warm up" } });
+        result(client.call("tools/call", args).await?)?;
+    }
+    Ok(client)
+}
+
+/// Settle, then the idle RSS in MiB.
+async fn idle_mib(client: &StdioClient) -> f64 {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    rss_kib(client.pid) / 1024.0
+}
+
+async fn close(client: Arc<StdioClient>) {
+    if let Ok(c) = Arc::try_unwrap(client) {
+        c.close().await;
+    }
+}
+
 pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> {
     let ws = Workspace::new(
         &[
@@ -52,84 +89,88 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
         "",
     )?;
     let ms = o.pick(800, 400);
-    let mut figures = Vec::new();
-    for kind in [Kind::Native, Kind::Toolhost] {
-        if kind == Kind::Toolhost {
-            // A daemon starts with a warm compile cache but for its first run: fill it, so that
-            // the compiler's working memory is not counted as the daemon's.
-            let first = spawn_stdio(kind, &ws)?;
-            first.handshake().await?;
-            result(first.call("tools/list", json!({})).await?)?;
-            first.close().await;
-        }
-        let client = Arc::new(spawn_stdio(kind, &ws)?);
-        client.handshake().await?;
-        result(client.call("tools/list", json!({})).await?)?;
-        for _ in 0..50 {
-            result(
-                client
-                    .call(
-                        "tools/call",
-                        json!({ "name": "echo", "arguments": { "text": "warm up" } }),
-                    )
-                    .await?,
-            )?;
-        }
-        let (mut idle, mut per_call) = (Vec::new(), vec![Vec::new(); LEVELS.len()]);
-        let (mut anon, mut file) = (Vec::new(), Vec::new());
-        for _ in 0..o.rounds {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let base = rss_kib(client.pid);
-            idle.push(base / 1024.0);
-            anon.push(status_kib(client.pid, "RssAnon:") / 1024.0);
-            file.push(status_kib(client.pid, "RssFile:") / 1024.0);
+    // A daemon starts with a warm compile cache but for its first run: fill it, so that the
+    // compiler's working memory is not counted as the daemon's.
+    let first = spawn_stdio(Kind::Toolhost, &ws)?;
+    first.handshake().await?;
+    result(first.call("tools/list", json!({})).await?)?;
+    first.close().await;
+    let (mut native, mut toolhost, mut floor) =
+        (Figures::default(), Figures::default(), Figures::default());
+    for f in [&mut native, &mut toolhost] {
+        f.per_call = vec![Vec::new(); LEVELS.len()];
+    }
+    // Each round starts fresh servers, so that every round has a figure from before any burst.
+    for _ in 0..o.rounds {
+        // The floor serves echo from the sandbox, but its `sleep` is the native server's: only its
+        // idle figure compares.
+        let client = warm(Kind::Floor, &ws).await?;
+        floor.idle.push(idle_mib(&client).await);
+        close(client).await;
+        for (kind, f) in [(Kind::Native, &mut native), (Kind::Toolhost, &mut toolhost)] {
+            let client = warm(kind, &ws).await?;
+            let base = idle_mib(&client).await;
+            f.idle.push(base);
             for (i, c) in LEVELS.iter().enumerate() {
                 let peak = peak_during(&client, *c, ms).await?;
-                per_call[i].push((peak - base).max(0.0) / *c as f64);
+                f.per_call[i].push((peak - base * 1024.0).max(0.0) / *c as f64);
             }
-        }
-        figures.push((idle, per_call, anon, file));
-        if let Ok(c) = Arc::try_unwrap(client) {
-            c.close().await;
+            f.after.push(idle_mib(&client).await);
+            f.anon.push(status_kib(client.pid, "RssAnon:") / 1024.0);
+            f.file.push(status_kib(client.pid, "RssFile:") / 1024.0);
+            close(client).await;
         }
     }
-    let (native, toolhost) = (&figures[0], &figures[1]);
     let mut s = Section::new(
         "4. Resident memory (VmRSS) of the daemon over stdio: idle, and per concurrent call",
     );
+    let idle = "idle, after 50 echo calls (echo + hostile plugins loaded)";
     s.row(
-        Row::new(
-            "idle, after 50 calls (echo + hostile plugins loaded)",
-            "MiB",
-            toolhost.0.clone(),
-        )
-        .vs("native rmcp server", native.0.clone()),
+        Row::new(idle, "MiB", toolhost.idle.clone()).vs("native rmcp server", native.idle.clone()),
     );
     s.row(
-        Row::new("of which private (RssAnon)", "MiB", toolhost.2.clone())
-            .vs("native rmcp server", native.2.clone()),
+        Row::new(
+            "the floor (native server, echo in the sandbox), idle after 50 echo calls",
+            "MiB",
+            floor.idle.clone(),
+        )
+        .vs("native rmcp server", native.idle.clone()),
+    );
+    s.row(Row::new(idle, "MiB", toolhost.idle.clone()).vs("the floor", floor.idle.clone()));
+    s.row(
+        Row::new(
+            format!("idle, after bursts of {LEVELS:?} concurrent calls"),
+            "MiB",
+            toolhost.after.clone(),
+        )
+        .vs("native rmcp server", native.after.clone()),
+    );
+    s.row(
+        Row::new("of which private (RssAnon)", "MiB", toolhost.anon.clone())
+            .vs("native rmcp server", native.anon.clone()),
     );
     s.row(
         Row::new(
             "of which mapped files, mostly the binary's code (RssFile)",
             "MiB",
-            toolhost.3.clone(),
+            toolhost.file.clone(),
         )
-        .vs("native rmcp server", native.3.clone()),
+        .vs("native rmcp server", native.file.clone()),
     );
     for (i, c) in LEVELS.iter().enumerate() {
         s.row(
             Row::new(
                 format!("per concurrent call, {c} at once (peak - idle) / {c}"),
                 "KiB",
-                toolhost.1[i].clone(),
+                toolhost.per_call[i].clone(),
             )
-            .vs("native rmcp server", native.1[i].clone()),
+            .vs("native rmcp server", native.per_call[i].clone()),
         );
     }
     s.note(format!(
-        "The daemon starts with its compile cache filled by an earlier run, as it does but for its first start. \
-         Each call is a {ms} ms sleep, so that all are alive when RSS is sampled (every {} ms). A toolhost call holds a \
+        "Every round starts each server afresh with a warm compile cache (as a daemon starts but for its first run), \
+         makes 50 echo calls and samples idle RSS, then runs the bursts and samples it again. \
+         Each concurrent call is a {ms} ms sleep, so that all are alive when RSS is sampled (every {} ms). A toolhost call holds a \
          store, an instance (linear memory touched by the guest, copy-on-write from the module's image) and a fiber stack.",
         ms / 10
     ));
