@@ -44,7 +44,6 @@ async fn peak_during(client: &Arc<StdioClient>, c: usize, ms: u64) -> Result<f64
 }
 
 /// One server's figures, a value per round.
-#[derive(Default)]
 struct Figures {
     /// Idle RSS (MiB) after 50 sequential echo calls, before any concurrent call.
     idle: Vec<f64>,
@@ -54,6 +53,19 @@ struct Figures {
     file: Vec<f64>,
     /// KiB per concurrent call, per level.
     per_call: Vec<Vec<f64>>,
+}
+
+impl Figures {
+    fn new() -> Self {
+        let none = Vec::new;
+        Self {
+            idle: none(),
+            after: none(),
+            anon: none(),
+            file: none(),
+            per_call: vec![none(); LEVELS.len()],
+        }
+    }
 }
 
 /// Start `kind` in `ws` and make 50 echo calls.
@@ -68,10 +80,10 @@ async fn warm(kind: Kind, ws: &Workspace) -> Result<Arc<StdioClient>, String> {
     Ok(client)
 }
 
-/// Settle, then the idle RSS in MiB.
-async fn idle_mib(client: &StdioClient) -> f64 {
+/// Settle, then the idle RSS in KiB.
+async fn idle_kib(client: &StdioClient) -> f64 {
     tokio::time::sleep(Duration::from_millis(300)).await;
-    rss_kib(client.pid) / 1024.0
+    rss_kib(client.pid)
 }
 
 async fn close(client: Arc<StdioClient>) {
@@ -91,31 +103,24 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
     let ms = o.pick(800, 400);
     // A daemon starts with a warm compile cache but for its first run: fill it, so that the
     // compiler's working memory is not counted as the daemon's.
-    let first = spawn_stdio(Kind::Toolhost, &ws)?;
-    first.handshake().await?;
-    result(first.call("tools/list", json!({})).await?)?;
-    first.close().await;
-    let (mut native, mut toolhost, mut floor) =
-        (Figures::default(), Figures::default(), Figures::default());
-    for f in [&mut native, &mut toolhost] {
-        f.per_call = vec![Vec::new(); LEVELS.len()];
-    }
+    close(warm(Kind::Toolhost, &ws).await?).await;
+    let (mut native, mut toolhost, mut floor) = (Figures::new(), Figures::new(), Figures::new());
     // Each round starts fresh servers, so that every round has a figure from before any burst.
     for _ in 0..o.rounds {
         // The floor serves echo from the sandbox, but its `sleep` is the native server's: only its
         // idle figure compares.
         let client = warm(Kind::Floor, &ws).await?;
-        floor.idle.push(idle_mib(&client).await);
+        floor.idle.push(idle_kib(&client).await / 1024.0);
         close(client).await;
         for (kind, f) in [(Kind::Native, &mut native), (Kind::Toolhost, &mut toolhost)] {
             let client = warm(kind, &ws).await?;
-            let base = idle_mib(&client).await;
-            f.idle.push(base);
+            let base = idle_kib(&client).await;
+            f.idle.push(base / 1024.0);
             for (i, c) in LEVELS.iter().enumerate() {
                 let peak = peak_during(&client, *c, ms).await?;
-                f.per_call[i].push((peak - base * 1024.0).max(0.0) / *c as f64);
+                f.per_call[i].push((peak - base).max(0.0) / *c as f64);
             }
-            f.after.push(idle_mib(&client).await);
+            f.after.push(idle_kib(&client).await / 1024.0);
             f.anon.push(status_kib(client.pid, "RssAnon:") / 1024.0);
             f.file.push(status_kib(client.pid, "RssFile:") / 1024.0);
             close(client).await;
