@@ -28,6 +28,7 @@ mod grep_lines;
 mod host_state;
 mod hostile;
 mod languages;
+mod layout;
 mod lifecycle;
 mod network;
 mod oci;

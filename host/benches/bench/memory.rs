@@ -80,9 +80,10 @@ async fn warm(kind: Kind, ws: &Workspace) -> Result<Arc<StdioClient>, String> {
     Ok(client)
 }
 
-/// Settle, then the idle RSS in KiB.
+/// Settle, then the idle RSS in KiB. Idle means 2 s without a call: toolhost gives its free heap
+/// back after a quiet second (`exec/quiet.rs`).
 async fn idle_kib(client: &StdioClient) -> f64 {
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
     rss_kib(client.pid)
 }
 
@@ -174,7 +175,7 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
     }
     s.note(format!(
         "Every round starts each server afresh with a warm compile cache (as a daemon starts but for its first run), \
-         makes 50 echo calls and samples idle RSS, then runs the bursts and samples it again. \
+         makes 50 echo calls and samples idle RSS (2 s after the last call), then runs the bursts and samples it again. \
          Each concurrent call is a {ms} ms sleep, so that all are alive when RSS is sampled (every {} ms). A toolhost call holds a \
          store, an instance (linear memory touched by the guest, copy-on-write from the module's image) and a fiber stack.",
         ms / 10

@@ -5,6 +5,7 @@
 mod checks;
 mod health;
 mod pipeline;
+mod quiet;
 mod request;
 mod shape;
 mod timing;

@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::Semaphore;
 
 use super::checks::Checks;
 use super::health::{Admitted, ToolsHealth};
+use super::quiet::Slots;
 use super::request::CallRequest;
 use super::shape::{self, audit_unavailable, error, network_notes};
 use super::timing::{SandboxTimes, Stage, StageTimes, Stopwatch};
@@ -27,7 +27,7 @@ pub struct Pipeline {
     registry: Arc<Registry>,
     audit: AuditLog,
     stats: Stats,
-    slots: Arc<Semaphore>,
+    slots: Arc<Slots>,
     max_calls: usize,
     /// Where schema checks that are not surely quick run, under a deadline.
     checks: Checks,
@@ -52,7 +52,7 @@ impl Pipeline {
             registry,
             audit,
             stats: Stats::new(),
-            slots: Arc::new(Semaphore::new(max_calls)),
+            slots: Slots::new(max_calls),
             max_calls,
             checks: Checks::new(),
             health: ToolsHealth::default(),
@@ -86,7 +86,7 @@ impl Pipeline {
 
     /// Calls running right now.
     pub fn running(&self) -> usize {
-        self.max_calls - self.slots.available_permits()
+        self.slots.running()
     }
 
     /// Run one call through every stage. Never panics on bad input or a bad plugin: every failure is an
@@ -383,7 +383,7 @@ impl Pipeline {
         clock.mark(Stage::Gate);
 
         // Execute.
-        let Ok(_slot) = self.slots.clone().try_acquire_owned() else {
+        let Some(_slot) = self.slots.try_take() else {
             return fail(
                 ErrorKind::Busy,
                 format!(

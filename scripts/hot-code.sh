@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Writes host/hot-code.txt, the functions of the daemon's everyday path that the linker places side
+# by side (host/build.rs, BENCHMARKS.md "Code layout"): builds the release binary without that
+# layout, runs it under callgrind over stdio and HTTP (scripts/hot-code.py), then builds it again
+# with the new list. Run it after changes that move the everyday path (about 5 min on 2 cores);
+# a stale list only leaves more of the code where the compiler put it.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
+
+command -v valgrind >/dev/null || { echo "hot-code.sh: needs valgrind" >&2; exit 2; }
+scripts/build-plugins.sh --langs none >/dev/null
+TOOLHOST_HOT_CODE=off cargo build --release -p toolhost --bin toolhost --quiet
+python3 scripts/hot-code.py --toolhost target/release/toolhost --plugins plugins \
+    --out host/hot-code.txt
+cargo build --release -p toolhost --bin toolhost --quiet
