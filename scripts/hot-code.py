@@ -3,12 +3,13 @@
 place side by side (see host/build.rs).
 
 Run by `scripts/hot-code.sh`, on a release binary built without that layout
-(`TOOLHOST_HOT_CODE=off`), since callgrind names code outside `.text` as an unknown object. It runs under callgrind through a start, `initialize`,
-`tools/list`, echo and math calls (sequential, then concurrent) and a stop, once over stdio and once
-over Streamable HTTP. Each function it executed is named by its section's name with the
-per-build hash left out (`..17h<hash>E` of Rust's legacy mangling, a `.llvm.N` suffix), so that the
-list matches the same code in any profile and feature set; a generic function's name then covers
-all its instances. Functions that ran over stdio come first, hottest first, then those only HTTP ran.
+(`TOOLHOST_HOT_CODE=off`: callgrind names code outside `.text` as an unknown object). It runs under
+callgrind through a start, `initialize`, `tools/list`, echo and math calls (sequential, then
+concurrent), concurrent calls that wait in a host call, and a stop, over stdio; then a start, echo
+calls and a stop over Streamable HTTP. Each function it executed is named by its section's name
+with the per-build hash left out (`..17h<hash>E` of Rust's legacy mangling, a `.llvm.N` suffix), so
+that the list matches the same code in any profile and feature set; a generic function's name then
+covers all its instances. Functions that ran over stdio come first, hottest first, then those only HTTP ran.
 """
 
 import argparse
@@ -39,8 +40,9 @@ HEADER = """\
 """
 
 
-def stdio_session(cmd, cwd, calls):
-    """initialize, tools/list, `calls` echo calls, math calls, 8 concurrent ones, then EOF."""
+def stdio_session(cmd, cwd, calls, sleeps):
+    """initialize, tools/list, `calls` echo calls, math calls, 8 concurrent ones, concurrent calls
+    that wait in a WASI host call (when `sleeps`), then EOF."""
     p = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL)
     answers, lock, ids = {}, threading.Condition(), iter(range(1, 1 << 30))
@@ -79,6 +81,10 @@ def stdio_session(cmd, cwd, calls):
         wait(send("tools/call", {"name": "calc", "arguments": {"op": "add", "a": a, "b": 2}}))
     for i in [send("tools/call", mcp.CALL) for _ in range(8)]:
         wait(i)
+    if sleeps:
+        for i in [send("tools/call", {"name": "sleep", "arguments": {"ms": 200}})
+                  for _ in range(8)]:
+            wait(i)
     p.stdin.close()
     p.wait()
 
@@ -157,6 +163,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--toolhost", required=True, help="the release binary")
     parser.add_argument("--plugins", required=True, help="folder with echo.wasm and math.wasm")
+    parser.add_argument("--waiting", help="a plugin whose `sleep` tool waits in a WASI host call "
+                        "(the hostile test fixture: no example plugin waits without a network)")
     parser.add_argument("--out", required=True)
     parser.add_argument("--calls", type=int, default=100)
     args = parser.parse_args()
@@ -166,12 +174,14 @@ def main():
     os.makedirs(os.path.join(ws, "plugins"))
     for name in ("echo", "math"):
         shutil.copy(os.path.join(args.plugins, f"{name}.wasm"), os.path.join(ws, "plugins"))
+    if args.waiting:
+        shutil.copy(args.waiting, os.path.join(ws, "plugins", "waiting.wasm"))
     time.sleep(2.5)  # see mcp-instructions.py: digests are remembered for files 2 s old
     with open(os.path.join(ws, "toolhost.toml"), "w") as f:
         f.write("[engine]\ninstances = 16\n")
     config = ["--config", "toolhost.toml", "serve"]
-    stdio = profile_of(lambda cmd: stdio_session(cmd + config + ["--stdio"], ws, args.calls),
-                       binary, work, "stdio")
+    stdio = profile_of(lambda cmd: stdio_session(cmd + config + ["--stdio"], ws, args.calls,
+                                                 bool(args.waiting)), binary, work, "stdio")
     http = profile_of(lambda cmd: mcp.http_calls(cmd + config + ["--http", "127.0.0.1:0"], ws,
                                                  args.calls, False), binary, work, "http")
     symbols = functions(binary)

@@ -10,5 +10,5 @@ command -v valgrind >/dev/null || { echo "hot-code.sh: needs valgrind" >&2; exit
 scripts/build-plugins.sh --langs none >/dev/null
 TOOLHOST_HOT_CODE=off cargo build --release -p toolhost --bin toolhost --quiet
 python3 scripts/hot-code.py --toolhost target/release/toolhost --plugins plugins \
-    --out host/hot-code.txt
+    --waiting target/fixtures/hostile.wasm --out host/hot-code.txt
 cargo build --release -p toolhost --bin toolhost --quiet
