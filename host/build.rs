@@ -26,7 +26,8 @@ fn main() {
 /// side by side in a section of their own, ahead of `.text`. The kernel maps a binary's code in
 /// 64 KiB windows around each page touched, so scattered among 36 MiB of code these few MiB made
 /// the daemon map about 20 MiB of it. The script adds to the linker's default layout (`INSERT`),
-/// and both GNU ld and lld read it; a line that matches no section changes nothing.
+/// and both GNU ld and lld read it; a line that matches no section changes nothing. A linker
+/// without `SECTIONS` (mold) needs `TOOLHOST_HOT_CODE=off`.
 fn hot_code() {
     let Ok(list) = std::fs::read_to_string("hot-code.txt") else {
         return;
