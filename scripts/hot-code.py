@@ -9,7 +9,8 @@ concurrent), concurrent calls that wait in a host call, and a stop, over stdio; 
 calls and a stop over Streamable HTTP. Each function it executed is named by its section's name
 with the per-build hash left out (`..17h<hash>E` of Rust's legacy mangling, a `.llvm.N` suffix), so
 that the list matches the same code in any profile and feature set; a generic function's name then
-covers all its instances. Functions that ran over stdio come first, hottest first, then those only HTTP ran.
+covers all its instances. Functions that ran over stdio come first, hottest first, then those only
+HTTP ran; the linker keeps the compiler's order among them.
 """
 
 import argparse
