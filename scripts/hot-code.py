@@ -17,6 +17,7 @@ import argparse
 import bisect
 import collections
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -50,7 +51,7 @@ def stdio_session(cmd, cwd, calls, sleeps):
 
     def read():
         for line in p.stdout:
-            message = mcp.json.loads(line)
+            message = json.loads(line)
             with lock:
                 answers[message.get("id")] = message
                 lock.notify_all()
@@ -60,7 +61,7 @@ def stdio_session(cmd, cwd, calls, sleeps):
     def send(method, params):
         i = next(ids)
         with lock:
-            p.stdin.write((mcp.json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
+            p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
                                            "params": params}) + "\n").encode())
             p.stdin.flush()
         return i

@@ -28,7 +28,6 @@ pub struct Pipeline {
     audit: AuditLog,
     stats: Stats,
     slots: Arc<Slots>,
-    max_calls: usize,
     /// Where schema checks that are not surely quick run, under a deadline.
     checks: Checks,
     /// Each tool's circuit breaker and recent failures.
@@ -53,7 +52,6 @@ impl Pipeline {
             audit,
             stats: Stats::new(),
             slots: Slots::new(max_calls),
-            max_calls,
             checks: Checks::new(),
             health: ToolsHealth::default(),
         }
@@ -388,7 +386,7 @@ impl Pipeline {
                 ErrorKind::Busy,
                 format!(
                     "toolhost is busy ({} calls running, the configured maximum); try again shortly.",
-                    self.max_calls
+                    self.slots.max()
                 ),
             );
         };

@@ -55,6 +55,11 @@ impl Slots {
         })
     }
 
+    /// The most calls that may run at once.
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
     pub(crate) fn running(&self) -> usize {
         self.max - self.slots.available_permits()
     }
