@@ -35,6 +35,7 @@ mod oci;
 mod paths;
 mod pipeline;
 mod prometheus;
+mod renames;
 mod sandbox;
 mod services;
 mod soak;

@@ -309,7 +309,7 @@ mod tests {
         assert!(
             r.allows_tool("read_file") && r.allows_tool("grep") && !r.allows_tool("write_file")
         );
-        assert!(r.rules.has_path_denials());
+        assert!(r.rules.has_path_rules());
         // Limits only go down.
         let limits = crate::grants::Limits::default().capped(r.caps());
         assert_eq!(limits.timeout, std::time::Duration::from_millis(500));

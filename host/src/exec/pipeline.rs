@@ -315,6 +315,9 @@ impl Pipeline {
             Some(rule) => format!("rule {rule}"),
             None => decision.reason().to_string(),
         };
+        // Whether a person approved this call: the ask areas of the sandbox's filesystem then open
+        // at its subject.
+        let mut approved = false;
         match &decision {
             Decision::Allow { .. } => record.decision = AuditDecision::Allowed { by },
             Decision::Deny { reason, .. } => {
@@ -366,6 +369,7 @@ impl Pipeline {
                     );
                 };
                 record.decision = AuditDecision::Asked { answer };
+                approved = answer;
                 if !answer {
                     return fail(
                         ErrorKind::Denied,
@@ -396,12 +400,17 @@ impl Pipeline {
             Ok(admitted) => admitted,
             Err((kind, message)) => return fail(kind, message),
         };
-        // A profile's path denials hold in the sandbox's filesystem too; its limits lower the plugin's.
-        let files = match profile {
-            Some(p) if p.rules.has_path_denials() => {
-                Arc::new(permissions.path_guard(&tool.spec.name))
+        // A profile's path rules hold in the sandbox's filesystem too; its limits lower the plugin's.
+        // An approved call may reach the ask areas at its subject, and only there.
+        let files = if approved {
+            Arc::new(permissions.approved_guard(&tool.spec, &input))
+        } else {
+            match profile {
+                Some(p) if p.rules.has_path_rules() => {
+                    Arc::new(permissions.path_guard(&tool.spec.name))
+                }
+                _ => tool.files.clone(),
             }
-            _ => tool.files.clone(),
         };
         let caps = profile.map(|p| p.caps()).unwrap_or_default();
         let mut finished = self

@@ -3,6 +3,7 @@
 //! Pure code: no wasmtime, no clock, no writes; the one read is [`Mounts`] resolving a path's links
 //! inside the plugin's granted directories. The pipeline in `exec` calls it and acts on the answer.
 
+mod beneath;
 mod coerce;
 mod cost;
 mod decision;

@@ -110,11 +110,12 @@ impl CallerRules {
         })
     }
 
-    /// Whether a deny rule has a path pattern, which the sandbox's filesystem must enforce too.
-    pub fn has_path_denials(&self) -> bool {
+    /// Whether a deny or ask rule has a path pattern, which the sandbox's filesystem must enforce
+    /// too.
+    pub fn has_path_rules(&self) -> bool {
         self.rules
             .iter()
-            .any(|r| r.kind == RuleKind::Deny && r.rule.guest_glob().is_some())
+            .any(|r| r.kind != RuleKind::Allow && r.rule.guest_glob().is_some())
     }
 }
 
@@ -185,18 +186,39 @@ impl Permissions {
     }
 
     /// What the sandbox's filesystem must refuse during a call of `tool`: the excluded paths and
-    /// every deny rule with a path pattern that names the tool.
+    /// every deny or ask rule with a path pattern that names the tool. An ask area is open only to
+    /// a call a person approved, and only at its subject ([`Self::approved_guard`]): a plugin
+    /// cannot reach into it on its own.
     pub fn path_guard(&self, tool: &str) -> PathGuard {
         let mut denials = self.excludes.clone();
         for r in &self.rules {
-            if r.kind == RuleKind::Deny
-                && r.rule.matches_tool(tool)
-                && let Some(glob) = r.rule.guest_glob()
-            {
-                denials.push(Denial::rule(glob.clone(), r.rule.as_str()));
+            let Some(glob) = r.rule.guest_glob().filter(|_| r.rule.matches_tool(tool)) else {
+                continue;
+            };
+            match r.kind {
+                RuleKind::Deny => denials.push(Denial::rule(glob.clone(), r.rule.as_str())),
+                RuleKind::Ask => denials.push(Denial::ask(glob.clone(), r.rule.as_str())),
+                RuleKind::Allow => {}
             }
         }
         PathGuard::new(self.mounts.clone(), denials)
+    }
+
+    /// [`Self::path_guard`] for a call of `tool` with `input` that a person approved: the ask
+    /// areas are open at the subject, as written and where it leads, and below it.
+    pub fn approved_guard(&self, tool: &ToolSpec, input: &Value) -> PathGuard {
+        let subject =
+            Subject::of(input, tool.permission_subject.as_deref()).with_mounts(Some(&self.mounts));
+        let mut approved = Vec::new();
+        if let Ok(texts) = subject.texts() {
+            for t in texts {
+                approved.extend(t.lexical_guest());
+                if let Some(Ok(r)) = t.resolved() {
+                    approved.push(r.guest.clone());
+                }
+            }
+        }
+        self.path_guard(&tool.name).approved(approved)
     }
 
     /// The same policy under another mode (e.g. from a command-line flag).

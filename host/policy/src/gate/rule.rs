@@ -88,6 +88,9 @@ enum Pattern {
         /// Glob over the path as the guest's root sees it (`./x`, `/x` and `x` alike); `None` for
         /// patterns that climb out of the root, which no guest path can reach.
         guest: Option<GlobMatcher>,
+        /// For a pattern `P/**`, `full` and `guest` for `P` itself: a deny or ask rule on a
+        /// folder's contents covers the folder, whose rename or removal would move them all.
+        own: Option<(GlobMatcher, Option<GlobMatcher>)>,
     },
 }
 
@@ -287,12 +290,17 @@ impl Pattern {
     fn matches_wide(&self, text: &SubjectText<'_>) -> bool {
         match self {
             Self::Plain(glob) => is_match(glob, text.raw()),
-            Self::Path { full, guest, .. } => {
-                is_match(full, &text.path().to_string())
-                    || guest.as_ref().is_some_and(|g| {
-                        text.lexical_guest().is_some_and(|p| is_match(g, &p))
-                            || matches!(text.resolved(), Some(Ok(r)) if is_match(g, &r.guest))
-                    })
+            Self::Path {
+                full, guest, own, ..
+            } => {
+                let hit = |full: &GlobMatcher, guest: Option<&GlobMatcher>| {
+                    is_match(full, &text.path().to_string())
+                        || guest.is_some_and(|g| {
+                            text.lexical_guest().is_some_and(|p| is_match(g, &p))
+                                || matches!(text.resolved(), Some(Ok(r)) if is_match(g, &r.guest))
+                        })
+                };
+                hit(full, guest.as_ref()) || own.as_ref().is_some_and(|(f, g)| hit(f, g.as_ref()))
             }
         }
     }
@@ -381,12 +389,28 @@ fn parse_pattern(pattern: &str) -> Result<Pattern, RuleProblem> {
         (Anchor::Home, 0) => Some(format!("~/{}", path.rest)),
         (Anchor::Root | Anchor::Relative, 0) => Some(path.rest.clone()),
     };
+    let own = match path.rest.strip_suffix("/**") {
+        Some(inner) if !inner.is_empty() => {
+            let inner = NormalPath {
+                rest: inner.to_owned(),
+                ..path.clone()
+            };
+            let guest = guest
+                .as_deref()
+                .and_then(|g| g.strip_suffix("/**"))
+                .map(|g| compile_glob(g, true))
+                .transpose()?;
+            Some((compile_glob(&inner.to_string(), true)?, guest))
+        }
+        _ => None,
+    };
     Ok(Pattern::Path {
         anchor: path.anchor,
         up: path.up,
         rest: compile_glob(&path.rest, true)?,
         full: compile_glob(&path.to_string(), true)?,
         guest: guest.map(|g| compile_glob(&g, true)).transpose()?,
+        own,
     })
 }
 

@@ -6,8 +6,13 @@
 //!   (`/proc/self/fd`), so a link swapped in between cannot smuggle a denied file through.
 //!   Directory listings leave denied entries out. A refusal is `access` (EACCES), the way a file the
 //!   OS protects would be; with nothing denied every check is skipped.
-//! - The daemon-wide [`FileBudget`]: every descriptor the guest opens holds a unit of it until the
-//!   guest drops the descriptor or the call ends, so no call can take the descriptors others need.
+//!   Every operation on a path resolves it once, into a descriptor of the folder that holds its
+//!   last component, judges where that folder really is, and acts on the name alone ([`super::pin`]):
+//!   a concurrent call renaming an ancestor or swapping in a link between the two changes nothing.
+//!   A rename of a folder is judged by everything it could hold, so renaming an ancestor of a
+//!   denied path (to work in it under another name and rename it back) is refused.
+//! - The daemon-wide descriptor budget ([`OpenFiles`]): every descriptor the guest opens holds a
+//!   unit of it until the guest drops the descriptor or the call ends.
 
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
@@ -23,61 +28,32 @@ use wasmtime_wasi::p2::{FsError, FsResult};
 use wasmtime_wasi::{ResourceTable, WasiCtx};
 use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream};
 
-use super::super::budget::{BudgetExhausted, FileBudget, FileUnit};
+use super::open::OpenFiles;
+use super::pin::nofollow;
 use toolhost_policy::gate::{PathGuard, Refusal};
+
+/// Renames are judged by whether their source is a folder: one at a time per daemon, so no other
+/// call's rename turns a file into a folder between that look and the act.
+static RENAMES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Per-call state of the files capability.
 pub(crate) struct Files {
-    guard: Arc<PathGuard>,
+    pub(super) guard: Arc<PathGuard>,
     /// Open directory listings: the host directory each lists, to judge its entries.
     listings: HashMap<u32, PathBuf>,
-    open: OpenFiles,
+    pub(super) open: OpenFiles,
+    /// Whether file operations block the guest's thread (descriptors opened here do the same).
+    pub(super) inline: bool,
 }
 
 impl Files {
-    pub(crate) fn new(guard: Arc<PathGuard>, open: OpenFiles) -> Self {
+    pub(crate) fn new(guard: Arc<PathGuard>, open: OpenFiles, inline: bool) -> Self {
         Self {
             guard,
             listings: HashMap::new(),
             open,
+            inline,
         }
-    }
-}
-
-/// The descriptors one call holds, each with its unit of the budget; dropped with the call's store.
-pub(crate) struct OpenFiles {
-    budget: Arc<FileBudget>,
-    /// Units of the granted directories, preopened for the call.
-    preopens: Vec<FileUnit>,
-    /// Units of descriptors the guest opened, by table index; given back when the guest drops one.
-    opened: HashMap<u32, FileUnit>,
-}
-
-impl OpenFiles {
-    /// Nothing held yet.
-    pub(crate) fn new(budget: Arc<FileBudget>) -> Self {
-        Self {
-            budget,
-            preopens: Vec::new(),
-            opened: HashMap::new(),
-        }
-    }
-
-    /// Take the units of `count` preopened directories, before they are opened.
-    pub(crate) fn preopen(&mut self, count: usize) -> Result<(), BudgetExhausted> {
-        for _ in 0..count {
-            let unit = self.budget.take(self.held())?;
-            self.preopens.push(unit);
-        }
-        Ok(())
-    }
-
-    fn held(&self) -> usize {
-        self.preopens.len() + self.opened.len()
-    }
-
-    fn take(&self) -> FsResult<FileUnit> {
-        self.budget.take(self.held()).map_err(FsError::trap)
     }
 }
 
@@ -90,8 +66,8 @@ impl HasData for GuardedFs {
 
 /// The guarded filesystem, borrowed from a store's state for one host call.
 pub(crate) struct GuardedView<'a> {
-    fs: WasiFilesystemCtxView<'a>,
-    files: &'a mut Files,
+    pub(super) fs: WasiFilesystemCtxView<'a>,
+    pub(super) files: &'a mut Files,
     /// The plugin's name, for the log line of a refusal.
     plugin: &'a str,
 }
@@ -117,18 +93,6 @@ impl<'a> GuardedView<'a> {
         self.files.guard.is_open()
     }
 
-    /// Judge `path` relative to the directory `fd`.
-    fn check(&self, fd: &Resource<Descriptor>, path: &str) -> FsResult<()> {
-        if self.open() {
-            return Ok(());
-        }
-        let dir = host_path(&*self.fs.table, fd).ok_or(ErrorCode::BadDescriptor)?;
-        self.files
-            .guard
-            .check_at(&dir, path)
-            .map_err(|r| self.refuse(r))
-    }
-
     /// Refuse to open a FIFO, a socket or a device: opening a FIFO blocks until a writer comes (and
     /// the call's thread with it, [`crate::sandbox`]'s `thread` module), and the others are no
     /// plugin's business. What cannot be looked at (missing, to be created) is left to the open.
@@ -137,7 +101,7 @@ impl<'a> GuardedView<'a> {
     /// plain `statx` along the path would be one system call instead of three, but the kernel would
     /// then follow, for the plugin, links it planted out of its grant: a timing oracle on what lies
     /// outside, and a way to trigger automounts.
-    async fn only_files_and_dirs(
+    pub(super) async fn only_files_and_dirs(
         &mut self,
         fd: &Resource<Descriptor>,
         path_flags: types::PathFlags,
@@ -161,14 +125,14 @@ impl<'a> GuardedView<'a> {
         }))
     }
 
-    fn refuse(&self, refusal: Refusal) -> FsError {
+    pub(super) fn refuse(&self, refusal: Refusal) -> FsError {
         tracing::info!(plugin = %self.plugin, "filesystem access refused: {refusal}");
         ErrorCode::Access.into()
     }
 }
 
 /// Where an open descriptor is on the host, as the kernel sees it.
-fn host_path(table: &ResourceTable, fd: &Resource<Descriptor>) -> Option<PathBuf> {
+pub(super) fn host_path_of(table: &ResourceTable, fd: &Resource<Descriptor>) -> Option<PathBuf> {
     let raw = match table.get(fd).ok()? {
         Descriptor::Dir(d) => d.dir.as_raw_fd(),
         Descriptor::File(f) => f.file.as_raw_fd(),
@@ -250,7 +214,7 @@ impl HostDescriptor for GuardedView<'_> {
         let dir = if self.open() {
             None
         } else {
-            Some(host_path(&*self.fs.table, &fd).ok_or(ErrorCode::BadDescriptor)?)
+            Some(host_path_of(&*self.fs.table, &fd).ok_or(ErrorCode::BadDescriptor)?)
         };
         // Listing opens the directory once more, for as long as it reads it.
         let _listing = self.files.open.take()?;
@@ -270,8 +234,13 @@ impl HostDescriptor for GuardedView<'_> {
         fd: Resource<Descriptor>,
         path: String,
     ) -> FsResult<()> {
-        self.check(&fd, &path)?;
-        self.fs.create_directory_at(fd, path).await
+        if self.open() {
+            return self.fs.create_directory_at(fd, path).await;
+        }
+        let p = self.pin_entry(&fd, &path, false).await?;
+        let result = self.fs.create_directory_at(p.dir(), p.name.clone()).await;
+        self.unpin(p)?;
+        result
     }
 
     async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorStat> {
@@ -284,8 +253,17 @@ impl HostDescriptor for GuardedView<'_> {
         path_flags: types::PathFlags,
         path: String,
     ) -> FsResult<types::DescriptorStat> {
-        self.check(&fd, &path)?;
-        self.fs.stat_at(fd, path_flags, path).await
+        if self.open() {
+            return self.fs.stat_at(fd, path_flags, path).await;
+        }
+        let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+        let p = self.pin_entry(&fd, &path, follow).await?;
+        let result = self
+            .fs
+            .stat_at(p.dir(), nofollow(path_flags), p.name.clone())
+            .await;
+        self.unpin(p)?;
+        result
     }
 
     async fn set_times_at(
@@ -296,8 +274,17 @@ impl HostDescriptor for GuardedView<'_> {
         atim: types::NewTimestamp,
         mtim: types::NewTimestamp,
     ) -> FsResult<()> {
-        self.check(&fd, &path)?;
-        self.fs.set_times_at(fd, path_flags, path, atim, mtim).await
+        if self.open() {
+            return self.fs.set_times_at(fd, path_flags, path, atim, mtim).await;
+        }
+        let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+        let p = self.pin_entry(&fd, &path, follow).await?;
+        let result = self
+            .fs
+            .set_times_at(p.dir(), nofollow(path_flags), p.name.clone(), atim, mtim)
+            .await;
+        self.unpin(p)?;
+        result
     }
 
     async fn link_at(
@@ -308,11 +295,32 @@ impl HostDescriptor for GuardedView<'_> {
         new_descriptor: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        self.check(&fd, &old_path)?;
-        self.check(&new_descriptor, &new_path)?;
-        self.fs
-            .link_at(fd, old_path_flags, old_path, new_descriptor, new_path)
-            .await
+        if self.open() {
+            return self
+                .fs
+                .link_at(fd, old_path_flags, old_path, new_descriptor, new_path)
+                .await;
+        }
+        // Both names judged on their pinned folders: a hard link never names a denied file, nor
+        // is it made where a denied one would be.
+        let follow = old_path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+        let old = self.pin_entry(&fd, &old_path, follow).await?;
+        let new = match self.pin_entry(&new_descriptor, &new_path, false).await {
+            Ok(new) => new,
+            Err(e) => {
+                self.unpin(old)?;
+                return Err(e);
+            }
+        };
+        let (flags, old_name, new_name) =
+            (nofollow(old_path_flags), old.name.clone(), new.name.clone());
+        let result = self
+            .fs
+            .link_at(old.dir(), flags, old_name, new.dir(), new_name)
+            .await;
+        self.unpin(old)?;
+        self.unpin(new)?;
+        result
     }
 
     async fn open_at(
@@ -323,16 +331,19 @@ impl HostDescriptor for GuardedView<'_> {
         oflags: types::OpenFlags,
         flags: types::DescriptorFlags,
     ) -> FsResult<Resource<Descriptor>> {
-        self.check(&fd, &path)?;
-        self.only_files_and_dirs(&fd, path_flags, &path).await?;
-        let unit = self.files.open.take()?;
-        let opened = self.fs.open_at(fd, path_flags, path, oflags, flags).await?;
-        self.files.open.opened.insert(opened.rep(), unit);
         if self.open() {
+            self.only_files_and_dirs(&fd, path_flags, &path).await?;
+            let unit = self.files.open.take()?;
+            let opened = self.fs.open_at(fd, path_flags, path, oflags, flags).await?;
+            self.files.open.opened.insert(opened.rep(), unit);
             return Ok(opened);
         }
-        // Judge what was really opened: a link swapped in after the check above lands here.
-        let verdict = match host_path(&*self.fs.table, &opened) {
+        let opened = self
+            .open_pinned(&fd, path_flags, &path, oflags, flags)
+            .await?;
+        // Judge what was really opened, once more: the folder was pinned and the name opened
+        // without following links, so this holds unless the host itself moved things.
+        let verdict = match host_path_of(&*self.fs.table, &opened) {
             Some(host) => self.files.guard.check_host(&host),
             None => Err(Refusal {
                 path: "(unknown)".into(),
@@ -356,8 +367,13 @@ impl HostDescriptor for GuardedView<'_> {
     }
 
     async fn readlink_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<String> {
-        self.check(&fd, &path)?;
-        self.fs.readlink_at(fd, path).await
+        if self.open() {
+            return self.fs.readlink_at(fd, path).await;
+        }
+        let p = self.pin_entry(&fd, &path, false).await?;
+        let result = self.fs.readlink_at(p.dir(), p.name.clone()).await;
+        self.unpin(p)?;
+        result
     }
 
     async fn remove_directory_at(
@@ -365,8 +381,14 @@ impl HostDescriptor for GuardedView<'_> {
         fd: Resource<Descriptor>,
         path: String,
     ) -> FsResult<()> {
-        self.check(&fd, &path)?;
-        self.fs.remove_directory_at(fd, path).await
+        if self.open() {
+            return self.fs.remove_directory_at(fd, path).await;
+        }
+        // Only an empty folder is removed: it holds nothing, so the folder alone is judged.
+        let p = self.pin_entry(&fd, &path, false).await?;
+        let result = self.fs.remove_directory_at(p.dir(), p.name.clone()).await;
+        self.unpin(p)?;
+        result
     }
 
     async fn rename_at(
@@ -376,9 +398,30 @@ impl HostDescriptor for GuardedView<'_> {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        self.check(&fd, &old_path)?;
-        self.check(&new_fd, &new_path)?;
-        self.fs.rename_at(fd, old_path, new_fd, new_path).await
+        if self.open() {
+            return self.fs.rename_at(fd, old_path, new_fd, new_path).await;
+        }
+        let _one_at_a_time = RENAMES.lock().await;
+        let old = self.pin_entry(&fd, &old_path, false).await?;
+        let new = match self.pin_entry(&new_fd, &new_path, false).await {
+            Ok(new) => new,
+            Err(e) => {
+                self.unpin(old)?;
+                return Err(e);
+            }
+        };
+        let result = match self.judge_move(&old, &new).await {
+            Ok(()) => {
+                let (old_name, new_name) = (old.name.clone(), new.name.clone());
+                self.fs
+                    .rename_at(old.dir(), old_name, new.dir(), new_name)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        self.unpin(old)?;
+        self.unpin(new)?;
+        result
     }
 
     async fn symlink_at(
@@ -387,13 +430,24 @@ impl HostDescriptor for GuardedView<'_> {
         src_path: String,
         dest_path: String,
     ) -> FsResult<()> {
-        self.check(&fd, &dest_path)?;
-        self.fs.symlink_at(fd, src_path, dest_path).await
+        if self.open() {
+            return self.fs.symlink_at(fd, src_path, dest_path).await;
+        }
+        // The link is judged by where it is made; where it points is judged when it is followed.
+        let p = self.pin_entry(&fd, &dest_path, false).await?;
+        let result = self.fs.symlink_at(p.dir(), src_path, p.name.clone()).await;
+        self.unpin(p)?;
+        result
     }
 
     async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        self.check(&fd, &path)?;
-        self.fs.unlink_file_at(fd, path).await
+        if self.open() {
+            return self.fs.unlink_file_at(fd, path).await;
+        }
+        let p = self.pin_entry(&fd, &path, false).await?;
+        let result = self.fs.unlink_file_at(p.dir(), p.name.clone()).await;
+        self.unpin(p)?;
+        result
     }
 
     fn read_via_stream(
@@ -440,8 +494,17 @@ impl HostDescriptor for GuardedView<'_> {
         path_flags: types::PathFlags,
         path: String,
     ) -> FsResult<types::MetadataHashValue> {
-        self.check(&fd, &path)?;
-        self.fs.metadata_hash_at(fd, path_flags, path).await
+        if self.open() {
+            return self.fs.metadata_hash_at(fd, path_flags, path).await;
+        }
+        let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
+        let p = self.pin_entry(&fd, &path, follow).await?;
+        let result = self
+            .fs
+            .metadata_hash_at(p.dir(), nofollow(path_flags), p.name.clone())
+            .await;
+        self.unpin(p)?;
+        result
     }
 }
 

@@ -12,6 +12,8 @@
 //! filesystem operation.
 
 mod guarded;
+mod open;
+mod pin;
 
 use std::sync::Arc;
 
@@ -20,7 +22,8 @@ use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::filesystem;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
-pub(crate) use self::guarded::{Files, GuardedFs, GuardedView, OpenFiles};
+pub(crate) use self::guarded::{Files, GuardedFs, GuardedView};
+pub(crate) use self::open::OpenFiles;
 use super::SandboxError;
 use super::output::CappedOutput;
 use super::state::State;
@@ -76,5 +79,5 @@ pub(crate) fn prepare(
             .to_string()
         })?;
     }
-    Ok((b.build(), Files::new(guard, open)))
+    Ok((b.build(), Files::new(guard, open, inline)))
 }

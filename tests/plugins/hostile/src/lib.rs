@@ -522,6 +522,72 @@ fn fail(args: &Args) -> Res {
     }
 }
 
+/// One filesystem operation of `steps`.
+fn step(op: &Value) -> Result<String, String> {
+    let arg = |key: &str| {
+        op.get(key)
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("step {op} has no string '{key}'"))
+    };
+    let done = |r: std::io::Result<()>| r.map(|()| "ok".to_owned()).map_err(|e| e.to_string());
+    match arg("op")? {
+        "rename" => done(std::fs::rename(arg("from")?, arg("to")?)),
+        "hardlink" => done(std::fs::hard_link(arg("target")?, arg("link")?)),
+        #[allow(deprecated, reason = "the only stable way to make a symlink on WASI")]
+        "symlink" => done(std::fs::soft_link(arg("target")?, arg("link")?)),
+        "write" => done(std::fs::write(arg("path")?, arg("content")?)),
+        "mkdir" => done(std::fs::create_dir_all(arg("path")?)),
+        "rmdir" => done(std::fs::remove_dir(arg("path")?)),
+        "unlink" => done(std::fs::remove_file(arg("path")?)),
+        "read" => std::fs::read_to_string(arg("path")?).map_err(|e| e.to_string()),
+        "readlink" => std::fs::read_link(arg("path")?)
+            .map(|p| p.display().to_string())
+            .map_err(|e| e.to_string()),
+        "stat" => std::fs::symlink_metadata(arg("path")?)
+            .map(|m| format!("len {}", m.len()))
+            .map_err(|e| e.to_string()),
+        other => Err(format!("unknown op '{other}'")),
+    }
+}
+
+/// Runs `steps` (filesystem operations) in order, `repeat` times (default once), going on after
+/// errors: one call that renames, works and renames back, or one side of a race.
+fn steps(args: &Args) -> Res {
+    let steps = args
+        .get("steps")
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid("missing array argument 'steps'"))?;
+    let repeat = args.opt_u64("repeat")?.unwrap_or(1);
+    let mut last = vec![String::new(); steps.len()];
+    let mut ok = vec![0u64; steps.len()];
+    // Errors that were refusals (EACCES): the host's guard said no.
+    let mut refused = vec![0u64; steps.len()];
+    let mut read = std::collections::BTreeSet::new();
+    for _ in 0..repeat {
+        for (i, op) in steps.iter().enumerate() {
+            last[i] = match step(op) {
+                Ok(out) => {
+                    ok[i] += 1;
+                    if op.get("op").and_then(Value::as_str) == Some("read") {
+                        read.insert(out.clone());
+                    }
+                    format!("ok: {out}")
+                }
+                Err(e) => {
+                    if e.contains("ermission denied") {
+                        refused[i] += 1;
+                    }
+                    format!("error: {e}")
+                }
+            };
+        }
+    }
+    with_json(
+        last.join("\n"),
+        json!({ "last": last, "ok": ok, "refused": refused, "read": read }),
+    )
+}
+
 fn dispatch(name: &str, args: &Args, raw: &str) -> Res {
     match name {
         "spin" => spin(),
@@ -542,6 +608,7 @@ fn dispatch(name: &str, args: &Args, raw: &str) -> Res {
         "hardlink" => hardlink(args),
         "rename" => rename(args),
         "truncate" => truncate(args),
+        "steps" => steps(args),
         "recurse" => recurse(args),
         "trap" => panic!("boom"),
         "exit" => exit(args),
@@ -734,6 +801,19 @@ fn tools() -> Vec<Tool> {
                 "truncate",
                 "Truncate (or extend) a file to `len` bytes (default 0).",
                 &[("path", "string"), ("len", "integer")],
+                DESTRUCTIVE,
+            )
+        },
+        Tool {
+            subject: path,
+            ..tool(
+                "steps",
+                "Run filesystem `steps` ({op: rename|hardlink|symlink|write|mkdir|rmdir|unlink|read|readlink|stat, ...}) in order, `repeat` times, whatever `path` says.",
+                &[
+                    ("path", "string"),
+                    ("steps", "array"),
+                    ("repeat", "integer"),
+                ],
                 DESTRUCTIVE,
             )
         },
