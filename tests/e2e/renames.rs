@@ -294,7 +294,40 @@ async fn no_race_reaches_moves_deletes_or_aliases_a_denied_file() {
         { "op": "stat", "path": "d" },
         { "op": "stat", "path": "d" },
     ]);
-    let kinds = [
+    for (kind, actor) in actors() {
+        let env = Env::new(
+            &["hostile"],
+            "[permissions]\nmode = \"bypass\"\n[plugins.hostile]\n\
+             dirs = [{ host = \"work\", mode = \"rw\", exclude = [\"secrets\"] }]\n",
+        );
+        let work = env.work();
+        race_layout(&work);
+        let pipeline = env.pipeline(4).await;
+        let (swapped, acted) = tokio::join!(
+            pipeline.call(steps_request(swap.clone(), TRIES)),
+            pipeline.call(steps_request(actor, 2 * TRIES)),
+        );
+        let (swapped, acted) = (answer(&swapped), answer(&acted));
+        let context = format!("{kind}: swapper {swapped}");
+        // The race was run: the swapper really swapped, and the actor acted.
+        assert!(swapped["ok"][1].as_u64().unwrap() > TRIES / 2, "{context}");
+        let sum = |key: &str| -> u64 {
+            acted[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.as_u64().unwrap())
+                .sum()
+        };
+        // ... and met the link: the guard was raced, not merely called.
+        assert!(sum("refused") > 0, "{context}; actor {acted}");
+        secrets_untouched(&work, &acted, kind);
+    }
+}
+
+/// One actor of each operation kind, acting on `d/...` over and over.
+fn actors() -> Vec<(&'static str, Value)> {
+    vec![
         (
             "open",
             json!([
@@ -343,8 +376,16 @@ async fn no_race_reaches_moves_deletes_or_aliases_a_denied_file() {
                 { "op": "readlink", "path": "d/l" },
             ]),
         ),
-    ];
-    for (kind, actor) in kinds {
+    ]
+}
+
+/// The same actors while the test itself swaps `d` between a folder and a link to `secrets` on
+/// the host, as fast as it can: whatever a second call could do, done without the guard's
+/// leave. Each operation acts on the folder it judged, so no swap between the judgement and the
+/// act reaches the secret. (Before, every operation looked its path up again when it acted.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_swapped_under_a_call_never_leads_it_to_a_denied_file() {
+    for (kind, actor) in actors() {
         let env = Env::new(
             &["hostile"],
             "[permissions]\nmode = \"bypass\"\n[plugins.hostile]\n\
@@ -352,35 +393,36 @@ async fn no_race_reaches_moves_deletes_or_aliases_a_denied_file() {
         );
         let work = env.work();
         race_layout(&work);
-        let pipeline = env.pipeline(4).await;
-        let (swapped, acted) = tokio::join!(
-            pipeline.call(steps_request(swap.clone(), TRIES)),
-            pipeline.call(steps_request(actor, 2 * TRIES)),
-        );
-        let (swapped, acted) = (answer(&swapped), answer(&acted));
-        let context = format!("{kind}: swapper {swapped}");
-        // The race was run: the swapper really swapped, and the actor acted.
-        assert!(swapped["ok"][1].as_u64().unwrap() > TRIES / 2, "{context}");
-        let sum = |key: &str| -> u64 {
-            acted[key]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|n| n.as_u64().unwrap())
-                .sum()
+        let pipeline = env.pipeline(2).await;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let (work, stop) = (work.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (d, real) = (work.join("d"), work.join("d.real"));
+                let mut swaps = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    // The actor may have made `d` meanwhile (`mkdir -p d/sub`): then no swap.
+                    let _ = std::fs::rename(&d, &real);
+                    let linked = std::os::unix::fs::symlink("secrets", &d).is_ok();
+                    std::thread::yield_now();
+                    if linked {
+                        let _ = std::fs::remove_file(&d);
+                    }
+                    let _ = std::fs::rename(&real, &d);
+                    std::thread::yield_now();
+                    if !linked {
+                        continue;
+                    }
+                    swaps += 1;
+                }
+                swaps
+            })
         };
-        // ... and met the link: the guard was raced, not merely called.
-        assert!(sum("refused") > 0, "{context}; actor {acted}");
-        settle(&work);
-        secrets_untouched(&work, &acted, kind);
-    }
-}
-
-/// Put `d` back as a folder if the race ended with it a link.
-fn settle(work: &Path) {
-    if work.join("d.real").exists() {
-        let _ = std::fs::remove_file(work.join("d"));
-        std::fs::rename(work.join("d.real"), work.join("d")).unwrap();
+        let acted = answer(&pipeline.call(steps_request(actor, 1000)).await);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let swaps = swapper.join().unwrap();
+        assert!(swaps > 10, "{kind}: the test swapped only {swaps} times");
+        secrets_untouched(&work, &acted, &format!("{kind}, {swaps} swaps"));
     }
 }
 
