@@ -12,6 +12,11 @@ use self::prometheus::BUCKETS;
 pub use self::prometheus::Exposition;
 use toolhost_policy::call::ErrorKind;
 
+/// The one label under which calls that named no tool of the catalogue are counted (an unknown or
+/// hidden name, or a call refused before the lookup): no tool name holds parentheses, so it
+/// cannot be mistaken for one. Keeps the label sets of `/metrics` bounded by the catalogue.
+pub const UNKNOWN_TOOL: &str = "(unknown)";
+
 /// Durations kept exactly per tool; past this many calls percentiles come from the histogram.
 const EXACT_SAMPLES: usize = 256;
 

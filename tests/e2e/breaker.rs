@@ -206,3 +206,101 @@ async fn a_breaker_is_configured_per_tool_and_can_be_off() {
         "{stderr}"
     );
 }
+
+/// One caller's lower limits never pause a tool for another (issue #36): alice's profile lowers
+/// `timeout-ms` below the plugin's, her calls time out at her limit, and only her own breaker
+/// opens; bob's calls still run, and `/health` shows each caller its own state. Failures at the
+/// plugin's own limit still suspend the tool for everyone.
+#[test]
+fn a_callers_own_lower_limits_never_suspend_the_tool_for_other_callers() {
+    use crate::daemon::{Daemon, HttpSession, http};
+    use crate::issuer::{Alg, Issuer, now};
+
+    let issuer = Issuer::start();
+    let config = format!(
+        "[auth]\nissuer = \"{}\"\naudience = \"toolhost-e2e\"\n\
+         [permissions]\nmode = \"bypass\"\n[breaker]\ncool-down-s = 30\n\
+         [plugins.hostile.limits]\ntimeout-ms = 1000\n\
+         [[callers]]\nname = \"hasty\"\nmatch = {{ sub = \"alice\" }}\ntimeout-ms = 100\n\
+         [[callers]]\nname = \"everyone\"\nmatch = {{}}\n",
+        issuer.url()
+    );
+    let env = Env::new(&["hostile"], &config);
+    let daemon = Daemon::start(&env, &["--no-watch", "--http", "127.0.0.1:0"]);
+    let addr = daemon.http.unwrap();
+    let token = |sub: &str| {
+        issuer.sign(
+            "rsa-1",
+            Alg::Rs256,
+            &json!({"iss": issuer.url(), "aud": "toolhost-e2e", "sub": sub,
+                    "iat": now(), "exp": now() + 300}),
+        )
+    };
+    let (alice_token, bob_token) = (token("alice"), token("bob"));
+    let session = |t: &str| HttpSession::open(addr, &[("Authorization", &format!("Bearer {t}"))]);
+    let mut alice = session(&alice_token).unwrap();
+    let mut bob = session(&bob_token).unwrap();
+    let kind_of = |answer: &Value| {
+        answer["result"]["_meta"]["toolhost/errorKind"]
+            .as_str()
+            .unwrap_or("ok")
+            .to_owned()
+    };
+    let health = |t: &str| -> Value {
+        let bearer = format!("Bearer {t}");
+        let reply = http(addr, "GET", "/health", &[("Authorization", &bearer)], b"");
+        serde_json::from_slice(&reply.body).unwrap()
+    };
+
+    // Alice's calls end at her own 100 ms, three times in a row.
+    for _ in 0..3 {
+        let out = alice.call("sleep", json!({"ms": 800})).unwrap();
+        assert_eq!(kind_of(&out), "timeout", "{out}");
+    }
+    // Bob's calls still run, again and again.
+    for _ in 0..3 {
+        let out = bob.call("sleep", json!({"ms": 1})).unwrap();
+        assert_eq!(kind_of(&out), "ok", "{out}");
+    }
+    // Alice's next call is refused, for her alone, saying so.
+    let refused = alice.call("sleep", json!({"ms": 1})).unwrap();
+    assert_eq!(kind_of(&refused), "suspended", "{refused}");
+    assert!(
+        refused.to_string().contains("Only your calls are refused"),
+        "{refused}"
+    );
+
+    // Each caller sees its own state: alice her open breaker beside the tool's closed one.
+    let mine = health(&alice_token);
+    assert_eq!(
+        mine["breakers"]["sleep"]["breaker"]["state"], "closed",
+        "{mine}"
+    );
+    assert_eq!(
+        mine["breakers"]["sleep"]["own"]["breaker"]["state"], "open",
+        "{mine}"
+    );
+    let his = health(&bob_token);
+    assert_eq!(his["breakers"]["sleep"]["breaker"]["state"], "closed");
+    assert!(his["breakers"]["sleep"].get("own").is_none(), "{his}");
+    // The audit line of alice's refused call says whose breaker refused it.
+    let records = env.audit();
+    let last_of_alice = records
+        .iter()
+        .rev()
+        .find(|r| r["caller"]["subject"] == "alice")
+        .unwrap();
+    assert_eq!(
+        last_of_alice["breaker"][0]["event"], "caller_refused",
+        "{last_of_alice}"
+    );
+
+    // Timeouts at the plugin's own limit still suspend the tool for everyone.
+    for _ in 0..3 {
+        let out = bob.call("sleep", json!({"ms": 5000})).unwrap();
+        assert_eq!(kind_of(&out), "timeout", "{out}");
+    }
+    let out = bob.call("sleep", json!({"ms": 1})).unwrap();
+    assert_eq!(kind_of(&out), "suspended", "{out}");
+    drop(daemon);
+}

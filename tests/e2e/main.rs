@@ -22,6 +22,7 @@ mod cli;
 mod clients;
 mod deadlines;
 mod declarations;
+mod disclosure;
 mod fleet;
 mod generic;
 mod grep_lines;

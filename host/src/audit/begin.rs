@@ -103,6 +103,7 @@ impl BeginRecord {
             output_bytes: 0,
             truncated: false,
             breaker: Vec::new(),
+            detail: None,
         }
     }
 }

@@ -8,7 +8,8 @@ use toolhost_policy::call::ErrorKind;
 /// `{"event":"opened","kind":"timeout","failures":3,"cool_down_s":30}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BreakerNote {
-    /// `refused`, `opened`, `half_opened` (this call is the trial), `reopened` or `closed`.
+    /// `refused`, `opened`, `half_opened` (this call is the trial), `reopened` or `closed`; the
+    /// same prefixed `caller_` for the caller's own breaker.
     pub event: String,
     /// The kind of the failures that opened (or keep open) the breaker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,6 +46,13 @@ impl BreakerNote {
             failures,
             retry_in_s: retry.map(|d| d.as_secs() + u64::from(d.subsec_nanos() > 0)),
         }
+    }
+
+    /// The same note about the caller's own breaker (failures under the limits its profile
+    /// lowered): its event prefixed `caller_`, e.g. `caller_opened`, `caller_refused`.
+    pub fn for_caller(mut self) -> Self {
+        self.event.insert_str(0, "caller_");
+        self
     }
 
     /// The note for a refused call.

@@ -45,6 +45,7 @@ pub(super) fn end(record: &AuditRecord, keep_input: bool) -> Result<Vec<u8>, ser
         output_bytes: _,
         truncated: _,
         breaker: _,
+        detail: _,
     } = record;
     let mut line = Line::new();
     let head = (record.v, record.event, Some(record.ts_end));
@@ -59,6 +60,9 @@ pub(super) fn end(record: &AuditRecord, keep_input: bool) -> Result<Vec<u8>, ser
     line.raw(if record.truncated { "true" } else { "false" });
     if !record.breaker.is_empty() {
         line.serde("breaker", &record.breaker)?;
+    }
+    if let Some(detail) = &record.detail {
+        line.str("detail", detail);
     }
     Ok(line.finish())
 }

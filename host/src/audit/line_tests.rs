@@ -165,6 +165,7 @@ fn every_decision_outcome_and_absent_field_is_written_as_serde_writes_it() {
     // Every field set at once.
     assert_same(&AuditRecord {
         input: Some(json!({"url": "https://example.com"})),
+        detail: Some("cannot open granted directory '/srv/x': No such file".into()),
         breaker: vec![BreakerNote {
             event: "opened".into(),
             kind: Some(ErrorKind::Timeout),
@@ -210,6 +211,7 @@ fn hostile_strings_are_escaped_as_serde_escapes_them() {
             input_sha256: s.into(),
             decision: Decision::Denied { by: s.into() },
             coercions: vec![s.into(), s.into()],
+            detail: Some(s.into()),
             ..sample()
         });
     }

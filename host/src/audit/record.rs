@@ -33,8 +33,9 @@ pub enum Event {
 /// One finished call, as one line of the audit log.
 ///
 /// Every field is always written (absent values as `null`), except `input`, which appears only
-/// when the log is configured to include inputs, and `breaker`, which appears only when the tool's
-/// circuit breaker refused the call or changed state because of it. Field order is stable, `"v"`
+/// when the log is configured to include inputs, `breaker`, which appears only when the tool's
+/// circuit breaker refused the call or changed state because of it, and `detail`, only for a call
+/// that could not be set up. Field order is stable, `"v"`
 /// first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditRecord {
@@ -101,6 +102,10 @@ pub struct AuditRecord {
     /// the trial after a cool-down, or opened or closed because of its outcome.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breaker: Vec<BreakerNote>,
+    /// What the caller was told only in general terms: why the call could not be set up (a grant
+    /// that could not be opened, with its host path and the OS error). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl AuditRecord {
@@ -140,6 +145,7 @@ impl AuditRecord {
             output_bytes: 0,
             truncated: false,
             breaker: Vec::new(),
+            detail: None,
         }
     }
 
@@ -368,6 +374,7 @@ pub(super) mod tests {
             output_bytes: 1024,
             truncated: false,
             breaker: Vec::new(),
+            detail: None,
         }
     }
 

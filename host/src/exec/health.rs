@@ -11,7 +11,8 @@ use crate::audit::{AuditRecord, BreakerNote};
 use crate::registry::Tool;
 use crate::stats::Exposition;
 use toolhost_policy::breaker::{
-    Admission, BreakerPolicy, Breakers, Health, Pass, Recorded, Suspension, Transition,
+    Admitted as BreakerAdmission, BreakerPolicy, Breakers, Health, Lowered, Passes, Reported,
+    Suspension, Transition, Whose,
 };
 use toolhost_policy::call::{CallOutcome, ErrorKind};
 
@@ -21,13 +22,25 @@ pub struct ToolsHealth {
     inner: Arc<Mutex<Inner>>,
 }
 
-/// A call its tool's breaker let run: given back with the outcome ([`Admitted::finish`]). Dropped
+/// Who calls, as the breakers tell callers apart: the caller's key (issuer and subject) and the
+/// limits its profile lowered below the tool's own. Failures of those limits count in the
+/// caller's own breaker, never in the tool's, which every caller shares.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Asker {
+    /// The caller's key, when authenticated.
+    pub(super) key: Option<String>,
+    /// What its profile lowered.
+    pub(super) lowered: Lowered,
+}
+
+/// A call the breakers let run: given back with the outcome ([`Admitted::finish`]). Dropped
 /// unreported (the call's future dropped, a panic), it reports the call as cancelled, which frees a
 /// trial without deciding it, so that no lost call can hold a tool suspended.
 pub(super) struct Admitted {
     inner: Arc<Mutex<Inner>>,
     tool: String,
-    pass: Option<Pass>,
+    asker: Asker,
+    passes: Option<Passes>,
 }
 
 impl Admitted {
@@ -40,14 +53,19 @@ impl Admitted {
         record: &mut AuditRecord,
         outcome: &mut CallOutcome,
     ) {
-        let Some(pass) = self.pass.take() else {
+        let Some(passes) = self.passes.take() else {
             return;
         };
-        let recorded = report(&self.inner, &self.tool, pass, kind);
-        if let Some(t) = &recorded.transition {
+        let reported = report(&self.inner, &self.tool, &self.asker, passes, kind);
+        if let Some(t) = &reported.tool.transition {
             record.breaker.push(BreakerNote::from_transition(t));
         }
-        if let Some(advice) = recorded.advice {
+        if let Some(t) = &reported.own {
+            record
+                .breaker
+                .push(BreakerNote::from_transition(t).for_caller());
+        }
+        if let Some(advice) = reported.tool.advice {
             outcome.content.push_str("\n\n");
             outcome.content.push_str(&advice);
         }
@@ -56,8 +74,14 @@ impl Admitted {
 
 impl Drop for Admitted {
     fn drop(&mut self) {
-        if let Some(pass) = self.pass.take() {
-            let _ = report(&self.inner, &self.tool, pass, Some(ErrorKind::Cancelled));
+        if let Some(passes) = self.passes.take() {
+            let _ = report(
+                &self.inner,
+                &self.tool,
+                &self.asker,
+                passes,
+                Some(ErrorKind::Cancelled),
+            );
         }
     }
 }
@@ -67,23 +91,28 @@ fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
     inner.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Reports the outcome of the call admitted with `pass` to `tool`'s breaker and statistics.
-fn report(inner: &Mutex<Inner>, tool: &str, pass: Pass, kind: Option<ErrorKind>) -> Recorded {
+/// Reports the outcome of the call admitted with `passes` to `tool`'s breakers and statistics.
+fn report(
+    inner: &Mutex<Inner>,
+    tool: &str,
+    asker: &Asker,
+    passes: Passes,
+    kind: Option<ErrorKind>,
+) -> Reported {
     let mut inner = lock(inner);
-    // Admitted calls have an entry: `admit` made it.
-    let recorded = inner
+    let key = asker.key.as_deref();
+    let reported = inner
         .breakers
-        .get_mut(tool)
-        .map(|h| h.record(tool, Instant::now(), pass, kind))
-        .unwrap_or_default();
-    inner.count(tool, recorded.transition.as_ref());
-    recorded
+        .report(tool, key, asker.lowered, passes, kind, Instant::now());
+    inner.count(tool, reported.tool.transition.as_ref());
+    reported
 }
 
 #[derive(Debug, Default)]
 struct Inner {
     breakers: Breakers,
-    /// Transitions so far, by tool and transition name, for `/metrics`.
+    /// Transitions of the tools' breakers so far, by tool and transition name, for `/metrics`
+    /// (callers' own breakers are left out: their labels would grow with the callers).
     transitions: BTreeMap<(String, &'static str), u64>,
 }
 
@@ -99,9 +128,18 @@ impl Inner {
 }
 
 /// A refused call: its note, its kind and its answer.
-fn refused(suspension: &Suspension, tool: &str, record: &mut AuditRecord) -> (ErrorKind, String) {
-    record.breaker.push(BreakerNote::refused(suspension));
-    (ErrorKind::Suspended, suspension.message(tool))
+fn refused(
+    suspension: &Suspension,
+    whose: Whose,
+    tool: &str,
+    record: &mut AuditRecord,
+) -> (ErrorKind, String) {
+    let note = BreakerNote::refused(suspension);
+    record.breaker.push(match whose {
+        Whose::Tool => note,
+        Whose::Own => note.for_caller(),
+    });
+    (ErrorKind::Suspended, suspension.message_for(tool, whose))
 }
 
 /// The policy for `tool`: its plugin's, for the name the plugin gives it.
@@ -114,48 +152,72 @@ impl ToolsHealth {
         lock(&self.inner)
     }
 
-    /// Whether `tool` is suspended now, without taking the trial: checked before a person is asked
-    /// to approve a call that would be refused anyway. The refusal is noted on `record`.
+    /// Whether `tool` is suspended now for `asker`, without taking the trial: checked before a
+    /// person is asked to approve a call that would be refused anyway. The refusal is noted on
+    /// `record`.
     pub(super) fn refusal(
         &self,
         tool: &Tool,
+        asker: &Asker,
         record: &mut AuditRecord,
     ) -> Option<(ErrorKind, String)> {
-        let suspension = self
-            .lock()
-            .breakers
-            .get(&tool.spec.name)
-            .and_then(|h| h.breaker().refusal(Instant::now()))?;
-        Some(refused(&suspension, &tool.spec.name, record))
+        let (suspension, whose) = self.lock().breakers.refusal(
+            &tool.spec.name,
+            asker.key.as_deref(),
+            asker.lowered,
+            Instant::now(),
+        )?;
+        Some(refused(&suspension, whose, &tool.spec.name, record))
     }
 
-    /// Admits a call of `tool`, noting on `record` a change of the breaker (the trial after a
-    /// cool-down); or refuses it, noting why, with the answer for the model.
+    /// Admits a call of `tool` by `asker`, noting on `record` a change of a breaker (the trial
+    /// after a cool-down); or refuses it, noting why, with the answer for the model.
     pub(super) fn admit(
         &self,
         tool: &Tool,
+        asker: Asker,
         record: &mut AuditRecord,
     ) -> Result<Admitted, (ErrorKind, String)> {
         let mut inner = self.lock();
-        let health = inner.breakers.tool(&tool.spec.name, policy(tool));
-        let (admission, transition) = health.admit(Instant::now());
-        inner.count(&tool.spec.name, transition.as_ref());
-        record
-            .breaker
-            .extend(transition.as_ref().map(BreakerNote::from_transition));
+        let name = &tool.spec.name;
+        let (admission, transitions) = inner.breakers.admit(
+            name,
+            policy(tool),
+            asker.key.as_deref(),
+            asker.lowered,
+            Instant::now(),
+        );
+        for (whose, t) in transitions.into_iter().flatten() {
+            let note = BreakerNote::from_transition(&t);
+            match whose {
+                Whose::Tool => {
+                    inner.count(name, Some(&t));
+                    record.breaker.push(note);
+                }
+                Whose::Own => record.breaker.push(note.for_caller()),
+            }
+        }
         match admission {
-            Admission::Run(pass) | Admission::Trial(pass) => Ok(Admitted {
+            BreakerAdmission::Run(passes) => Ok(Admitted {
                 inner: self.inner.clone(),
-                tool: tool.spec.name.clone(),
-                pass: Some(pass),
+                tool: name.clone(),
+                asker,
+                passes: Some(passes),
             }),
-            Admission::Refuse(suspension) => Err(refused(&suspension, &tool.spec.name, record)),
+            BreakerAdmission::Refuse(suspension, whose) => {
+                Err(refused(&suspension, whose, name, record))
+            }
         }
     }
 
-    /// Every called tool's breaker and recent outcomes, for `/health`: those `sees` lets through.
-    pub fn health(&self, mut sees: impl FnMut(&str) -> bool) -> BTreeMap<String, Health> {
-        let mut all = self.lock().breakers.health(Instant::now());
+    /// Every called tool's breaker and recent outcomes, for `/health`: those `sees` lets through,
+    /// each with the breaker of the caller keyed `caller` beside it where it has one of its own.
+    pub fn health(
+        &self,
+        caller: Option<&str>,
+        mut sees: impl FnMut(&str) -> bool,
+    ) -> BTreeMap<String, Health> {
+        let mut all = self.lock().breakers.health_for(caller, Instant::now());
         all.retain(|name, _| sees(name));
         all
     }
@@ -163,13 +225,20 @@ impl ToolsHealth {
     /// `toolhost_tool_breaker_state` (1 for each called tool's current state) and
     /// `toolhost_tool_breaker_transitions_total`, for `/metrics`.
     pub fn write_prometheus(&self, out: &mut Exposition) {
-        let (health, transitions) = {
+        self.write_prometheus_for(out, |_| true);
+    }
+
+    /// The same families for the tools `shows` lets through (a caller's view).
+    pub fn write_prometheus_for(&self, out: &mut Exposition, shows: impl Fn(&str) -> bool) {
+        let (mut health, mut transitions) = {
             let inner = self.lock();
             (
                 inner.breakers.health(Instant::now()),
                 inner.transitions.clone(),
             )
         };
+        health.retain(|tool, _| shows(tool));
+        transitions.retain(|(tool, _), _| shows(tool));
         out.family(
             "toolhost_tool_breaker_state",
             "gauge",

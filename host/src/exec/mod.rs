@@ -9,6 +9,7 @@ mod quiet;
 mod request;
 mod shape;
 mod timing;
+mod view;
 
 pub use self::health::ToolsHealth;
 pub use self::pipeline::Pipeline;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::checks::Checks;
-use super::health::{Admitted, ToolsHealth};
+use super::health::{Admitted, Asker, ToolsHealth};
 use super::quiet::Slots;
 use super::request::CallRequest;
 use super::shape::{self, audit_unavailable, error, network_notes};
@@ -14,12 +14,14 @@ use super::timing::{SandboxTimes, Stage, StageTimes, Stopwatch};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
 use crate::registry::{Catalog, Registry, Tool};
 use crate::sandbox::{CallIo, GuestError, RunError};
-use crate::stats::Stats;
+use crate::stats::{Stats, UNKNOWN_TOOL};
 use crate::telemetry;
+use toolhost_policy::breaker::Lowered;
 use toolhost_policy::call::{ApprovalRequest, CallOutcome, ErrorKind};
-use toolhost_policy::caller::{Access, Caller};
+use toolhost_policy::caller::Access;
 use toolhost_policy::gate::{Decision, PathGuard, defaults};
 use toolhost_policy::grants::Caps;
+use toolhost_policy::task::owner_of;
 use toolhost_policy::text::OneLine;
 
 /// Runs calls. Shared by every front end (`Arc<Pipeline>`); all methods take `&self`.
@@ -42,6 +44,9 @@ struct Finished {
     truncated: bool,
     /// The breaker's admission, when the call was let run: given back with the outcome.
     admitted: Option<Admitted>,
+    /// What the operator should know and the caller was told only in general terms (why a call
+    /// could not be set up: host paths, OS errors), for the audit record.
+    detail: Option<String>,
 }
 
 impl Pipeline {
@@ -119,8 +124,14 @@ impl Pipeline {
         record.parent_id = req.parent_id.clone();
         record.finish(Some(kind), Duration::ZERO);
         let _ = self.audit.write(&record); // failures are logged by the writer
-        self.stats
-            .record(&req.tool, Err(kind), Duration::ZERO, None);
+        let known = self.registry.catalog().get(&req.tool).is_some()
+            && self.sees(req.caller.as_deref(), &req.tool);
+        let label = if known {
+            req.tool.as_str()
+        } else {
+            UNKNOWN_TOOL
+        };
+        self.stats.record(label, Err(kind), Duration::ZERO, None);
         error(&call_id, kind, message)
     }
 
@@ -193,10 +204,18 @@ impl Pipeline {
         record.peak_memory_bytes = finished.peak_memory;
         record.output_bytes = finished.outcome.content.len() as u64;
         record.truncated = finished.truncated;
+        record.detail = finished.detail.take();
         record.finish(kind, elapsed);
         let _ = self.audit.write(&record); // failures are logged by the writer; `run` refuses when configured to
+        // Metrics are labelled by catalogue names only: a call that found no tool (a made-up or
+        // hidden name, or one refused before the lookup) counts under one fixed label, so that
+        // no client can grow `/metrics` by what it sends. The plugin is named once found.
+        let label = match record.plugin {
+            Some(_) => req.tool.as_str(),
+            None => UNKNOWN_TOOL,
+        };
         self.stats
-            .record(&req.tool, kind.map_or(Ok(()), Err), elapsed, finished.fuel);
+            .record(label, kind.map_or(Ok(()), Err), elapsed, finished.fuel);
         clock.mark(Stage::Record);
         let times = clock.finish();
         if let (Some(parent), Some(started)) = (&req.trace, wall_start) {
@@ -204,7 +223,7 @@ impl Pipeline {
         }
         if telemetry::is_on() {
             let error = kind.map(telemetry::error_type);
-            telemetry::record_call(&req.tool, error, finished.fuel, finished.peak_memory);
+            telemetry::record_call(label, error, finished.fuel, finished.peak_memory);
         }
         (finished.outcome, times)
     }
@@ -223,6 +242,7 @@ impl Pipeline {
             peak_memory: None,
             truncated: false,
             admitted: None,
+            detail: None,
         };
         if self.audit.refuses_on_failure() && self.audit.is_failing() {
             return fail(ErrorKind::AuditUnavailable, audit_unavailable());
@@ -307,6 +327,15 @@ impl Pipeline {
         }
         clock.mark(Stage::Validate);
 
+        // Who asks, as the breakers tell callers apart: failures under limits the caller's
+        // profile lowered count in its own breaker, never in the tool's that everyone shares.
+        let caps = profile.map(|p| p.caps()).unwrap_or_default();
+        let lowered = Lowered::new(&plugin.policy.limits, &caps);
+        let asker = Asker {
+            key: lowered.any().then(|| owner_of(req.caller.as_deref())),
+            lowered,
+        };
+
         // Gate.
         let layered = profile.map(|p| plugin.policy.permissions.for_caller(&p.rules));
         let permissions = layered.as_ref().unwrap_or(&plugin.policy.permissions);
@@ -329,7 +358,7 @@ impl Pipeline {
             }
             Decision::Ask { reason, .. } => {
                 // Nobody is asked to approve a call the breaker would refuse.
-                if let Some((kind, message)) = self.health.refusal(&tool, record) {
+                if let Some((kind, message)) = self.health.refusal(&tool, &asker, record) {
                     return fail(kind, message);
                 }
                 let Some(approver) = &req.approver else {
@@ -396,7 +425,7 @@ impl Pipeline {
         };
         // The tool's breaker: a tool that keeps failing is suspended for a while. Admitted with a
         // slot in hand, so that a trial call always runs.
-        let admitted = match self.health.admit(&tool, record) {
+        let admitted = match self.health.admit(&tool, asker, record) {
             Ok(admitted) => admitted,
             Err((kind, message)) => return fail(kind, message),
         };
@@ -412,22 +441,11 @@ impl Pipeline {
                 _ => tool.files.clone(),
             }
         };
-        let caps = profile.map(|p| p.caps()).unwrap_or_default();
         let mut finished = self
             .execute(&tool, input, req, record, clock, (files, caps))
             .await;
         finished.admitted = Some(admitted);
         finished
-    }
-
-    /// Whether `caller` may see `tool`: every tool for the local operator and for callers without a
-    /// profile; the profile's tools otherwise (none, when no profile matches).
-    pub fn sees(&self, caller: Option<&Caller>, tool: &str) -> bool {
-        match caller.map(|c| self.registry.config().callers.access(c)) {
-            None | Some(Access::Unprofiled) => true,
-            Some(Access::Profile(p)) => p.allows_tool(tool),
-            Some(Access::Denied) => false,
-        }
     }
 
     async fn execute(
@@ -450,6 +468,7 @@ impl Pipeline {
                 peak_memory: None,
                 truncated: false,
                 admitted: None,
+                detail: None,
             };
         }
         let plugin = &tool.plugin;
@@ -483,6 +502,7 @@ impl Pipeline {
         }
         let (fuel, peak_memory) = (Some(report.fuel_used), Some(report.peak_memory));
         let name = &tool.spec.name;
+        let mut detail = None;
         let (outcome, truncated) = match report.result {
             Ok(Ok(out)) => {
                 shape::success(&self.checks, tool, out.content, out.structured, call_id).await
@@ -512,8 +532,12 @@ impl Pipeline {
                     RunError::Cancelled => ErrorKind::Cancelled,
                     RunError::Setup(_) => ErrorKind::Internal,
                 };
-                if kind == ErrorKind::Internal {
-                    tracing::error!(plugin = %plugin.name, call_id, "{e}");
+                if let RunError::Setup(why) = &e {
+                    // Host paths and OS errors are the operator's business: the log and the
+                    // audit record get them, the model a sentence that reveals nothing.
+                    tracing::error!(plugin = %OneLine(&plugin.name), call_id, tool = %OneLine(name),
+                        "the call could not be set up: {}", OneLine(why));
+                    detail = Some(why.clone());
                 }
                 let text = shape::run_error(name, &e) + &network_notes(&report.network);
                 (error(call_id, kind, text), false)
@@ -526,6 +550,7 @@ impl Pipeline {
             peak_memory,
             truncated,
             admitted: None,
+            detail,
         }
     }
 }

@@ -45,7 +45,11 @@ pub(crate) fn run_error(tool: &str, e: &RunError) -> String {
             "Tool '{tool}' crashed: {msg}. This is a fault in the tool; the same input will likely fail again."
         ),
         RunError::Cancelled => format!("The call to '{tool}' was cancelled."),
-        RunError::Setup(msg) => format!("Tool '{tool}' could not be started: {msg}."),
+        // The detail (host paths, OS errors) goes to the operator's log and the audit record.
+        RunError::Setup(_) => format!(
+            "Tool '{tool}' could not be set up on the host, so it did not run; the operator's \
+             log has the details. This is not a fault in your input."
+        ),
     }
 }
 

@@ -269,9 +269,15 @@ async fn health(
         body["plugins"]["rejected"] = json!(rejected.len());
     } else {
         // Each called tool's circuit breaker and recent outcomes, as far as the caller sees tools.
+        // The caller's own breakers beside the tools' (failures under its profile's lower limits).
         let caller = caller.as_ref().map(|axum::Extension(c)| c.as_ref());
         let pipeline = &shared.pipeline;
-        body["breakers"] = json!(pipeline.health().health(|t| pipeline.sees(caller, t)));
+        let key = caller.map(|c| toolhost_policy::task::owner_of(Some(c)));
+        body["breakers"] = json!(
+            pipeline
+                .health()
+                .health(key.as_deref(), |t| pipeline.sees(caller, t))
+        );
     }
     Json(body).into_response()
 }
@@ -313,10 +319,27 @@ async fn ready(State(shared): State<Arc<Shared>>) -> Response {
     }
 }
 
-async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+/// `/metrics`, as far as the caller sees tools: a caller with a `[[callers]]` profile gets the
+/// series of the tools its profile lets it see, as `/health` shows them, and never the calls of
+/// names outside the catalogue (`tool="(unknown)"`), which only the operator's view (no profile)
+/// shows. Daemon-wide gauges are for everyone who may read `/metrics`.
+async fn metrics(
+    State(shared): State<Arc<Shared>>,
+    caller: Option<axum::Extension<Arc<toolhost_policy::caller::Caller>>>,
+) -> Response {
+    let caller = caller.as_ref().map(|axum::Extension(c)| c.as_ref());
+    let pipeline = &shared.pipeline;
+    let whole = pipeline.sees_everything(caller);
+    let shows = |tool: &str| {
+        if tool == crate::stats::UNKNOWN_TOOL {
+            whole
+        } else {
+            pipeline.sees(caller, tool)
+        }
+    };
     let mut text = Exposition::new();
-    shared.pipeline.stats().write_prometheus(&mut text);
-    shared.pipeline.health().write_prometheus(&mut text);
+    pipeline.stats().write_prometheus_for(&mut text, shows);
+    pipeline.health().write_prometheus_for(&mut text, shows);
     let (loaded, rejected) = plugin_counts(&shared);
     let gauges: [Gauge; 4] = [
         (

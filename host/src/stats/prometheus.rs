@@ -74,7 +74,15 @@ impl Stats {
 
     /// The same families, written to `out`.
     pub fn write_prometheus(&self, out: &mut Exposition) {
-        let tools = self.copy();
+        self.write_prometheus_for(out, |_| true);
+    }
+
+    /// The same families for the tools `shows` lets through (a caller's view: `/metrics` shows a
+    /// caller the tools its profile lets it see, as `/health` does). Families are declared even
+    /// when no tool is shown.
+    pub fn write_prometheus_for(&self, out: &mut Exposition, shows: impl Fn(&str) -> bool) {
+        let mut tools = self.copy();
+        tools.retain(|(tool, _)| shows(tool));
         out.family(
             "toolhost_calls_total",
             "counter",

@@ -1,6 +1,6 @@
 //! [`ToolHealth`]: one tool's breaker and failure statistics, fed by the same outcomes; and
-//! [`Breakers`], every tool's, by the name clients call it by. `&mut self` throughout: the host
-//! holds them behind its own lock.
+//! [`Breakers`], every tool's, by the name clients call it by, and each caller's own (`own.rs`).
+//! `&mut self` throughout: the host holds them behind its own lock.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -38,6 +38,10 @@ pub struct Health {
     pub breaker: BreakerState,
     /// The last calls' outcomes.
     pub recent: RecentCalls,
+    /// The caller's own breaker and outcomes for this tool, when the caller asking has one
+    /// (failures under the limits its profile lowered: [`Lowered`](super::Lowered)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own: Option<Box<Health>>,
 }
 
 impl ToolHealth {
@@ -89,6 +93,14 @@ impl ToolHealth {
         Health {
             breaker: self.breaker.state(now),
             recent: self.stats.recent(),
+            own: None,
+        }
+    }
+
+    /// Put `policy` in force if it changed (a reloaded config), keeping the breaker's state.
+    pub(super) fn put_policy(&mut self, policy: &BreakerPolicy) {
+        if self.breaker.policy() != policy {
+            self.breaker.set_policy(policy.clone());
         }
     }
 }
@@ -98,6 +110,9 @@ impl ToolHealth {
 #[derive(Debug, Clone, Default)]
 pub struct Breakers {
     tools: HashMap<String, ToolHealth>,
+    /// Each caller's own breaker, by tool and caller, for failures under the limits its profile
+    /// lowered (`own.rs`): at most one per tool for each caller with lower limits.
+    pub(super) callers: HashMap<(String, String), ToolHealth>,
 }
 
 impl Breakers {
@@ -111,9 +126,7 @@ impl Breakers {
                 .insert(tool.to_owned(), ToolHealth::new(policy.clone()));
         }
         let health = self.tools.get_mut(tool).expect("inserted above");
-        if health.breaker.policy() != policy {
-            health.breaker.set_policy(policy.clone());
-        }
+        health.put_policy(policy);
         health
     }
 
@@ -131,6 +144,7 @@ impl Breakers {
     /// starts with a closed breaker and no history).
     pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
         self.tools.retain(|name, _| keep(name));
+        self.callers.retain(|(name, _), _| keep(name));
     }
 
     /// Every called tool's health at `now`, by name, for `/health` and `/metrics`.

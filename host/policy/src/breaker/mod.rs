@@ -26,6 +26,7 @@ mod circuit;
 mod health;
 #[cfg(test)]
 mod invariants;
+mod own;
 mod policy;
 mod stats;
 #[cfg(test)]
@@ -37,6 +38,7 @@ use serde::Serialize;
 
 pub use self::circuit::{Admission, Breaker, Pass};
 pub use self::health::{Breakers, Health, Recorded, ToolHealth};
+pub use self::own::{Admitted, Lowered, Passes, Reported, Whose};
 pub use self::policy::{
     BreakerPolicy, MAX_BACKOFF_FACTOR, MAX_COOL_DOWN, MAX_FAILURES, MIN_COOL_DOWN, PolicyError,
     TRIAL_GRACE,
@@ -85,6 +87,21 @@ impl Suspension {
                  whether it is back. {remedy}"
             )
         }
+    }
+}
+
+impl Suspension {
+    /// The error text for the model when `whose` breaker refused: [`Self::message`], and for the
+    /// caller's own breaker a sentence saying that only this caller's calls are refused, and why.
+    pub fn message_for(&self, tool: &str, whose: Whose) -> String {
+        let mut text = self.message(tool);
+        if whose == Whose::Own {
+            text.push_str(
+                " Only your calls are refused: they run under lower limits than the tool's own \
+                 (your access profile sets them), and those limits ended them.",
+            );
+        }
+        text
     }
 }
 

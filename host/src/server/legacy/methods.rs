@@ -8,11 +8,13 @@ use rmcp::ErrorData;
 use rmcp::model::ErrorCode;
 use serde_json::{Value, json};
 use toolhost_policy::caller::Caller;
-use toolhost_policy::task::{TaskChoice, TaskStatus, TaskSupport};
+use toolhost_policy::task::{TaskChoice, TaskStatus};
 
 use crate::server::outcome::Era;
 use crate::server::shared::Shared;
-use crate::server::tasks::{AskVia, TaskCall, legacy_task, start, task_error, tasks_of};
+use crate::server::tasks::{
+    AskVia, TaskCall, legacy_task, start, support_for, task_error, tasks_of,
+};
 
 /// The methods of 2025-11-25 tasks, as they reach the custom-request handler: `tasks/list` and
 /// `tasks/result` as sent; `tools/call` with `task`, `tasks/get` and `tasks/cancel` renamed by
@@ -152,11 +154,7 @@ pub(crate) async fn answer(
                 .pointer("/task/ttl")
                 .and_then(Value::as_u64)
                 .map(Duration::from_millis);
-            let support = shared
-                .pipeline
-                .catalog()
-                .get(&tool)
-                .map_or(TaskSupport::Never, |t| t.plugin.policy.task);
+            let support = support_for(shared, caller.as_deref(), &tool);
             if support.asked(true) == TaskChoice::Refuse {
                 return Err(ErrorData::new(
                     ErrorCode::METHOD_NOT_FOUND,

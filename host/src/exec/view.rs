@@ -1,0 +1,29 @@
+//! What a caller may see of the daemon: the tools its `[[callers]]` profile lets through, for
+//! listings, `/health` and `/metrics` alike. Decides visibility only; calls are decided by the
+//! pipeline.
+
+use toolhost_policy::caller::{Access, Caller};
+
+use super::Pipeline;
+
+impl Pipeline {
+    /// Whether `caller` may see `tool`: every tool for the local operator and for callers without a
+    /// profile; the profile's tools otherwise (none, when no profile matches).
+    pub fn sees(&self, caller: Option<&Caller>, tool: &str) -> bool {
+        match caller.map(|c| self.registry().config().callers.access(c)) {
+            None | Some(Access::Unprofiled) => true,
+            Some(Access::Profile(p)) => p.allows_tool(tool),
+            Some(Access::Denied) => false,
+        }
+    }
+
+    /// Whether `caller` sees the whole daemon, as the operator does: the local operator, and every
+    /// caller when no `[[callers]]` profiles are configured. A profiled caller's view is narrowed
+    /// to its tools, and leaves out what no tool of theirs did (calls of unknown names).
+    pub fn sees_everything(&self, caller: Option<&Caller>) -> bool {
+        match caller.map(|c| self.registry().config().callers.access(c)) {
+            None | Some(Access::Unprofiled) => true,
+            Some(Access::Profile(_) | Access::Denied) => false,
+        }
+    }
+}
