@@ -1,7 +1,8 @@
 //! toolhost as an OAuth 2.1 resource server, against a real local issuer (tests/e2e/issuer.rs: keys
 //! and signatures made by openssl, a JWKS on 127.0.0.1): valid tokens, each kind of bad one refused
 //! with the right status and challenge, a key rotation mid-run, and two callers whose profiles give
-//! them different tools and decisions, each named in the audit log.
+//! them different tools and decisions, each named in the audit log; a session answers only the
+//! caller that opened it.
 
 use std::net::SocketAddr;
 
@@ -380,5 +381,115 @@ fn opaque_tokens_are_introspected_as_toolhosts_client() {
     assert_eq!(s.try_token(&s.token("alice", "mcp tools.read")).0, 200);
     let record = s.env.audit().pop().unwrap();
     assert_eq!(record["caller"]["client_id"], "opaque-client");
+    drop(s.daemon);
+}
+
+/// The status of a `GET /mcp` (the session's event stream) with these headers: only the status line
+/// is read, since an opened stream never ends.
+fn open_stream_status(addr: SocketAddr, headers: &[(&str, &str)]) -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut head = format!("GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("Connection: close\r\n\r\n");
+    (&stream).write_all(head.as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line).unwrap();
+    line.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("status line {line:?}"))
+}
+
+#[test]
+fn a_session_answers_only_the_caller_that_opened_it() {
+    let s = setup();
+    let alice_token = s.token("alice", "mcp tools.read");
+    let mut alice = s.session(&alice_token);
+    let stolen = alice.session.clone();
+    // What a session that never existed gets; another caller naming alice's must get the same.
+    let unknown = "3f0b6c1e-0d5a-4c55-8d0e-6f9a2b7c4e10";
+    let mallory = format!("Bearer {}", s.token("mallory", "mcp tools.read"));
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                      "params": {"name": "echo", "arguments": {"text": "hijacked"}}});
+    let as_mallory = |method: &str, session: &str, body: &[u8]| {
+        let mut headers = MCP_HEADERS.to_vec();
+        headers.push(("Authorization", &mallory));
+        headers.push(("mcp-session-id", session));
+        headers.push(("MCP-Protocol-Version", "2025-11-25"));
+        let reply = http(s.addr, method, "/mcp", &headers, body);
+        (reply.status, reply.text())
+    };
+    let body = call.to_string();
+    for method in ["POST", "DELETE"] {
+        let body = if method == "POST" {
+            body.as_bytes()
+        } else {
+            b""
+        };
+        let foreign = as_mallory(method, &stolen, body);
+        assert_eq!(
+            foreign,
+            as_mallory(method, unknown, body),
+            "{method} in another caller's session is answered as for an unknown session"
+        );
+        assert_eq!(foreign.0, 404, "{method}: {foreign:?}");
+    }
+    let stream = |bearer: &str, session: &str| {
+        open_stream_status(
+            s.addr,
+            &[
+                ("Authorization", bearer),
+                ("mcp-session-id", session),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ],
+        )
+    };
+    assert_eq!(
+        stream(&mallory, &stolen),
+        404,
+        "another caller's event stream"
+    );
+    assert_eq!(stream(&mallory, unknown), 404);
+    let alice_bearer = format!("Bearer {alice_token}");
+    assert_eq!(
+        stream(&alice_bearer, &stolen),
+        200,
+        "the owner's event stream"
+    );
+    // Two session headers, the first alice's, are not a way in either.
+    let mut headers = MCP_HEADERS.to_vec();
+    headers.extend([
+        ("Authorization", mallory.as_str()),
+        ("mcp-session-id", stolen.as_str()),
+        ("mcp-session-id", unknown),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ]);
+    assert_eq!(
+        http(s.addr, "POST", "/mcp", &headers, body.as_bytes()).status,
+        404
+    );
+
+    // The session is still alice's, whole: nothing ran for mallory, and alice ends it herself.
+    let ok = alice.call("echo", json!({"text": "mine"})).unwrap();
+    assert_eq!(ok["result"]["isError"], false, "{ok}");
+    let records = s.env.audit();
+    assert!(
+        records.iter().all(|r| r["caller"]["subject"] == "alice"),
+        "{records:?}"
+    );
+    assert_eq!(records.len(), 1, "{records:?}");
+    let mut headers = MCP_HEADERS.to_vec();
+    headers.extend([
+        ("Authorization", alice_bearer.as_str()),
+        ("mcp-session-id", stolen.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ]);
+    assert_eq!(http(s.addr, "DELETE", "/mcp", &headers, b"").status, 204);
     drop(s.daemon);
 }

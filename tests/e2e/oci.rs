@@ -1,7 +1,9 @@
 //! Plugins from a real OCI registry (`docker-registry`, started per test on 127.0.0.1): push, pull
 //! by tag and by digest, the lockfile, offline serving, a moved tag, deleted and tampered blobs,
-//! credentials, and cosign signatures made by openssl and curl (tests/e2e/oci/cosign-sign.sh).
+//! credentials, and cosign signatures made by openssl and curl (tests/e2e/oci/cosign-sign.sh); a
+//! hostile registry whose answers never end is read no further than the limits.
 
+mod hostile;
 mod https;
 mod registry;
 
@@ -10,6 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use self::hostile::{Flood, HOSTILE_CAP, HostileRegistry};
 use self::https::HttpsServer;
 use self::registry::{PASSWORD, TestRegistry, USER, openssl_key_pair};
 use crate::daemon::Daemon;
@@ -563,4 +566,70 @@ fn an_https_source_is_pinned_by_its_digest_and_verified_over_tls() {
     drop(server);
     env.call("echo", json!({"text": "over https"})).assert_ok();
     assert_eq!(env.audit().pop().unwrap()["plugin_source"], url);
+}
+
+/// Bytes a client that stops at a limit of a few hundred KiB may still have been sent: the kernel's
+/// socket buffers on both ends of a loopback connection hold several MiB.
+const SLACK: u64 = 32 << 20;
+
+#[test]
+fn a_hostile_registrys_endless_manifest_is_cut_off_at_the_limit() {
+    for flood in [Flood::Claimed, Flood::Chunked] {
+        let reg = HostileRegistry::start(flood, None);
+        let addr = reg.addr.clone();
+        let config = format!(
+            "{}[plugins.huge]\nsource = \"oci://{addr}/tools/huge:1\"\n",
+            insecure(&addr)
+        );
+        let env = Env::new(&[], &config);
+        let out = env.run(&["pull"]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{flood:?}: {said}");
+        assert!(
+            said.contains("huge not pulled") && said.contains("larger than 262144 bytes"),
+            "{flood:?}: {said}"
+        );
+        let sent = reg.sent();
+        assert!(
+            sent < SLACK,
+            "{flood:?}: the registry got {sent} bytes out (of {HOSTILE_CAP}) before pull stopped reading"
+        );
+    }
+}
+
+#[test]
+fn a_hostile_registrys_endless_blob_is_cut_off_at_its_declared_size() {
+    // A valid component manifest whose layer says 1 MiB; the blob never ends.
+    let declared = 1u64 << 20;
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.wasm.config.v0+json",
+                   "digest": format!("sha256:{}", "c".repeat(64)), "size": 2},
+        "layers": [{"mediaType": "application/wasm",
+                    "digest": format!("sha256:{}", "b".repeat(64)), "size": declared}],
+    })
+    .to_string();
+    for flood in [Flood::Claimed, Flood::Chunked] {
+        let reg = HostileRegistry::start(flood, Some(manifest.clone()));
+        let addr = reg.addr.clone();
+        let config = format!(
+            "{}[plugins.huge]\nsource = \"oci://{addr}/tools/huge:1\"\n",
+            insecure(&addr)
+        );
+        let env = Env::new(&[], &config);
+        let out = env.run(&["pull"]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{flood:?}: {said}");
+        assert!(
+            said.contains("huge not pulled")
+                && said.contains(&format!("larger than {declared} bytes")),
+            "{flood:?}: {said}"
+        );
+        assert!(reg.sent() < SLACK, "{flood:?}: {} bytes sent", reg.sent());
+        // Nothing half-read is left in the store.
+        let incoming = env.path().join(".toolhost/store/sha256");
+        let left = std::fs::read_dir(&incoming).map_or(0, |d| d.count());
+        assert_eq!(left, 0, "{flood:?}: files left in {}", incoming.display());
+    }
 }

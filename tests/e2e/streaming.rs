@@ -693,3 +693,41 @@ async fn a_shutdown_stops_reading_the_stream_and_records_every_call_it_began() {
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["total"]["unfinished"], 0, "{summary}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_content_block_index_answers_the_second_call_as_broken_and_runs_it_never() {
+    let env = Env::new(&["echo", "hostile"], CONFIG);
+    let p = Arc::new(env.pipeline(16).await);
+    let addr = serve(p, &env.config().server).await;
+    let mut stream = anthropic_stream(&[
+        ("write", json!({ "path": "first.txt", "content": "1" })),
+        ("write", json!({ "path": "second.txt", "content": "2" })),
+        ("echo", json!({ "text": "after" })),
+    ]);
+    // The second call's block reuses index 0, whose call has ended.
+    for line in &mut stream[4..7] {
+        *line = line.replace("\"index\":1", "\"index\":0");
+    }
+    let replay = replay_http(addr, "application/x-ndjson", stream).await;
+    let kinds = replay.kinds();
+    assert_eq!(kinds[0], "ok", "{:#?}", replay.lines);
+    assert_ne!(kinds[1], "ok", "{:#?}", replay.lines);
+    assert_eq!(kinds[2], "ok", "{:#?}", replay.lines);
+    let (_, second) = replay
+        .of_type("result")
+        .into_iter()
+        .find(|(_, v)| v["index"] == 1)
+        .unwrap();
+    assert!(
+        second.to_string().contains("the stream reused index 0"),
+        "{second}"
+    );
+    assert!(env.work().join("first.txt").exists());
+    assert!(
+        !env.work().join("second.txt").exists(),
+        "the call under the reused index never ran"
+    );
+    // One audit line per call, the refused one included.
+    let recs = records(&env, &replay);
+    assert_eq!(recs.len(), 3, "{recs:#?}");
+}

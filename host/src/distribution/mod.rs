@@ -6,6 +6,8 @@
 //! A pulled component is untrusted code like any other: its grants and limits come from the config,
 //! never from the artifact.
 
+mod api;
+mod bounded;
 mod credentials;
 mod publish;
 mod pull;

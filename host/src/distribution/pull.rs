@@ -97,16 +97,15 @@ async fn pull_one(
         PluginSource::Https { url, digest } => {
             let fetched = !store.has(digest);
             if fetched {
-                let bytes = remote.download(url).await?;
-                let got = Digest::of(&bytes);
-                if got != *digest {
+                let spooled = remote.download(url, store).await?;
+                if spooled.digest != *digest {
                     return Err(SourceError::PinMismatch {
                         url: url.clone(),
-                        got,
+                        got: spooled.digest,
                         pinned: digest.clone(),
                     });
                 }
-                store.put(&bytes)?;
+                store.keep(spooled.file, digest)?;
             }
             let entry = Locked {
                 source: url.clone(),
@@ -218,8 +217,9 @@ async fn pull_oci(
 
     if !store.has(&layer.digest) {
         fetched = true;
-        let bytes = remote.blob(r, &layer.digest, layer.size).await?;
-        store.put(&bytes)?;
+        remote
+            .blob_into(r, &layer.digest, layer.size, store)
+            .await?;
     }
     store.put(&manifest_bytes)?;
     let entry = Locked {

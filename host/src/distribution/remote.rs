@@ -1,11 +1,11 @@
 //! Talking to registries and HTTPS servers: manifests, blobs, pushes. Every byte read is bounded
-//! and every blob checked against the digest it was asked for; what the bytes mean is judged
+//! ([`super::bounded`]: a `Content-Length` over the limit is refused up front, a longer body cut
+//! off at the limit; blobs stream to disk) and every blob checked against the digest it was asked
+//! for; what the bytes mean is judged
 //! elsewhere (`policy::oci`, `policy::trust`).
 
-use futures_util::StreamExt as _;
 use http::HeaderValue;
 use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference as OciReference};
 
@@ -13,16 +13,20 @@ use toolhost_policy::config::Sources;
 use toolhost_policy::oci::{Artifact, MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES};
 use toolhost_policy::source::{Digest, OciRef, Reference};
 
-use super::RemoteError;
+use super::api::{Api, Target};
+use super::bounded;
 use super::credentials::auth_for;
 use super::store::MAX_BLOB_BYTES;
+use super::{RemoteError, SourceError, Store};
 
 /// Docker's image manifest, which shares the OCI manifest's shape.
 const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.manifest.v2+json";
 
 /// A client for the registries of one configuration.
 pub(crate) struct Remote {
+    /// oci-client, for pushes only: it reads answers whole, so `pull` reads through [`Api`].
     client: Client,
+    api: Api,
     sources: Sources,
     https: reqwest::Client,
 }
@@ -56,6 +60,7 @@ impl Remote {
             .map_err(|e| RemoteError::Client(e.to_string()))?;
         Ok(Self {
             client,
+            api: Api::new()?,
             sources: sources.clone(),
             https,
         })
@@ -70,84 +75,129 @@ impl Remote {
         &self,
         r: &OciRef,
     ) -> Result<Option<(Vec<u8>, Digest)>, RemoteError> {
-        let auth = self.auth(r)?;
-        let reference = oci_reference(r);
         // Docker's schema 2 too: older cosign wrote signature manifests with it.
         let accepted = [
             MANIFEST_MEDIA_TYPE,
             DOCKER_MANIFEST_MEDIA_TYPE,
             toolhost_policy::oci::INDEX_MEDIA_TYPE,
-        ];
-        match self
-            .client
-            .pull_manifest_raw(&reference, &auth, &accepted)
-            .await
-        {
-            Ok((bytes, _)) => {
-                if bytes.len() > MAX_MANIFEST_BYTES {
-                    return Err(RemoteError::TooLarge {
-                        what: format!("the manifest of {r}"),
-                        limit: MAX_MANIFEST_BYTES as u64,
-                    });
-                }
-                // Our own digest of the exact bytes: what is signed and locked.
-                let digest = Digest::of(&bytes);
-                if let Reference::Digest(wanted) = &r.reference
-                    && *wanted != digest
-                {
-                    return Err(RemoteError::Mismatch {
-                        what: r.to_string(),
-                        got: digest,
-                    });
-                }
-                Ok(Some((bytes.to_vec(), digest)))
-            }
-            Err(e) if not_found(&e) => Ok(None),
-            Err(e) => Err(RemoteError::registry(r, e)),
+        ]
+        .join(", ");
+        let path = match &r.reference {
+            Reference::Tag(tag) => format!("manifests/{tag}"),
+            Reference::Digest(d) => format!("manifests/{d}"),
+        };
+        let what = || format!("the manifest of {r}");
+        let response = self.get(r, path, &accepted, &what).await?;
+        if response.status() == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
         }
+        let bytes = bounded::read(response, MAX_MANIFEST_BYTES as u64, &what).await?;
+        // Our own digest of the exact bytes: what is signed and locked.
+        let digest = Digest::of(&bytes);
+        if let Reference::Digest(wanted) = &r.reference
+            && *wanted != digest
+        {
+            return Err(RemoteError::Mismatch {
+                what: r.to_string(),
+                got: digest,
+            });
+        }
+        Ok(Some((bytes, digest)))
     }
 
     /// The blob `digest` of `r`'s repository, at most `size` bytes (as its manifest declares),
-    /// checked against the digest.
+    /// checked against the digest; in memory, so for small blobs only (signature payloads).
     pub(crate) async fn blob(
         &self,
         r: &OciRef,
         digest: &Digest,
         size: u64,
     ) -> Result<Vec<u8>, RemoteError> {
-        if size > MAX_BLOB_BYTES {
-            return Err(RemoteError::TooLarge {
-                what: format!("blob {digest} of {r}"),
-                limit: MAX_BLOB_BYTES,
-            });
-        }
-        let auth = self.auth(r)?;
-        let reference = oci_reference(r);
-        // Authenticates (and keeps the token) for this repository before the blob request.
-        self.client
-            .store_auth_if_needed(reference.resolve_registry(), &auth)
-            .await;
-        let stream = self
-            .client
-            .pull_blob_stream(&reference, digest.as_str())
-            .await
-            .map_err(|e| RemoteError::registry(r, e))?;
         let what = || format!("blob {digest} of {r}");
-        let bytes = match collect(stream.stream, size, what).await {
-            // oci-client checks the digest as it reads, and says so in an I/O error.
-            Err(RemoteError::Download { message, .. }) if message.starts_with("Invalid digest") => {
-                return Err(RemoteError::Tampered {
-                    what: what(),
-                    message,
-                });
-            }
-            other => other?,
-        };
+        let response = self.blob_response(r, digest, size, &what).await?;
+        let bytes = bounded::read(response, size, &what).await?;
         digest.check(&bytes).map_err(|e| RemoteError::Tampered {
             what: what(),
             message: e.to_string(),
         })?;
         Ok(bytes)
+    }
+
+    /// The blob `digest` of `r`'s repository, at most `size` bytes, streamed into `store` as it
+    /// arrives and kept there only when its bytes are the ones `digest` names.
+    pub(crate) async fn blob_into(
+        &self,
+        r: &OciRef,
+        digest: &Digest,
+        size: u64,
+        store: &Store,
+    ) -> Result<(), SourceError> {
+        let what = || format!("blob {digest} of {r}");
+        let response = self.blob_response(r, digest, size, &what).await?;
+        let spooled = bounded::spool(response, size, &what, &store.incoming()).await?;
+        if spooled.digest != *digest {
+            return Err(RemoteError::Tampered {
+                what: what(),
+                message: format!("its bytes have digest {}", spooled.digest),
+            }
+            .into());
+        }
+        store.keep(spooled.file, digest)?;
+        Ok(())
+    }
+
+    /// The answer to a GET of blob `digest`, refused before any request when the manifest declares
+    /// it larger than any plugin.
+    async fn blob_response(
+        &self,
+        r: &OciRef,
+        digest: &Digest,
+        size: u64,
+        what: &dyn Fn() -> String,
+    ) -> Result<reqwest::Response, RemoteError> {
+        if size > MAX_BLOB_BYTES {
+            return Err(RemoteError::TooLarge {
+                what: what(),
+                limit: MAX_BLOB_BYTES,
+            });
+        }
+        let response = self.get(r, format!("blobs/{digest}"), "", what).await?;
+        if !response.status().is_success() {
+            return Err(RemoteError::Registry {
+                what: what(),
+                message: bounded::error_text(response).await,
+            });
+        }
+        Ok(response)
+    }
+
+    /// A GET of `path` in `r`'s repository, as the registry's settings say (scheme, credentials).
+    async fn get(
+        &self,
+        r: &OciRef,
+        path: String,
+        accept: &str,
+        what: &dyn Fn() -> String,
+    ) -> Result<reqwest::Response, RemoteError> {
+        let auth = self.auth(r)?;
+        let reference = oci_reference(r);
+        let registry = reference.resolve_registry();
+        let insecure = self.sources.registry(&r.registry).insecure;
+        let target = Target {
+            scheme: if insecure { "http" } else { "https" },
+            registry,
+            repository: reference.repository(),
+            path,
+        };
+        let response = self.api.get(&target, accept, &auth, what).await?;
+        let status = response.status();
+        if status.is_success() || status == reqwest::StatusCode::NOT_FOUND {
+            return Ok(response);
+        }
+        Err(RemoteError::Registry {
+            what: what(),
+            message: bounded::error_text(response).await,
+        })
     }
 
     /// Upload `artifact`'s blobs, then its manifest under `r`'s tag (or digest); returns the
@@ -184,8 +234,13 @@ impl Remote {
         Ok(digest)
     }
 
-    /// The body of an `https://` source, at most the largest plugin.
-    pub(crate) async fn download(&self, url: &str) -> Result<Vec<u8>, RemoteError> {
+    /// The body of an `https://` source, at most the largest plugin, streamed into `store`'s
+    /// incoming folder as it arrives (not kept yet: the caller compares its digest with the pin).
+    pub(crate) async fn download(
+        &self,
+        url: &str,
+        store: &Store,
+    ) -> Result<bounded::Spooled, RemoteError> {
         let failed = |message: String| RemoteError::Download {
             url: url.to_owned(),
             message,
@@ -197,39 +252,16 @@ impl Remote {
             .await
             .map_err(|e| failed(e.to_string()))?;
         if !response.status().is_success() {
-            return Err(failed(format!("HTTP {}", response.status())));
+            return Err(failed(bounded::error_text(response).await));
         }
-        let stream = response
-            .bytes_stream()
-            .map(|chunk| chunk.map_err(std::io::Error::other));
-        collect(stream, MAX_BLOB_BYTES, || url.to_owned()).await
+        bounded::spool(
+            response,
+            MAX_BLOB_BYTES,
+            &|| url.to_owned(),
+            &store.incoming(),
+        )
+        .await
     }
-}
-
-/// Read `stream` whole, refusing more than `limit` bytes.
-async fn collect<S>(
-    mut stream: S,
-    limit: u64,
-    what: impl Fn() -> String,
-) -> Result<Vec<u8>, RemoteError>
-where
-    S: futures_util::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Unpin,
-{
-    let mut out = Vec::new();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| RemoteError::Download {
-            url: what(),
-            message: e.to_string(),
-        })?;
-        if out.len() as u64 + chunk.len() as u64 > limit {
-            return Err(RemoteError::TooLarge {
-                what: what(),
-                limit,
-            });
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
 }
 
 fn oci_reference(r: &OciRef) -> OciReference {
@@ -240,19 +272,5 @@ fn oci_reference(r: &OciRef) -> OciReference {
         Reference::Digest(d) => {
             OciReference::with_digest(r.registry.clone(), r.repository.clone(), d.to_string())
         }
-    }
-}
-
-fn not_found(e: &OciDistributionError) -> bool {
-    match e {
-        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| {
-            matches!(
-                e.code,
-                OciErrorCode::ManifestUnknown | OciErrorCode::NameUnknown
-            )
-        }),
-        OciDistributionError::ServerError { code, .. } => *code == 404,
-        OciDistributionError::ImageManifestNotFoundError(_) => true,
-        _ => false,
     }
 }

@@ -94,6 +94,29 @@ impl Store {
         Ok(bytes)
     }
 
+    /// The folder that blobs stream into before they are kept: beside the blobs, so that keeping
+    /// one is a rename.
+    pub(crate) fn incoming(&self) -> PathBuf {
+        self.dir.join("sha256")
+    }
+
+    /// Keep `file` (written in [`Store::incoming`]) as the blob `digest`, which the caller has
+    /// checked it holds.
+    pub(crate) fn keep(
+        &self,
+        file: tempfile::NamedTempFile,
+        digest: &Digest,
+    ) -> Result<(), StoreError> {
+        let path = self.path(digest);
+        let io = |source: std::io::Error| StoreError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        file.as_file().sync_all().map_err(io)?;
+        file.persist(&path).map_err(|e| io(e.error))?;
+        Ok(())
+    }
+
     /// Keep `bytes` under their digest: written to a temporary file and renamed, so a reader never
     /// sees half a blob.
     pub fn put(&self, bytes: &[u8]) -> Result<Digest, StoreError> {

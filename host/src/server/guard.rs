@@ -5,7 +5,9 @@
 //! Loopback names (`localhost`, `127.0.0.1`, `::1`, any port) are always allowed as hosts and, with
 //! `http` or `https`, as origins; `server.allowed-hosts` and `server.allowed-origins` add more. An
 //! extra host without a port matches any port; an extra origin without a port means its scheme's
-//! default port. A request without `Origin` (any non-browser client) passes the origin check.
+//! default port. A request without `Origin` (any non-browser client) passes the origin check. A
+//! port must be a number (`127.0.0.1:8750.evil.com` is refused, not read as `127.0.0.1`), and a
+//! request with two `Host` or two `Origin` headers is refused.
 
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 
@@ -75,7 +77,7 @@ impl Guard {
             .allowed_hosts
             .iter()
             .filter_map(|h| {
-                let parsed = parse_authority(h);
+                let parsed = parse_authority(h).ok();
                 if parsed.is_none() {
                     tracing::warn!(
                         "ignoring server.allowed-hosts entry {h:?}: not a host or host:port"
@@ -100,21 +102,37 @@ impl Guard {
 
     /// Check one request's headers (and its URI, whose authority stands in for a missing `Host`).
     pub(crate) fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), Refusal> {
-        let host_text = match headers.get(header::HOST) {
-            Some(v) => v.to_str().map_err(|_| Refusal::BadHost)?.to_string(),
-            None => uri
+        let mut hosts = headers.get_all(header::HOST).iter();
+        let host_text = match (hosts.next(), hosts.next()) {
+            // Two `Host`s: each part of a chain may believe another one (RFC 9112 says 400; a
+            // refusal like any other host's says more).
+            (Some(_), Some(_)) => {
+                let all: Vec<&str> = headers
+                    .get_all(header::HOST)
+                    .iter()
+                    .map(|v| v.to_str().unwrap_or("<not UTF-8>"))
+                    .collect();
+                return Err(Refusal::HostNotAllowed(all.join(", ")));
+            }
+            (Some(v), None) => v.to_str().map_err(|_| Refusal::BadHost)?.to_string(),
+            (None, _) => uri
                 .authority()
                 .map(|a| a.to_string())
                 .ok_or(Refusal::BadHost)?,
         };
-        let host = parse_authority(&host_text).ok_or(Refusal::BadHost)?;
+        let host = match parse_authority(&host_text) {
+            Ok(host) => host,
+            Err(BadAuthority::Port) => return Err(Refusal::HostNotAllowed(host_text)),
+            Err(BadAuthority::Syntax) => return Err(Refusal::BadHost),
+        };
         if !self.host_allowed(&host) {
             return Err(Refusal::HostNotAllowed(host_text));
         }
-        if let Some(origin) = headers.get(header::ORIGIN) {
+        let mut origins = headers.get_all(header::ORIGIN).iter();
+        if let Some(origin) = origins.next() {
             let text = origin.to_str().unwrap_or("<not UTF-8>");
             match parse_origin(text) {
-                Some(o) if self.origin_allowed(&o) => {}
+                Some(o) if origins.next().is_none() && self.origin_allowed(&o) => {}
                 _ => return Err(Refusal::OriginNotAllowed(text.to_string())),
             }
         }
@@ -181,15 +199,41 @@ fn normalize_host(host: &str) -> String {
         .to_ascii_lowercase()
 }
 
-fn parse_authority(text: &str) -> Option<HostPort> {
-    let a = axum::http::uri::Authority::try_from(text.trim()).ok()?;
+/// Why an authority (`host[:port]`) was not understood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BadAuthority {
+    /// Not an authority at all, or one with user information.
+    Syntax,
+    /// A port that is not a number (`127.0.0.1:8750.evil.com`), or an empty one: the `http` crate
+    /// then reports no port, and the host before it would pass for the whole.
+    Port,
+}
+
+fn parse_authority(text: &str) -> Result<HostPort, BadAuthority> {
+    let a = axum::http::uri::Authority::try_from(text.trim()).map_err(|_| BadAuthority::Syntax)?;
     if a.as_str().contains('@') {
-        return None;
+        return Err(BadAuthority::Syntax);
     }
-    Some(HostPort {
+    Ok(HostPort {
         host: normalize_host(a.host()),
-        port: a.port_u16(),
+        port: strict_port(&a)?,
     })
+}
+
+/// The port of `a`, if any: digits only, at most 65535.
+fn strict_port(a: &axum::http::uri::Authority) -> Result<Option<u16>, BadAuthority> {
+    let rest = a.as_str().get(a.host().len()..).unwrap_or_default();
+    let Some(digits) = rest.strip_prefix(':') else {
+        return if rest.is_empty() {
+            Ok(None)
+        } else {
+            Err(BadAuthority::Port)
+        };
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(BadAuthority::Port);
+    }
+    digits.parse().map(Some).map_err(|_| BadAuthority::Port)
 }
 
 fn parse_origin(text: &str) -> Option<Origin> {
@@ -200,7 +244,7 @@ fn parse_origin(text: &str) -> Option<Origin> {
     let uri = Uri::try_from(text).ok()?;
     let scheme = uri.scheme_str()?.to_ascii_lowercase();
     let authority = uri.authority()?;
-    let port = authority.port_u16().or(match scheme.as_str() {
+    let port = strict_port(authority).ok()?.or(match scheme.as_str() {
         "http" => Some(80),
         "https" => Some(443),
         _ => None,
@@ -213,121 +257,4 @@ fn parse_origin(text: &str) -> Option<Origin> {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use axum::http::HeaderValue;
-
-    use super::*;
-
-    fn config(hosts: &[&str], origins: &[&str], token: Option<&str>) -> ServerConfig {
-        ServerConfig {
-            http: "127.0.0.1:0".parse().unwrap(),
-            allowed_origins: origins.iter().map(|s| s.to_string()).collect(),
-            allowed_hosts: hosts.iter().map(|s| s.to_string()).collect(),
-            token: token.map(str::to_string),
-            max_body_bytes: 1024,
-            request_timeout: Duration::from_secs(1),
-            approval_timeout: Duration::from_secs(1),
-            read_timeout: Duration::from_secs(1),
-            max_connections: 1,
-            max_concurrent_calls: 1,
-            shutdown_grace: Duration::from_secs(1),
-            state_key: None,
-        }
-    }
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(*k, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
-
-    fn check(g: &Guard, pairs: &[(&'static str, &str)]) -> Result<(), Refusal> {
-        g.check(&headers(pairs), &Uri::from_static("/mcp"))
-    }
-
-    #[test]
-    fn allows_loopback_hosts_on_any_port() {
-        let g = Guard::new(&config(&[], &[], None));
-        for host in [
-            "localhost:8750",
-            "127.0.0.1:1",
-            "[::1]:8750",
-            "LOCALHOST",
-            "127.0.0.1",
-        ] {
-            assert_eq!(check(&g, &[("host", host)]), Ok(()), "{host}");
-        }
-    }
-
-    #[test]
-    fn refuses_rebound_hosts_unless_configured() {
-        let g = Guard::new(&config(&["tools.example.com", "box:9000"], &[], None));
-        assert!(matches!(
-            check(&g, &[("host", "evil.example:8750")]),
-            Err(Refusal::HostNotAllowed(_))
-        ));
-        assert_eq!(check(&g, &[("host", "tools.example.com:443")]), Ok(()));
-        assert_eq!(check(&g, &[("host", "box:9000")]), Ok(()));
-        assert!(check(&g, &[("host", "box:9001")]).is_err());
-        assert_eq!(check(&g, &[]), Err(Refusal::BadHost));
-        assert_eq!(
-            check(&g, &[("host", "user@localhost")]),
-            Err(Refusal::BadHost)
-        );
-    }
-
-    #[test]
-    fn checks_origin_when_present() {
-        let g = Guard::new(&config(&[], &["https://app.example.com", "null"], None));
-        let host = ("host", "localhost:8750");
-        assert_eq!(check(&g, &[host]), Ok(()));
-        assert_eq!(
-            check(&g, &[host, ("origin", "http://localhost:6274")]),
-            Ok(())
-        );
-        assert_eq!(check(&g, &[host, ("origin", "http://[::1]:3000")]), Ok(()));
-        assert_eq!(
-            check(&g, &[host, ("origin", "https://app.example.com")]),
-            Ok(())
-        );
-        assert_eq!(
-            check(&g, &[host, ("origin", "https://app.example.com:443")]),
-            Ok(())
-        );
-        assert_eq!(check(&g, &[host, ("origin", "null")]), Ok(()));
-        for bad in [
-            "https://app.example.com:8443",
-            "http://app.example.com",
-            "https://evil.example",
-            "garbage",
-        ] {
-            assert!(
-                matches!(
-                    check(&g, &[host, ("origin", bad)]),
-                    Err(Refusal::OriginNotAllowed(_))
-                ),
-                "{bad}"
-            );
-        }
-        let strict = Guard::new(&config(&[], &[], None));
-        assert!(check(&strict, &[host, ("origin", "null")]).is_err());
-    }
-
-    #[test]
-    fn gives_rmcp_the_same_lists() {
-        let g = Guard::new(&config(
-            &["box:9000", "[fe80::1]"],
-            &["https://app.example.com"],
-            None,
-        ));
-        assert!(g.rmcp_hosts().contains(&"box:9000".to_string()));
-        assert!(g.rmcp_hosts().contains(&"fe80::1".to_string()));
-        let origins = g.rmcp_origins();
-        assert!(origins.contains(&"http://[::1]:*".to_string()));
-        assert!(origins.contains(&"https://app.example.com:443".to_string()));
-    }
-}
+mod tests;

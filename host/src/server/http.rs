@@ -2,7 +2,8 @@
 //! ([`super::batch`]), `GET /health`, `GET /metrics`.
 //!
 //! Every route sits behind the [`Guard`] (Host, Origin, bearer token). `/mcp` is rmcp's service:
-//! sessions for clients that `initialize`, stateless requests for 2026-07-28 clients, a body limit,
+//! sessions for clients that `initialize` (each answering only the caller that opened it,
+//! [`super::owners`]), stateless requests for 2026-07-28 clients, a body limit,
 //! and an idle timeout for sessions, with each revision's rules for priming events and `DELETE`
 //! ([`super::compat`]); its tool calls are bounded by the request timeout in the
 //! handler, so that a call that runs too long is stopped and audited rather than cut off. The
@@ -49,6 +50,7 @@ pub(crate) fn app(
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
     let sessions = Arc::new(sessions);
+    let owners = Arc::new(super::owners::Owners::new(sessions.clone()));
     let mcp_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(guard.rmcp_hosts())
         .with_allowed_origins(guard.rmcp_origins())
@@ -79,9 +81,11 @@ pub(crate) fn app(
             config.request_timeout,
             time_limit,
         ));
-    // The three steps of `/mcp` as one stack, boxed once by the route: `route_layer` boxes each
-    // layer's service on its own, and every request cloned the chain.
+    // The four steps of `/mcp` as one stack, boxed once by the route: `route_layer` boxes each
+    // layer's service on its own, and every request cloned the chain. Ownership first, so that
+    // every step after it sees another caller's session as unknown.
     let mcp = ServiceBuilder::new()
+        .layer(middleware::from_fn_with_state(owners, super::owners::owned))
         .layer(middleware::from_fn_with_state(
             BodyLimits {
                 bytes: config.max_body_bytes,

@@ -26,6 +26,7 @@ mod legacy;
 mod listener;
 mod listing;
 mod outcome;
+mod owners;
 mod progress;
 mod reply;
 mod routing;

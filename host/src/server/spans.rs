@@ -35,7 +35,7 @@ pub(super) fn request_span(
         .and_then(|p| p.headers.get("mcp-session-id"))
         .and_then(|v| v.to_str().ok());
     if let Some(id) = session {
-        attributes.push(KeyValue::new("mcp.session.id", id.to_owned()));
+        attributes.push(KeyValue::new("mcp.session.id", session_digest(id)));
     }
     if let Some(tool) = tool {
         attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_owned()));
@@ -49,6 +49,15 @@ pub(super) fn request_span(
         None => method.to_owned(),
     };
     telemetry::server_span(name, &parent, attributes)
+}
+
+/// What spans say of a session: the first 16 hex digits of the SHA-256 of its id. Spans leave the
+/// process (to a collector, its storage, whoever reads traces), and an id is a bearer credential for
+/// a session without an owner; the digest still tells one session's requests from another's.
+fn session_digest(id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(id.as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `answer` inside the server span of MCP request `method` (when telemetry is on), its JSON-RPC
@@ -90,4 +99,20 @@ pub(super) fn end_request_span(
     telemetry::instruments()
         .operation
         .record(started.elapsed().as_secs_f64(), &attributes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::session_digest;
+
+    #[test]
+    fn spans_carry_a_digest_of_the_session_id_never_the_id() {
+        let id = "6f1c1a0e-6f4e-4c53-9a57-2d0f3b8e6a11";
+        let digest = session_digest(id);
+        assert_eq!(digest.len(), 16);
+        assert!(digest.chars().all(|c| c.is_ascii_hexdigit()));
+        assert!(!id.contains(&digest) && !digest.contains(&id[..8]));
+        assert_eq!(digest, session_digest(id));
+        assert_ne!(digest, session_digest("another"));
+    }
 }

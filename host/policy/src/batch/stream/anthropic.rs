@@ -1,6 +1,7 @@
 //! Anthropic Messages streaming events: `content_block_start` with a `tool_use` block opens a call
 //! under the block's `index`, `input_json_delta`s carry its input as JSON text, and
-//! `content_block_stop` completes it. `message_delta` gives the stop reason, `message_stop` ends
+//! `content_block_stop` completes it. An index names one block: a `tool_use` block started under
+//! an index whose call has ended is answered as a broken stream, never run. `message_delta` gives the stop reason, `message_stop` ends
 //! the stream, `error` fails it; `ping`, `message_start`, text and thinking blocks say nothing
 //! about calls.
 //!
@@ -47,7 +48,7 @@ impl Reader {
                 let block = event.get("content_block").unwrap_or(&Value::Null);
                 if type_of(block) == Some("tool_use") {
                     let (id, name) = (text(block, "id"), text(block, "name"));
-                    let index = table.open(key, id, name, block.get("input").cloned())?;
+                    let index = table.open_unique(key, id, name, block.get("input").cloned())?;
                     if key.is_none() {
                         table.broken(index, "its content_block_start has no index");
                     }

@@ -6,7 +6,9 @@
 //! `response.failed` and `error` fail it; other items (messages, reasoning) and events are not
 //! calls.
 //!
-//! A delta names its item by `output_index` and `item_id`; either finds the call.
+//! A delta names its item by `output_index` and `item_id`; either finds the call. A
+//! `function_call` item added under an `output_index` whose call has ended is answered as a broken
+//! stream, never run.
 
 use std::collections::HashMap;
 
@@ -42,7 +44,8 @@ impl Reader {
         match type_of(event) {
             Some("response.output_item.added") if type_of(item) == Some("function_call") => {
                 let key = self.key(event, item);
-                let index = table.open(key, text(item, "call_id"), text(item, "name"), None)?;
+                let (id, name) = (text(item, "call_id"), text(item, "name"));
+                let index = table.open_unique(key, id, name, None)?;
                 if let Some(Value::String(arguments)) = item.get("arguments") {
                     table.append(index, arguments);
                 }

@@ -166,6 +166,24 @@ impl Table {
         Ok(index)
     }
 
+    /// Starts a call as [`Table::open`] does, for a format whose keys name one call each (a
+    /// content block index, an output index): a key whose call has already ended makes the new
+    /// call broken at once, so a stream that reuses an index cannot have a second call run under it.
+    pub(super) fn open_unique(
+        &mut self,
+        key: Option<Key>,
+        id: Option<String>,
+        name: Option<String>,
+        initial: Option<Value>,
+    ) -> Result<usize, TooManyCalls> {
+        let reused = key.filter(|k| self.find(*k).is_some_and(|i| !self.open.contains(&i)));
+        let index = self.open(key, id, name, initial)?;
+        if let Some(key) = reused {
+            self.broken(index, &format!("the stream reused index {key}"));
+        }
+        Ok(index)
+    }
+
     /// Gives the open call `index` its id or name, if it has none yet.
     pub(super) fn fill(&mut self, index: usize, id: Option<String>, name: Option<String>) {
         let Some(call) = self.open_call_mut(index) else {

@@ -291,6 +291,78 @@ fn anthropic_ignores_server_tools_text_and_late_deltas() {
 }
 
 #[test]
+fn a_reused_content_block_index_runs_no_second_call() {
+    let start = |i: u64, id: &str| json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": id, "name": "echo", "input": {}}});
+    let delta = |i: u64, json: &str| json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": json}});
+    let stop = |i: u64| json!({"type": "content_block_stop", "index": i});
+    let events = assemble(
+        FormatChoice::Named(Format::Anthropic),
+        &[
+            start(0, "t1"),
+            delta(0, "{\"text\": \"once\"}"),
+            stop(0),
+            // Index 0 again, after its call ended: a second call must not run.
+            start(0, "t2"),
+            delta(0, "{\"text\": \"twice\"}"),
+            stop(0),
+            start(1, "t3"),
+            stop(1),
+            json!({"type": "message_stop"}),
+        ],
+    )
+    .unwrap();
+    let (calls, _) = summary(&events);
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert_eq!(calls[0], ok(0, "t1", "echo", json!({"text": "once"})));
+    assert_eq!(
+        calls[1],
+        err(
+            1,
+            Some("t2"),
+            Some("echo"),
+            CallError::BrokenStream {
+                tool: "echo".into(),
+                reason: "the stream reused index 0".into()
+            }
+        )
+    );
+    assert!(
+        calls[1]
+            .3
+            .as_ref()
+            .unwrap_err()
+            .to_string()
+            .contains("reused index 0")
+    );
+    assert_eq!(calls[2], ok(2, "t3", "echo", json!({})));
+}
+
+#[test]
+fn a_reused_output_index_runs_no_second_call() {
+    let added = |i: u64, id: &str| json!({"type": "response.output_item.added", "output_index": i, "item": {"type": "function_call", "id": format!("fc_{id}"), "call_id": id, "name": "echo", "arguments": ""}});
+    let done = |i: u64, args: &str| json!({"type": "response.function_call_arguments.done", "output_index": i, "arguments": args});
+    let events = assemble(
+        FormatChoice::Named(Format::OpenAiResponses),
+        &[
+            json!({"type": "response.created", "response": {}}),
+            added(0, "c1"),
+            done(0, "{}"),
+            added(0, "c2"),
+            done(0, "{}"),
+            json!({"type": "response.completed", "response": {"status": "completed"}}),
+        ],
+    )
+    .unwrap();
+    let (calls, _) = summary(&events);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0], ok(0, "c1", "echo", json!({})));
+    assert!(
+        matches!(&calls[1].3, Err(CallError::BrokenStream { reason, .. }) if reason == "the stream reused index 0"),
+        "{calls:?}"
+    );
+}
+
+#[test]
 fn a_message_stop_with_a_block_open_cuts_it() {
     let events = assemble(
         FormatChoice::Named(Format::Anthropic),
