@@ -299,6 +299,56 @@ fn deny_rules_hold_against_every_spelling_of_the_path() {
 }
 
 #[test]
+fn a_rule_on_a_folders_contents_covers_the_folder_itself() {
+    let (_dir, mounts) = tree();
+    let p = Permissions::new(
+        &config(
+            Some(Mode::Bypass),
+            &[],
+            &["write_file(./notes/**)"],
+            &["write_file(./secrets/**)"],
+        ),
+        None,
+    )
+    .unwrap()
+    .with_files(mounts, Vec::new());
+    // Renaming or removing the folder would carry every file in it past the rule.
+    for spelling in [
+        "secrets",
+        "./secrets/",
+        "/secrets",
+        "alias",
+        "src/../secrets",
+    ] {
+        assert_eq!(verdict(&p, &plain_write(), spelling), "deny", "{spelling}");
+    }
+    assert_eq!(verdict(&p, &plain_write(), "notes"), "ask");
+    for spelling in ["secretsx", "src", "."] {
+        assert_eq!(verdict(&p, &plain_write(), spelling), "allow", "{spelling}");
+    }
+}
+
+#[test]
+fn the_sandbox_guard_closes_ask_areas_until_a_call_is_approved_there() {
+    let (dir, mounts) = tree();
+    let p = Permissions::new(
+        &config(Some(Mode::Bypass), &[], &["write_file(./secrets/**)"], &[]),
+        None,
+    )
+    .unwrap()
+    .with_files(mounts, Vec::new());
+    let guard = p.path_guard("write_file");
+    assert!(guard.check_guest("secrets/key").is_err());
+    assert!(guard.check_guest("src/x").is_ok());
+    // Approved for `alias/key`: open where it leads, nowhere else in the area.
+    let approved = p.approved_guard(&plain_write(), &input("alias/key"));
+    assert!(approved.check_guest("secrets/key").is_ok());
+    assert!(approved.check_guest("secrets/other").is_err());
+    assert!(p.path_guard("read_file").is_open());
+    drop(dir);
+}
+
+#[test]
 fn allow_rules_follow_links_to_where_they_lead() {
     let (_dir, mounts) = tree();
     let p = Permissions::new(&config(None, &["write_file(./src/**)"], &[], &[]), None)
