@@ -238,11 +238,18 @@ async fn a_restart_lists_a_described_plugin_and_loads_its_code_only_when_called(
     std::fs::copy(crate::harness::plugin_file("hostile"), &wasm).unwrap();
     let o = p.call(echo_request("swapped")).await;
     assert!(o.is_error(), "{}", o.content);
+    // The model is told the tool could not be set up; the operator's audit record says why.
     assert!(
-        o.content
-            .contains("holds another component than the one loaded"),
+        o.content.contains("could not be set up on the host"),
         "{}",
         o.content
+    );
+    let r = crate::daemon::record(&env, &o.call_id);
+    assert!(
+        r["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("holds another component than the one loaded")),
+        "{r}"
     );
 }
 

@@ -1,157 +1,28 @@
-//! The files capability: `wasi:filesystem/types` as wasmtime-wasi implements it, with two things in
-//! front of it.
+//! The files capability: `wasi:filesystem/types` as wasmtime-wasi implements it, with the call's
+//! [`PathGuard`](toolhost_policy::gate::PathGuard) in front of every operation that names a path.
 //!
-//! - The call's [`PathGuard`]: every operation that names a path is first judged where that path
-//!   really leads, and every file opened is judged again by where it was really opened
-//!   (`/proc/self/fd`), so a link swapped in between cannot smuggle a denied file through.
-//!   Directory listings leave denied entries out. A refusal is `access` (EACCES), the way a file the
-//!   OS protects would be; with nothing denied every check is skipped.
-//!   Every operation on a path resolves it once, into a descriptor of the folder that holds its
-//!   last component, judges where that folder really is, and acts on the name alone ([`super::pin`]):
-//!   a concurrent call renaming an ancestor or swapping in a link between the two changes nothing.
-//!   A rename of a folder is judged by everything it could hold, so renaming an ancestor of a
-//!   denied path (to work in it under another name and rename it back) is refused.
-//! - The daemon-wide descriptor budget ([`OpenFiles`]): every descriptor the guest opens holds a
-//!   unit of it until the guest drops the descriptor or the call ends.
+//! Each such operation resolves its path once, into a descriptor of the folder that holds the last
+//! component, judges where that folder really is, and acts on the name alone ([`super::pin`]): a
+//! concurrent call renaming an ancestor or swapping in a link between the judgement and the act
+//! changes nothing. A rename of a folder is judged by everything it could hold, so renaming an
+//! ancestor of a denied path (to work in it under another name and rename it back) is refused. Every
+//! file opened is judged once more by where it was opened (`/proc/self/fd`). A refusal is `access`
+//! (EACCES), the way a file the OS protects would be; with nothing denied every check is skipped.
+//! Every descriptor the guest opens holds a unit of the daemon-wide budget ([`super::OpenFiles`]).
 
-use std::collections::HashMap;
-use std::os::fd::AsRawFd;
-use std::path::PathBuf;
-use std::sync::Arc;
-
-use wasmtime::component::{HasData, Resource};
-use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
-use wasmtime_wasi::p2::bindings::filesystem::types::{
-    self, ErrorCode, HostDescriptor, HostDirectoryEntryStream,
-};
+use wasmtime::component::Resource;
+use wasmtime_wasi::filesystem::Descriptor;
+use wasmtime_wasi::p2::bindings::filesystem::types::{self, ErrorCode, HostDescriptor};
 use wasmtime_wasi::p2::{FsError, FsResult};
-use wasmtime_wasi::{ResourceTable, WasiCtx};
 use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream};
 
-use super::open::OpenFiles;
 use super::pin::nofollow;
-use toolhost_policy::gate::{PathGuard, Refusal};
+use super::view::{GuardedView, host_path_of};
+use toolhost_policy::gate::Refusal;
 
 /// Renames are judged by whether their source is a folder: one at a time per daemon, so no other
 /// call's rename turns a file into a folder between that look and the act.
 static RENAMES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Per-call state of the files capability.
-pub(crate) struct Files {
-    pub(super) guard: Arc<PathGuard>,
-    /// Open directory listings: the host directory each lists, to judge its entries.
-    listings: HashMap<u32, PathBuf>,
-    pub(super) open: OpenFiles,
-    /// Whether file operations block the guest's thread (descriptors opened here do the same).
-    pub(super) inline: bool,
-}
-
-impl Files {
-    pub(crate) fn new(guard: Arc<PathGuard>, open: OpenFiles, inline: bool) -> Self {
-        Self {
-            guard,
-            listings: HashMap::new(),
-            open,
-            inline,
-        }
-    }
-}
-
-/// [`HasData`] for linking `wasi:filesystem/types` through the guard.
-pub(crate) struct GuardedFs;
-
-impl HasData for GuardedFs {
-    type Data<'a> = GuardedView<'a>;
-}
-
-/// The guarded filesystem, borrowed from a store's state for one host call.
-pub(crate) struct GuardedView<'a> {
-    pub(super) fs: WasiFilesystemCtxView<'a>,
-    pub(super) files: &'a mut Files,
-    /// The plugin's name, for the log line of a refusal.
-    plugin: &'a str,
-}
-
-impl<'a> GuardedView<'a> {
-    pub(crate) fn new(
-        wasi: &'a mut WasiCtx,
-        table: &'a mut ResourceTable,
-        files: &'a mut Files,
-        plugin: &'a str,
-    ) -> Self {
-        Self {
-            fs: WasiFilesystemCtxView {
-                ctx: wasi.filesystem(),
-                table,
-            },
-            files,
-            plugin,
-        }
-    }
-
-    fn open(&self) -> bool {
-        self.files.guard.is_open()
-    }
-
-    /// Refuse to open a FIFO, a socket or a device: opening a FIFO blocks until a writer comes (and
-    /// the call's thread with it, [`crate::sandbox`]'s `thread` module), and the others are no
-    /// plugin's business. What cannot be looked at (missing, to be created) is left to the open.
-    ///
-    /// The look is cap-std's, confined to the grant (open the path beneath it, `fstat`, close). A
-    /// plain `statx` along the path would be one system call instead of three, but the kernel would
-    /// then follow, for the plugin, links it planted out of its grant: a timing oracle on what lies
-    /// outside, and a way to trigger automounts.
-    pub(super) async fn only_files_and_dirs(
-        &mut self,
-        fd: &Resource<Descriptor>,
-        path_flags: types::PathFlags,
-        path: &str,
-    ) -> FsResult<()> {
-        use types::DescriptorType as Type;
-        let again = Resource::new_borrow(fd.rep());
-        let Ok(stat) = self.fs.stat_at(again, path_flags, path.to_owned()).await else {
-            return Ok(());
-        };
-        let what = match stat.type_ {
-            Type::RegularFile | Type::Directory | Type::SymbolicLink => return Ok(()),
-            Type::Fifo => "a FIFO (named pipe)",
-            Type::Socket => "a socket",
-            Type::CharacterDevice | Type::BlockDevice => "a device",
-            Type::Unknown => "of no known type",
-        };
-        Err(self.refuse(Refusal {
-            path: path.to_owned(),
-            why: format!("its type: it is {what}, and plugins open only files and directories"),
-        }))
-    }
-
-    pub(super) fn refuse(&self, refusal: Refusal) -> FsError {
-        tracing::info!(plugin = %self.plugin, "filesystem access refused: {refusal}");
-        ErrorCode::Access.into()
-    }
-}
-
-/// Where an open descriptor is on the host, as the kernel sees it.
-pub(super) fn host_path_of(table: &ResourceTable, fd: &Resource<Descriptor>) -> Option<PathBuf> {
-    let raw = match table.get(fd).ok()? {
-        Descriptor::Dir(d) => d.dir.as_raw_fd(),
-        Descriptor::File(f) => f.file.as_raw_fd(),
-    };
-    std::fs::read_link(format!("/proc/self/fd/{raw}")).ok()
-}
-
-impl types::Host for GuardedView<'_> {
-    fn convert_error_code(&mut self, err: FsError) -> wasmtime::Result<ErrorCode> {
-        types::Host::convert_error_code(&mut self.fs, err)
-    }
-
-    fn filesystem_error_code(
-        &mut self,
-        err: Resource<wasmtime::Error>,
-    ) -> wasmtime::Result<Option<ErrorCode>> {
-        types::Host::filesystem_error_code(&mut self.fs, err)
-    }
-}
 
 impl HostDescriptor for GuardedView<'_> {
     async fn advise(
@@ -505,30 +376,5 @@ impl HostDescriptor for GuardedView<'_> {
             .await;
         self.unpin(p)?;
         result
-    }
-}
-
-impl HostDirectoryEntryStream for GuardedView<'_> {
-    async fn read_directory_entry(
-        &mut self,
-        stream: Resource<types::DirectoryEntryStream>,
-    ) -> FsResult<Option<types::DirectoryEntry>> {
-        let Some(dir) = self.files.listings.get(&stream.rep()).cloned() else {
-            return self.fs.read_directory_entry(stream).await;
-        };
-        loop {
-            let borrowed = Resource::new_borrow(stream.rep());
-            let Some(entry) = self.fs.read_directory_entry(borrowed).await? else {
-                return Ok(None);
-            };
-            if self.files.guard.check_at(&dir, &entry.name).is_ok() {
-                return Ok(Some(entry));
-            }
-        }
-    }
-
-    fn drop(&mut self, stream: Resource<types::DirectoryEntryStream>) -> wasmtime::Result<()> {
-        self.files.listings.remove(&stream.rep());
-        HostDirectoryEntryStream::drop(&mut self.fs, stream)
     }
 }

@@ -14,6 +14,7 @@
 mod guarded;
 mod open;
 mod pin;
+mod view;
 
 use std::sync::Arc;
 
@@ -22,8 +23,8 @@ use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::filesystem;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
-pub(crate) use self::guarded::{Files, GuardedFs, GuardedView};
 pub(crate) use self::open::OpenFiles;
+pub(crate) use self::view::{Files, GuardedFs, GuardedView};
 use super::SandboxError;
 use super::output::CappedOutput;
 use super::state::State;

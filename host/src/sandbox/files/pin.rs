@@ -20,7 +20,7 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use wasmtime_wasi::p2::{FsError, FsResult};
 
 use super::super::budget::FileUnit;
-use super::guarded::{GuardedView, host_path_of};
+use super::view::{GuardedView, host_path_of};
 
 /// Symbolic links followed for one operation before giving up, as Linux does (`ELOOP`).
 const MAX_LINKS: usize = 40;
