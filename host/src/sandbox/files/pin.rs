@@ -191,7 +191,9 @@ impl GuardedView<'_> {
         oflags: OpenFlags,
         flags: DescriptorFlags,
     ) -> FsResult<Resource<Descriptor>> {
-        let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+        // `O_CREAT | O_EXCL` never follows a final link: it fails on the link itself.
+        let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW)
+            && !oflags.contains(OpenFlags::EXCLUSIVE);
         for _ in 0..=MAX_LINKS {
             let pinned = self.pin_entry(fd, path, follow).await?;
             let opened = self
