@@ -202,17 +202,17 @@ fn a_bad_exclude_entry_is_a_config_error() {
 }
 
 /// A small deterministic generator (xorshift), so a failure names a seed that reproduces it.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
 
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+    pub(crate) fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
         from[(self.next() % from.len() as u64) as usize]
     }
 }

@@ -13,6 +13,7 @@ use toolhost::exec::{CallOutcome, CallRequest, CallStatus};
 use toolhost_policy::caller::Caller;
 
 use crate::daemon::Daemon;
+use crate::paths::Rng;
 use crate::harness::Env;
 
 const SECRET: &str = "TOKEN=hunter2";
@@ -423,22 +424,6 @@ async fn a_folder_swapped_under_a_call_never_leads_it_to_a_denied_file() {
         let swaps = swapper.join().unwrap();
         assert!(swaps > 10, "{kind}: the test swapped only {swaps} times");
         secrets_untouched(&work, &acted, &format!("{kind}, {swaps} swaps"));
-    }
-}
-
-/// A small deterministic generator (xorshift), so a failure names a seed that reproduces it.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[(self.next() % from.len() as u64) as usize]
     }
 }
 
