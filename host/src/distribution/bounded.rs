@@ -75,24 +75,33 @@ pub(super) async fn spool(
     Ok(Spooled { file, digest })
 }
 
-/// What an error answer says, for its message: the start of its body, the rest never read.
+/// What an error answer says, for its message: the start of its body, the rest never read (and
+/// the message says it was cut, so a reader knows the registry said more).
 pub(super) async fn error_text(mut response: reqwest::Response) -> String {
     let status = response.status();
     let mut body = Vec::new();
-    while body.len() < ERROR_BODY_BYTES {
+    // One byte past the limit tells a cut body from one of exactly the limit.
+    while body.len() <= ERROR_BODY_BYTES {
         match response.chunk().await {
             Ok(Some(chunk)) => body.extend_from_slice(&chunk),
             _ => break,
         }
     }
+    let cut = body.len() > ERROR_BODY_BYTES;
     body.truncate(ERROR_BODY_BYTES);
     let text = String::from_utf8_lossy(&body);
     let text = text.trim();
-    if text.is_empty() {
+    let mut said = if text.is_empty() {
         format!("HTTP {status}")
     } else {
         format!("HTTP {status}: {text}")
+    };
+    if cut {
+        said.push_str(&format!(
+            " (the body cut off after {ERROR_BODY_BYTES} bytes)"
+        ));
     }
+    said
 }
 
 /// Refuse a body whose `Content-Length` is over `limit` before reading any of it.
