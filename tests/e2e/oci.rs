@@ -1,8 +1,10 @@
 //! Plugins from a real OCI registry (`docker-registry`, started per test on 127.0.0.1): push, pull
 //! by tag and by digest, the lockfile, offline serving, a moved tag, deleted and tampered blobs,
 //! credentials, and cosign signatures made by openssl and curl (tests/e2e/oci/cosign-sign.sh); a
-//! hostile registry whose answers never end is read no further than the limits.
+//! hostile registry whose answers never end is read no further than the limits, by pull, push and
+//! sign.
 
+mod bounded_publish;
 mod hostile;
 mod https;
 mod registry;

@@ -1,33 +1,34 @@
-//! The reads of the OCI distribution API that `pull` makes (`GET /v2/<name>/manifests/<ref>` and
-//! `/v2/<name>/blobs/<digest>`), authenticated as the registry asks: HTTP Basic with the configured
-//! credentials, or a bearer token from the token service its `WWW-Authenticate` names. Done here
-//! rather than by oci-client, which reads every answer (manifests, token answers, error bodies)
-//! whole into memory: a hostile registry could make any of them a gigabyte. Every body that
-//! reaches this module is read through [`super::bounded`].
+//! The OCI distribution API as `pull`, `push` and `sign` use it (`GET`/`HEAD`/`PUT` of
+//! `/v2/<name>/manifests/<ref>` and `/v2/<name>/blobs/<digest>`, uploads), authenticated as the
+//! registry asks: HTTP Basic with the configured credentials, or a bearer token from the token
+//! service its `WWW-Authenticate` names. Done here rather than by oci-client, which reads every
+//! answer (manifests, token answers, upload answers, error bodies) whole into memory: a hostile
+//! registry could make any of them a gigabyte. Every body that reaches this module is read through
+//! [`super::bounded`].
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use oci_client::secrets::RegistryAuth;
-use reqwest::StatusCode;
-use reqwest::header::{ACCEPT, AUTHORIZATION, WWW_AUTHENTICATE};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use reqwest::{Method, StatusCode, Url};
 
 use super::RemoteError;
 use super::bounded;
+use super::credentials::RegistryAuth;
 
 /// The most of a token service's answer read: a token and a few fields.
 const MAX_TOKEN_ANSWER_BYTES: u64 = 64 << 10;
 
-/// A client for the read side of the distribution API.
+/// A client for the distribution API.
 pub(super) struct Api {
     http: reqwest::Client,
-    /// The `Authorization` value that worked, by registry and repository.
+    /// The `Authorization` value that worked, by registry, repository and access.
     authorizations: Mutex<HashMap<String, String>>,
 }
 
-/// Where a GET goes: a registry (`host[:port]`, as resolved), a repository and a path below it.
+/// A repository of a registry (`host[:port]`, as resolved), and a path below `/v2/<name>/`.
 pub(super) struct Target<'a> {
     /// `http` or `https`.
     pub(super) scheme: &'a str,
@@ -35,8 +36,53 @@ pub(super) struct Target<'a> {
     pub(super) registry: &'a str,
     /// The repository.
     pub(super) repository: &'a str,
-    /// `manifests/<ref>` or `blobs/<digest>`.
+    /// `manifests/<ref>`, `blobs/<digest>` or `blobs/uploads/`.
     pub(super) path: String,
+}
+
+impl Target<'_> {
+    /// The URL of the path.
+    pub(super) fn url(&self, what: &dyn Fn() -> String) -> Result<Url, RemoteError> {
+        let url = format!(
+            "{}://{}/v2/{}/{}",
+            self.scheme, self.registry, self.repository, self.path
+        );
+        Url::parse(&url).map_err(|e| RemoteError::Registry {
+            what: what(),
+            message: format!("{url}: {e}"),
+        })
+    }
+}
+
+/// What a request may do, as a token's scope says: a token for pulling cannot push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Access {
+    /// Read manifests and blobs.
+    Pull,
+    /// Read, and upload blobs and manifests.
+    Push,
+}
+
+impl Access {
+    fn actions(self) -> &'static str {
+        match self {
+            Self::Pull => "pull",
+            Self::Push => "pull,push",
+        }
+    }
+}
+
+/// One request: sent once, and again with credentials when the registry asks for them.
+pub(super) struct Call<'a> {
+    /// The method.
+    pub(super) method: Method,
+    /// Where: below the target's repository, or an upload's `Location` (credentials go only to
+    /// the registry's own origin).
+    pub(super) url: Url,
+    /// The `Accept` header, when not empty.
+    pub(super) accept: &'a str,
+    /// The body and its `Content-Type`, if any; cheap to clone for the second attempt.
+    pub(super) body: Option<(&'a str, bytes::Bytes)>,
 }
 
 impl Api {
@@ -63,17 +109,36 @@ impl Api {
         auth: &RegistryAuth,
         what: &dyn Fn() -> String,
     ) -> Result<reqwest::Response, RemoteError> {
-        let url = format!(
-            "{}://{}/v2/{}/{}",
-            target.scheme, target.registry, target.repository, target.path
+        let call = Call {
+            method: Method::GET,
+            url: target.url(what)?,
+            accept,
+            body: None,
+        };
+        self.call(target, Access::Pull, &call, auth, what).await
+    }
+
+    /// The answer to `call` in `target`'s repository (any status but a 401 that credentials could
+    /// answer), its body not read yet.
+    pub(super) async fn call(
+        &self,
+        target: &Target<'_>,
+        access: Access,
+        call: &Call<'_>,
+        auth: &RegistryAuth,
+        what: &dyn Fn() -> String,
+    ) -> Result<reqwest::Response, RemoteError> {
+        // Credentials only for the registry itself, never for an upload `Location` elsewhere.
+        let ours = target.url(what)?.origin() == call.url.origin();
+        let key = format!(
+            "{}/{}:{}",
+            target.registry,
+            target.repository,
+            access.actions()
         );
-        let key = format!("{}/{}", target.registry, target.repository);
-        let known = self.known(&key).or_else(|| match auth {
-            RegistryAuth::Bearer(token) => Some(format!("Bearer {token}")),
-            _ => None,
-        });
-        let response = self.send(&url, accept, known.as_deref(), what).await?;
-        if response.status() != StatusCode::UNAUTHORIZED {
+        let known = if ours { self.known(&key) } else { None };
+        let response = self.send(call, known.as_deref(), what).await?;
+        if response.status() != StatusCode::UNAUTHORIZED || !ours {
             return Ok(response);
         }
         let challenge = response
@@ -85,9 +150,7 @@ impl Api {
         let refused = bounded::error_text(response).await;
         let authorization = match (scheme(&challenge).as_deref(), auth) {
             (Some("basic"), RegistryAuth::Basic(user, password)) => Some(basic(user, password)),
-            (Some("bearer"), _) if !matches!(auth, RegistryAuth::Bearer(_)) => {
-                Some(self.token(&challenge, target, auth, what).await?)
-            }
+            (Some("bearer"), _) => Some(self.token(&challenge, target, access, auth, what).await?),
             _ => None,
         };
         let Some(authorization) = authorization else {
@@ -96,7 +159,7 @@ impl Api {
                 message: format!("unauthorized: {refused}"),
             });
         };
-        let response = self.send(&url, accept, Some(&authorization), what).await?;
+        let response = self.send(call, Some(&authorization), what).await?;
         if response.status().is_success() {
             self.authorizations
                 .lock()
@@ -116,17 +179,21 @@ impl Api {
 
     async fn send(
         &self,
-        url: &str,
-        accept: &str,
+        call: &Call<'_>,
         authorization: Option<&str>,
         what: &dyn Fn() -> String,
     ) -> Result<reqwest::Response, RemoteError> {
-        let mut request = self.http.get(url);
-        if !accept.is_empty() {
-            request = request.header(ACCEPT, accept);
+        let mut request = self.http.request(call.method.clone(), call.url.clone());
+        if !call.accept.is_empty() {
+            request = request.header(ACCEPT, call.accept);
         }
         if let Some(a) = authorization {
             request = request.header(AUTHORIZATION, a);
+        }
+        if let Some((content_type, body)) = &call.body {
+            request = request
+                .header(CONTENT_TYPE, *content_type)
+                .body(body.clone());
         }
         request.send().await.map_err(|e| RemoteError::Registry {
             what: what(),
@@ -134,11 +201,13 @@ impl Api {
         })
     }
 
-    /// `Bearer <token>` from the token service `challenge` names, for pulling `target`'s repository.
+    /// `Bearer <token>` from the token service `challenge` names, for `access` to `target`'s
+    /// repository.
     async fn token(
         &self,
         challenge: &str,
         target: &Target<'_>,
+        access: Access,
         auth: &RegistryAuth,
         what: &dyn Fn() -> String,
     ) -> Result<String, RemoteError> {
@@ -150,13 +219,16 @@ impl Api {
         let realm = params
             .get("realm")
             .ok_or_else(|| failed("the challenge names no realm".into()))?;
-        let mut url = reqwest::Url::parse(realm).map_err(|e| failed(format!("{realm}: {e}")))?;
+        let mut url = Url::parse(realm).map_err(|e| failed(format!("{realm}: {e}")))?;
         {
             let mut query = url.query_pairs_mut();
             if let Some(service) = params.get("service") {
                 query.append_pair("service", service);
             }
-            query.append_pair("scope", &format!("repository:{}:pull", target.repository));
+            query.append_pair(
+                "scope",
+                &format!("repository:{}:{}", target.repository, access.actions()),
+            );
         }
         let mut request = self.http.get(url);
         if let RegistryAuth::Basic(user, password) = auth {

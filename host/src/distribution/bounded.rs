@@ -75,24 +75,33 @@ pub(super) async fn spool(
     Ok(Spooled { file, digest })
 }
 
-/// What an error answer says, for its message: the start of its body, the rest never read.
+/// What an error answer says, for its message: the start of its body, the rest never read (and
+/// the message says it was cut, so a reader knows the registry said more).
 pub(super) async fn error_text(mut response: reqwest::Response) -> String {
     let status = response.status();
     let mut body = Vec::new();
-    while body.len() < ERROR_BODY_BYTES {
+    // One byte past the limit tells a cut body from one of exactly the limit.
+    while body.len() <= ERROR_BODY_BYTES {
         match response.chunk().await {
             Ok(Some(chunk)) => body.extend_from_slice(&chunk),
             _ => break,
         }
     }
+    let cut = body.len() > ERROR_BODY_BYTES;
     body.truncate(ERROR_BODY_BYTES);
     let text = String::from_utf8_lossy(&body);
     let text = text.trim();
-    if text.is_empty() {
+    let mut said = if text.is_empty() {
         format!("HTTP {status}")
     } else {
         format!("HTTP {status}: {text}")
+    };
+    if cut {
+        said.push_str(&format!(
+            " (the body cut off after {ERROR_BODY_BYTES} bytes)"
+        ));
     }
+    said
 }
 
 /// Refuse a body whose `Content-Length` is over `limit` before reading any of it.
@@ -121,5 +130,50 @@ fn too_large(what: &dyn Fn() -> String, limit: u64) -> RemoteError {
     RemoteError::TooLarge {
         what: what(),
         limit,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: Vec<u8>) -> reqwest::Response {
+        http::Response::builder()
+            .status(status)
+            .body(body)
+            .expect("a valid answer")
+            .into()
+    }
+
+    #[tokio::test]
+    async fn error_text_keeps_the_start_of_a_long_body_and_says_where_it_was_cut() {
+        let said = error_text(answer(500, vec![b'x'; 1 << 20])).await;
+        assert!(
+            said.starts_with("HTTP 500 Internal Server Error: xxx"),
+            "{said}"
+        );
+        assert!(
+            said.ends_with("(the body cut off after 4096 bytes)"),
+            "{said}"
+        );
+        assert!(said.len() < ERROR_BODY_BYTES + 100, "{}", said.len());
+        let exact = error_text(answer(404, vec![b'y'; ERROR_BODY_BYTES])).await;
+        assert!(!exact.contains("cut off"), "{exact}");
+    }
+
+    #[tokio::test]
+    async fn read_refuses_a_body_past_the_limit() {
+        let what = || "the answer".to_owned();
+        let err = read(answer(200, vec![0; 5000]), 4096, &what)
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), "the answer is larger than 4096 bytes");
+        assert_eq!(
+            read(answer(200, vec![1; 10]), 4096, &what)
+                .await
+                .unwrap()
+                .len(),
+            10
+        );
     }
 }

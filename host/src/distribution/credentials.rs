@@ -7,12 +7,21 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use oci_client::secrets::RegistryAuth;
 use serde::Deserialize;
 
 use toolhost_policy::config::RegistrySettings;
 
 use super::RemoteError;
+
+/// How to authenticate to a registry: HTTP Basic, which also buys a bearer token from the token
+/// service a registry names in its challenge.
+#[derive(Debug, Clone)]
+pub(super) enum RegistryAuth {
+    /// No credentials.
+    Anonymous,
+    /// A user and password.
+    Basic(String, String),
+}
 
 #[derive(Deserialize, Default)]
 struct DockerConfig {

@@ -14,6 +14,7 @@ mod pull;
 mod remote;
 mod resolve;
 mod store;
+mod upload;
 
 pub use self::publish::{push, sign};
 pub use self::pull::{PullReport, Pulled, pull};
@@ -22,7 +23,7 @@ pub use self::store::{Store, StoreError};
 
 use toolhost_policy::lock::LockError;
 use toolhost_policy::oci::ManifestError;
-use toolhost_policy::source::{Digest, OciRef};
+use toolhost_policy::source::Digest;
 use toolhost_policy::trust::TrustError;
 
 /// Why a registry or server could not be used.
@@ -79,15 +80,6 @@ pub enum RemoteError {
         /// What failed.
         message: String,
     },
-}
-
-impl RemoteError {
-    fn registry(r: &OciRef, e: oci_client::errors::OciDistributionError) -> Self {
-        Self::Registry {
-            what: r.to_string(),
-            message: e.to_string(),
-        }
-    }
 }
 
 /// Why one plugin's source could not be pulled or loaded.

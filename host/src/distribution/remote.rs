@@ -4,19 +4,15 @@
 //! for; what the bytes mean is judged
 //! elsewhere (`policy::oci`, `policy::trust`).
 
-use http::HeaderValue;
-use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference as OciReference};
-
 use toolhost_policy::config::Sources;
 use toolhost_policy::oci::{Artifact, MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES};
 use toolhost_policy::source::{Digest, OciRef, Reference};
 
 use super::api::{Api, Target};
 use super::bounded;
-use super::credentials::auth_for;
+use super::credentials::{RegistryAuth, auth_for};
 use super::store::MAX_BLOB_BYTES;
+use super::upload;
 use super::{RemoteError, SourceError, Store};
 
 /// Docker's image manifest, which shares the OCI manifest's shape.
@@ -24,8 +20,6 @@ const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.ma
 
 /// A client for the registries of one configuration.
 pub(crate) struct Remote {
-    /// oci-client, for pushes only: it reads answers whole, so `pull` reads through [`Api`].
-    client: Client,
     api: Api,
     sources: Sources,
     https: reqwest::Client,
@@ -36,22 +30,6 @@ impl Remote {
     pub(crate) fn new(sources: &Sources) -> Result<Self, RemoteError> {
         // reqwest takes the process's default TLS provider: ours, ring (as for plugins' requests).
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let insecure: Vec<String> = sources
-            .registries
-            .iter()
-            .filter(|(_, s)| s.insecure)
-            .map(|(host, _)| host.clone())
-            .collect();
-        let config = ClientConfig {
-            protocol: ClientProtocol::HttpsExcept(insecure),
-            // Signatures and components are judged by toolhost, not picked by platform.
-            platform_resolver: None,
-            connect_timeout: Some(std::time::Duration::from_secs(15)),
-            read_timeout: Some(std::time::Duration::from_secs(60)),
-            user_agent: concat!("toolhost/", env!("CARGO_PKG_VERSION")),
-            ..ClientConfig::default()
-        };
-        let client = Client::try_from(config).map_err(|e| RemoteError::Client(e.to_string()))?;
         let https = reqwest::Client::builder()
             .https_only(true)
             .connect_timeout(std::time::Duration::from_secs(15))
@@ -59,7 +37,6 @@ impl Remote {
             .build()
             .map_err(|e| RemoteError::Client(e.to_string()))?;
         Ok(Self {
-            client,
             api: Api::new()?,
             sources: sources.clone(),
             https,
@@ -180,15 +157,7 @@ impl Remote {
         what: &dyn Fn() -> String,
     ) -> Result<reqwest::Response, RemoteError> {
         let auth = self.auth(r)?;
-        let reference = oci_reference(r);
-        let registry = reference.resolve_registry();
-        let insecure = self.sources.registry(&r.registry).insecure;
-        let target = Target {
-            scheme: if insecure { "http" } else { "https" },
-            registry,
-            repository: reference.repository(),
-            path,
-        };
+        let target = self.target(r, path);
         let response = self.api.get(&target, accept, &auth, what).await?;
         let status = response.status();
         if status.is_success() || status == reqwest::StatusCode::NOT_FOUND {
@@ -200,6 +169,17 @@ impl Remote {
         })
     }
 
+    /// `path` in `r`'s repository, over HTTP only when the registry is configured `insecure`.
+    fn target<'a>(&self, r: &'a OciRef, path: String) -> Target<'a> {
+        let insecure = self.sources.registry(&r.registry).insecure;
+        Target {
+            scheme: if insecure { "http" } else { "https" },
+            registry: api_host(&r.registry),
+            repository: &r.repository,
+            path,
+        }
+    }
+
     /// Upload `artifact`'s blobs, then its manifest under `r`'s tag (or digest); returns the
     /// manifest's digest.
     pub(crate) async fn push(
@@ -208,29 +188,20 @@ impl Remote {
         artifact: &Artifact,
     ) -> Result<Digest, RemoteError> {
         let auth = self.auth(r)?;
-        let reference = oci_reference(r);
-        self.client
-            .store_auth_if_needed(reference.resolve_registry(), &auth)
-            .await;
+        let repo = self.target(r, String::new());
         let m = &artifact.manifest;
         let blobs = std::iter::once((&m.config.digest, &artifact.config))
             .chain(m.layers.iter().map(|l| &l.digest).zip(&artifact.layers));
         for (digest, bytes) in blobs {
-            self.client
-                .push_blob(&reference, bytes.clone(), digest.as_str())
-                .await
-                .map_err(|e| RemoteError::registry(r, e))?;
+            upload::blob(&self.api, &repo, &auth, digest, bytes.clone().into()).await?;
         }
         let bytes = m.to_bytes();
         let digest = Digest::of(&bytes);
-        self.client
-            .push_manifest_raw(
-                &reference,
-                bytes,
-                HeaderValue::from_static(MANIFEST_MEDIA_TYPE),
-            )
-            .await
-            .map_err(|e| RemoteError::registry(r, e))?;
+        let reference = match &r.reference {
+            Reference::Tag(tag) => tag.clone(),
+            Reference::Digest(d) => d.to_string(),
+        };
+        upload::manifest(&self.api, &repo, &auth, &reference, bytes.into()).await?;
         Ok(digest)
     }
 
@@ -264,13 +235,10 @@ impl Remote {
     }
 }
 
-fn oci_reference(r: &OciRef) -> OciReference {
-    match &r.reference {
-        Reference::Tag(tag) => {
-            OciReference::with_tag(r.registry.clone(), r.repository.clone(), tag.clone())
-        }
-        Reference::Digest(d) => {
-            OciReference::with_digest(r.registry.clone(), r.repository.clone(), d.to_string())
-        }
+/// The host that serves a registry's API: Docker Hub's is not `docker.io` itself.
+fn api_host(registry: &str) -> &str {
+    match registry {
+        "docker.io" => "index.docker.io",
+        other => other,
     }
 }

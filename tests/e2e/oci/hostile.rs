@@ -1,6 +1,8 @@
 //! A hostile registry: a std-only HTTP server thread on 127.0.0.1 whose answers are larger than
 //! anything toolhost should hold, announced by `Content-Length` or streamed chunked without end.
-//! It counts the bytes it manages to send, so a test can tell whether `pull` stopped reading.
+//! It counts the bytes it manages to send, so a test can tell whether `pull`, `push` or `sign`
+//! stopped reading. Uploads (`POST` and `PUT`) are refused with an endless error answer; `HEAD`
+//! finds no blob.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -23,8 +25,8 @@ pub(crate) enum Flood {
     Chunked,
 }
 
-/// A server answering `/v2/<repo>/manifests/<ref>` with `manifest` (a flood when `None`) and
-/// every blob with a flood.
+/// A server answering `/v2/<repo>/manifests/<ref>` with `manifest` (a flood when `None`), every
+/// blob with a flood, and every upload with a flood under `500 Internal Server Error`.
 pub(crate) struct HostileRegistry {
     /// `127.0.0.1:PORT`.
     pub(crate) addr: String,
@@ -91,12 +93,24 @@ fn serve(conn: TcpStream, flood: Flood, manifest: Option<String>, sent: &AtomicU
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
             return;
         }
+        let method = line.split(' ').next().unwrap_or_default().to_owned();
         let path = line.split(' ').nth(1).unwrap_or_default().to_owned();
         loop {
             let mut header = String::new();
             if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
                 break;
             }
+        }
+        if method == "HEAD" {
+            let none = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+            if writer.write_all(none.as_bytes()).is_err() {
+                return;
+            }
+            continue;
+        }
+        if method == "POST" || method == "PUT" {
+            // The request's body is never read: the answer floods, then the connection is closed.
+            return send_flood(writer, flood, "500 Internal Server Error", sent);
         }
         match (&manifest, path.contains("/manifests/")) {
             (Some(m), true) => {
@@ -110,7 +124,7 @@ fn serve(conn: TcpStream, flood: Flood, manifest: Option<String>, sent: &AtomicU
                 }
             }
             _ if path.contains("/manifests/") || path.contains("/blobs/") => {
-                return send_flood(writer, flood, sent);
+                return send_flood(writer, flood, "200 OK", sent);
             }
             _ => {
                 let ok = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
@@ -122,19 +136,18 @@ fn serve(conn: TcpStream, flood: Flood, manifest: Option<String>, sent: &AtomicU
     }
 }
 
-/// Send the flood until the client stops reading or the cap is reached.
-fn send_flood(mut writer: TcpStream, flood: Flood, sent: &AtomicU64) {
+/// Send the flood under `status` until the client stops reading or the cap is reached.
+fn send_flood(mut writer: TcpStream, flood: Flood, status: &str, sent: &AtomicU64) {
     let head = match flood {
         Flood::Claimed => format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n\
+            "HTTP/1.1 {status}\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n\
              Content-Length: {}\r\n\r\n",
             1u64 << 30
         ),
-        Flood::Chunked => {
-            "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n\
-                           Transfer-Encoding: chunked\r\n\r\n"
-                .to_owned()
-        }
+        Flood::Chunked => format!(
+            "HTTP/1.1 {status}\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n\
+             Transfer-Encoding: chunked\r\n\r\n"
+        ),
     };
     if writer.write_all(head.as_bytes()).is_err() {
         return;
