@@ -284,10 +284,14 @@ fn a_grant_that_cannot_be_opened_tells_the_model_nothing_of_the_host() {
         detail.contains("./work") && detail.contains("os error"),
         "{record}"
     );
-    let stderr = d.stderr();
-    assert!(
-        stderr.contains("could not be set up") && stderr.contains("./work"),
-        "{stderr}"
-    );
+    // The log line is read from the daemon's stderr by another thread: wait for it to arrive.
+    let logged = |s: &str| s.contains("could not be set up") && s.contains("./work");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut stderr = d.stderr();
+    while !logged(&stderr) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        stderr = d.stderr();
+    }
+    assert!(logged(&stderr), "{stderr}");
     assert!(d.stop().success());
 }
