@@ -27,7 +27,7 @@ wasm_target
 start=$SECONDS
 # Guests may use WebAssembly SIMD (wasmtime runs it on every host it supports): memchr, the regex
 # crate's prefilters and LLVM's loops use it. The fs plugin's grep measured 15-20% faster with it
-# (BENCHMARKS.md, issue 20). Only the guests' target gets the flag; the host's build is untouched.
+# (BENCHMARKS-history.md). Only the guests' target gets the flag; the host's build is untouched.
 export CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS="${CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS:--C target-feature=+simd128}"
 # --lib builds every selected package's cdylib, --examples the contract crate's components.
 cargo build --release --target "$target" --lib --examples \

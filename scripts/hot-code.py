@@ -37,7 +37,7 @@ HEADER = """\
 # then HTTP), one per line, as the sections the compiler names `.text.<symbol>`, with the per-build
 # hash left out (a trailing `17h` stands for `17h<hash>E`). host/build.rs makes a linker script of
 # them that places these functions side by side, so that a daemon maps a few MiB of its code instead
-# of touching 64 KiB windows across all of it (BENCHMARKS.md, "Code layout").
+# of touching 64 KiB windows across all of it (BENCHMARKS-history.md, "Code layout").
 # Written by scripts/hot-code.sh from a release build; a stale line only matches nothing.
 """
 

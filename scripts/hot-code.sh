@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes host/hot-code.txt, the functions of the daemon's everyday path that the linker places side
-# by side (host/build.rs, BENCHMARKS.md "Code layout"): builds the release binary without that
+# by side (host/build.rs, BENCHMARKS-history.md "Code layout"): builds the release binary without that
 # layout, runs it under callgrind over stdio and HTTP (scripts/hot-code.py), then builds it again
 # with the new list. Run it after changes that move the everyday path (about 5 min on 2 cores);
 # a stale list only leaves more of the code where the compiler put it.

@@ -3,7 +3,7 @@
 //! wasmtime-wasi sends every file operation (open, stat, each read of at most 64 KiB) to tokio's
 //! blocking pool unless told that the current thread may block: two thread hand-offs per operation,
 //! which cost more than the operation itself (the fs plugin's grep over 64 files spent half its time
-//! switching threads; BENCHMARKS.md, issue 20). A call with granted directories instead runs whole
+//! switching threads; BENCHMARKS-history.md). A call with granted directories instead runs whole
 //! on one blocking-pool thread with its file operations inline: one hand-off per call, and the
 //! runtime's workers still never block.
 //!

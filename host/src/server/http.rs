@@ -113,7 +113,7 @@ pub(crate) fn app(
 /// `routes` behind the [`Guard`], the body deadlines and the authenticator, if any, in that
 /// order. Applied once around the whole router: `Router::layer` wraps every route and the fallback
 /// on its own, each in a boxed service that every request clones with all it wraps
-/// (BENCHMARKS.md, issue 20).
+/// (BENCHMARKS-history.md).
 pub(crate) fn guarded(
     routes: Router,
     guard: Arc<Guard>,
