@@ -50,7 +50,8 @@ fn notes(env: &Env, outcome: &CallOutcome) -> Vec<String> {
         .unwrap_or_default()
 }
 
-async fn get(addr: std::net::SocketAddr, path: &str) -> String {
+/// The body of `GET http://ADDR/PATH`.
+pub(crate) async fn get(addr: std::net::SocketAddr, path: &str) -> String {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::get(format!("http://{addr}{path}"))
         .await

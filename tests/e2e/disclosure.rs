@@ -9,19 +9,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolhost::exec::CallRequest;
 
+use crate::breaker::get;
 use crate::daemon::{Daemon, HttpSession, http, modern_request};
 use crate::harness::Env;
 use crate::issuer::{Alg, Issuer, now};
-
-async fn get(addr: SocketAddr, path: &str) -> String {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::get(format!("http://{addr}{path}"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn made_up_tool_names_never_grow_the_metrics() {

@@ -310,8 +310,9 @@ async fn no_race_reaches_moves_deletes_or_aliases_a_denied_file() {
         );
         let (swapped, acted) = (answer(&swapped), answer(&acted));
         let context = format!("{kind}: swapper {swapped}");
-        // The race was run: the swapper really swapped, and the actor acted.
-        assert!(swapped["ok"][1].as_u64().unwrap() > TRIES / 2, "{context}");
+        // The race was run: the swapper really swapped (the `folders` actor's `mkdir -p d/sub`
+        // sometimes makes `d` while it is away, and that round's link fails), ...
+        assert!(swapped["ok"][1].as_u64().unwrap() > TRIES / 4, "{context}");
         let sum = |key: &str| -> u64 {
             acted[key]
                 .as_array()

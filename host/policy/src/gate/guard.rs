@@ -132,11 +132,6 @@ impl PathGuard {
         self.denials.is_empty()
     }
 
-    /// The mounts the guard judges paths in.
-    pub fn mounts(&self) -> &Mounts {
-        &self.mounts
-    }
-
     /// Judge `path`, opened relative to the host directory `dir` the guest holds.
     pub fn check_at(&self, dir: &Path, path: &str) -> Result<(), Refusal> {
         if self.is_open() {
