@@ -33,6 +33,7 @@ mod layout;
 mod lifecycle;
 mod network;
 mod oci;
+mod outcomes;
 mod paths;
 mod pipeline;
 mod prometheus;

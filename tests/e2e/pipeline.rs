@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolhost::exec::{ApprovalRequest, Approver, CallOutcome, CallRequest, Pipeline};
+use toolhost::exec::{Answer, ApprovalRequest, Approver, CallOutcome, CallRequest, Pipeline};
 
 use crate::harness::Env;
 
@@ -42,15 +42,15 @@ fn assert_kind(o: &CallOutcome, kind: &str, needle: &str) {
     assert!(o.structured().is_none());
 }
 
-struct Answer(bool, Mutex<Vec<String>>);
+struct Person(bool, Mutex<Vec<String>>);
 
-impl Approver for Answer {
+impl Approver for Person {
     fn approve<'a>(
         &'a self,
         r: &'a ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
         self.1.lock().unwrap().push(r.reason.clone());
-        Box::pin(async move { self.0 })
+        Box::pin(async move { Answer::from_yes(self.0) })
     }
 }
 
@@ -172,7 +172,7 @@ async fn default_mode_asks_for_writes_and_names_the_rule_that_would_allow() {
     assert_kind(&o, "denied", "allow = [\"write_file(./a.txt)\"]");
     assert!(!env.work().join("a.txt").exists());
 
-    let yes = Arc::new(Answer(true, Mutex::default()));
+    let yes = Arc::new(Person(true, Mutex::default()));
     let o = p
         .call(CallRequest {
             approver: Some(yes.clone()),
@@ -181,7 +181,7 @@ async fn default_mode_asks_for_writes_and_names_the_rule_that_would_allow() {
         .await;
     assert!(!o.is_error(), "{}", o.content);
     assert_eq!(yes.1.lock().unwrap().len(), 1);
-    let no = Arc::new(Answer(false, Mutex::default()));
+    let no = Arc::new(Person(false, Mutex::default()));
     let o = p
         .call(CallRequest {
             approver: Some(no),
@@ -202,10 +202,10 @@ impl Approver for Later {
     fn approve<'a>(
         &'a self,
         _: &'a ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
         Box::pin(async move {
             self.0.notified().await;
-            true
+            Answer::Approved
         })
     }
 }

@@ -75,13 +75,36 @@ fn top_level_key(pointer: &str) -> Option<String> {
     (!key.contains('/')).then(|| key.replace("~1", "/").replace("~0", "~"))
 }
 
+/// How an approval question ended. Only [`Answer::Approved`] runs the call; the others each
+/// have their own audit value and their own sentence to the model, because "nobody answered"
+/// and "the answer was for another input" are not "the user said no".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// A person approved this call.
+    Approved,
+    /// A person declined it.
+    Declined,
+    /// Nobody answered: the question timed out, or could not be put (the client failed or went
+    /// away). Says why, for the operator and the model.
+    Unanswered(String),
+    /// An answer came, but for another input than this call's (a replayed or stale answer).
+    Mismatched,
+}
+
+impl Answer {
+    /// `Approved` when `yes`, else `Declined`: for approvers whose person says yes or no.
+    pub fn from_yes(yes: bool) -> Self {
+        if yes { Self::Approved } else { Self::Declined }
+    }
+}
+
 /// Answers `ask` decisions: the CLI asks on a terminal, MCP uses elicitation.
 pub trait Approver: Send + Sync {
-    /// Resolve to true to run the call, false to deny it.
+    /// Put the question; resolves to how it was answered.
     fn approve<'a>(
         &'a self,
         request: &'a ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
 
     /// True once this approver has handed the question to the client, to be answered in a new
     /// request (2026-07-28): the front end then cancels the call, and the pipeline records it as
@@ -118,7 +141,8 @@ pub enum ErrorKind {
     /// The call ended by asking the client for input: a 2026-07-28 approval question. Not a
     /// failure of the tool; the client's retry with the answer is a new call.
     InputRequired,
-    /// Too many calls at once; try again.
+    /// Too many calls at once, or the daemon is shutting down; try again (shortly, or at
+    /// another daemon).
     Busy,
     /// The tool's circuit breaker is open: it failed too often in a row and is not run until its
     /// cool-down has passed ([`crate::breaker`]). Not a failure of this call's input.

@@ -172,6 +172,10 @@ pub struct Profiles {
     list: Vec<Profile>,
 }
 
+/// Why a caller gets nothing: the one sentence the HTTP door (403) and the pipeline (a recorded
+/// `denied`) both give, since both ask [`Profiles::access`].
+pub const NO_PROFILE: &str = "no [[callers]] profile matches this caller; ask the operator for one";
+
 /// What a caller gets.
 #[derive(Debug, Clone, Copy)]
 pub enum Access<'a> {

@@ -228,18 +228,22 @@ impl Line {
     /// A decision as its `Serialize` writes it: `{"kind":…}` and the variant's field.
     fn decision(&mut self, decision: &Decision) {
         let (kind, by) = match decision {
-            Decision::Allowed { by } => ("{\"kind\":\"allowed\"", Some(by)),
-            Decision::Denied { by } => ("{\"kind\":\"denied\"", Some(by)),
+            Decision::Allowed { by } => ("{\"kind\":\"allowed\"", Some(("by", by))),
+            Decision::Denied { by } => ("{\"kind\":\"denied\"", Some(("by", by))),
             Decision::Asking => ("{\"kind\":\"asking\"", None),
             Decision::Asked { answer: true } => ("{\"kind\":\"asked\",\"answer\":true", None),
             Decision::Asked { answer: false } => ("{\"kind\":\"asked\",\"answer\":false", None),
+            Decision::Unanswered { why } => ("{\"kind\":\"unanswered\"", Some(("why", why))),
+            Decision::Mismatched => ("{\"kind\":\"mismatched\"", None),
             Decision::Deferred => ("{\"kind\":\"deferred\"", None),
             Decision::NotReached => ("{\"kind\":\"not_reached\"", None),
         };
         self.raw(kind);
-        if let Some(by) = by {
-            self.raw(",\"by\":");
-            self.string(by);
+        if let Some((field, text)) = by {
+            self.raw(",\"");
+            self.raw(field);
+            self.raw("\":");
+            self.string(text);
         }
         self.raw("}");
     }

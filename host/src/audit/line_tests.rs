@@ -102,6 +102,10 @@ fn every_decision_outcome_and_absent_field_is_written_as_serde_writes_it() {
         Decision::Asking,
         Decision::Asked { answer: true },
         Decision::Asked { answer: false },
+        Decision::Unanswered {
+            why: "the question timed out after 60 s".into(),
+        },
+        Decision::Mismatched,
         Decision::Deferred,
         Decision::NotReached,
     ];

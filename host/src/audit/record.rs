@@ -171,7 +171,9 @@ impl AuditRecord {
 
 /// What the permission gate decided, serialized with a `"kind"` tag:
 /// `{"kind":"allowed","by":"rule allow: fs.read"}`, `{"kind":"denied","by":"rule deny: net"}`,
-/// `{"kind":"asked","answer":true}`, or `{"kind":"not_reached"}` for calls that failed before
+/// `{"kind":"asked","answer":true}` (a person approved or declined), `{"kind":"unanswered",
+/// "why":"..."}` (nobody did), `{"kind":"mismatched"}` (an answer for another input), or
+/// `{"kind":"not_reached"}` for calls that failed before
 /// the gate (unknown tool, invalid input). `not_reached` is an object like the others rather
 /// than a bare string, so every reader can branch on `decision.kind` alone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -194,6 +196,14 @@ pub enum Decision {
         /// True when the approver allowed the call.
         answer: bool,
     },
+    /// The gate asked, and nobody answered: the question timed out or could not be put. The call
+    /// did not run; nobody declined it.
+    Unanswered {
+        /// Why no answer came.
+        why: String,
+    },
+    /// The gate asked, and the answer that came was given for another input than this call's.
+    Mismatched,
     /// The gate asked, and the question went to the client to answer in a new request (the
     /// 2026-07-28 approval round); this call ended `input_required`.
     Deferred,

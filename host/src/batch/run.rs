@@ -1,21 +1,20 @@
 //! Runs a parsed batch: group by group (see `plan`), every call through [`Pipeline::call`] with
 //! the batch's id as its parent and `"batch"` as its origin, so each leaves one audit line.
 //!
-//! Calls that cannot run (see `CallError`) are answered at once and recorded here, with the
-//! `invalid_input` kind and no decision; they never reach the pipeline. Cancelling the batch
+//! Calls that cannot run (see `CallError`) are answered at once as `invalid_input`, recorded by
+//! the pipeline's one recorder with the batch's caller. Cancelling the batch
 //! cancels the calls that are running (the pipeline answers them as cancelled) and every call not
 //! yet started is answered as cancelled, each still with its audit line.
 
 use crate::telemetry;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::AuditRecord;
-use crate::exec::{Approver, CallOutcome, CallRequest, ErrorKind, Pipeline};
+use crate::exec::{Approver, CallOutcome, CallRequest, Deadline, ErrorKind, Pipeline, Ticket};
 use crate::registry::Catalog;
 use toolhost_policy::batch::{
     Batch, BatchReport, BrokenCall, Call, CallResult, ParsedCall, Sharing, id_and_name, partition,
@@ -39,6 +38,12 @@ pub struct BatchOptions {
     pub caller: Option<Arc<toolhost_policy::caller::Caller>>,
     /// The batch's span, parent of each call's, when telemetry is on.
     pub trace: Option<opentelemetry::Context>,
+    /// The limit on the whole batch: every call still running or not yet started when it passes
+    /// ends as `timeout`.
+    pub deadline: Option<Deadline>,
+    /// The batch's admission ([`Pipeline::admit`]); without one each call is admitted (or, once
+    /// shutdown has started, refused) by the pipeline on its own.
+    pub admitted: Option<Ticket>,
 }
 
 impl Default for BatchOptions {
@@ -48,6 +53,8 @@ impl Default for BatchOptions {
             approver: None,
             caller: None,
             trace: None,
+            deadline: None,
+            admitted: None,
         }
     }
 }
@@ -89,10 +96,10 @@ pub async fn run(
             };
             match call {
                 Ok(ready) => tasks.start(pipeline, batch_id, options, cancel, index, ready),
-                Err(broken) => done(index, call, reject(pipeline, batch_id, broken)),
+                Err(broken) => done(index, call, reject(pipeline, batch_id, options, broken)),
             }
         }
-        while let Some((index, outcome)) = tasks.next(pipeline, batch_id).await {
+        while let Some((index, outcome)) = tasks.next(pipeline, batch_id, options).await {
             if let Some(call) = batch.calls.get(index) {
                 done(index, call, outcome);
             }
@@ -172,6 +179,8 @@ impl Calls {
             approver: options.approver.clone(),
             caller: options.caller.clone(),
             trace: trace.clone(),
+            deadline: options.deadline,
+            admitted: options.admitted.clone(),
         };
         let pipeline = pipeline.clone();
         let task = self.tasks.spawn(async move {
@@ -194,6 +203,7 @@ impl Calls {
         &mut self,
         pipeline: &Pipeline,
         batch_id: &str,
+        options: &BatchOptions,
     ) -> Option<(usize, CallOutcome)> {
         loop {
             match self.tasks.join_next().await? {
@@ -209,7 +219,8 @@ impl Calls {
                         "toolhost failed while running this call (batch {batch_id}); it may not \
                          have finished."
                     );
-                    let outcome = record(pipeline, batch_id, tool, ErrorKind::Internal, content);
+                    let kind = ErrorKind::Internal;
+                    let outcome = record(pipeline, batch_id, options, tool, kind, content);
                     return Some((*index, outcome));
                 }
             }
@@ -217,32 +228,40 @@ impl Calls {
     }
 }
 
-/// Answers a call that cannot run, and records it.
-pub(super) fn reject(pipeline: &Pipeline, batch_id: &str, call: &BrokenCall) -> CallOutcome {
+/// Answers a call that cannot run, recorded by the pipeline.
+pub(super) fn reject(
+    pipeline: &Pipeline,
+    batch_id: &str,
+    options: &BatchOptions,
+    call: &BrokenCall,
+) -> CallOutcome {
     let tool = call.name.as_deref().unwrap_or_default();
     let content = call.error.to_string();
-    record(pipeline, batch_id, tool, ErrorKind::InvalidInput, content)
+    record(
+        pipeline,
+        batch_id,
+        options,
+        tool,
+        ErrorKind::InvalidInput,
+        content,
+    )
 }
 
-/// Answers a call of the batch that did not go through the pipeline as `kind`, and records it.
+/// Answers a call of the batch that the pipeline could not run as `kind`, recorded by it.
 fn record(
     pipeline: &Pipeline,
     batch_id: &str,
+    options: &BatchOptions,
     tool: &str,
     kind: ErrorKind,
     content: String,
 ) -> CallOutcome {
-    let call_id = AuditRecord::new_call_id();
-    let audit = pipeline.audit();
-    let mut record = audit.begin(&call_id, ORIGIN, tool, &serde_json::Value::Null);
-    record.parent_id = Some(batch_id.to_string());
-    record.output_bytes = content.len() as u64;
-    record.finish(Some(kind), Duration::ZERO);
-    let _ = audit.write(&record); // the writer logs failures; nothing ran that could be refused
-    if !tool.is_empty() {
-        pipeline
-            .stats()
-            .record(tool, Err(kind), Duration::ZERO, None);
-    }
-    CallOutcome::failed(call_id, kind, content)
+    let request = CallRequest {
+        tool: tool.to_owned(),
+        parent_id: Some(batch_id.to_owned()),
+        origin: ORIGIN,
+        caller: options.caller.clone(),
+        ..CallRequest::default()
+    };
+    pipeline.reject(&request, kind, content)
 }

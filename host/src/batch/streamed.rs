@@ -165,7 +165,7 @@ where
         loop {
             tokio::select! {
                 biased;
-                finished = batch.running.next(pipeline, batch_id), if !batch.running.is_empty() => {
+                finished = batch.running.next(pipeline, batch_id, options), if !batch.running.is_empty() => {
                     if let Some((index, outcome)) = finished {
                         batch.finish(index, outcome, &mut on_progress);
                     }
@@ -280,7 +280,7 @@ impl Streamed<'_> {
                         .start(pipeline, batch_id, options, self.cancel, index, call);
                 }
                 Err(broken) => {
-                    let outcome = reject(self.pipeline, self.batch_id, broken);
+                    let outcome = reject(self.pipeline, self.batch_id, self.options, broken);
                     let done = result(index, &Err(broken.clone()), outcome);
                     on_progress(Progress::Result(&done));
                     self.results[index] = Some(done);

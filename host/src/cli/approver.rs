@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use toolhost::exec::{ApprovalRequest, Approver};
+use toolhost::exec::{Answer, ApprovalRequest, Approver};
 
 /// Asks on the controlling terminal, so that `ask` rules work from a shell even when stdin is a pipe.
 pub(super) struct TtyApprover {
@@ -37,19 +37,27 @@ impl Approver for TtyApprover {
     fn approve<'a>(
         &'a self,
         request: &'a ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
         let question = request.question();
         let tty = self.tty.clone();
         Box::pin(async move {
             let asked = tokio::task::spawn_blocking(move || {
                 let Ok(mut tty) = tty.lock() else {
-                    return false;
+                    return Answer::Unanswered(
+                        "an earlier question left the terminal unusable".into(),
+                    );
                 };
                 let _ = write!(tty, "{question}\n[y/N] ");
                 let mut answer = [0u8; 1];
-                matches!(tty.read(&mut answer), Ok(1) if answer[0] == b'y' || answer[0] == b'Y')
+                match tty.read(&mut answer) {
+                    Ok(1) => Answer::from_yes(answer[0] == b'y' || answer[0] == b'Y'),
+                    Ok(_) => Answer::Unanswered("the terminal closed before an answer".into()),
+                    Err(e) => Answer::Unanswered(format!("the terminal could not be read: {e}")),
+                }
             });
-            asked.await.unwrap_or(false)
+            asked.await.unwrap_or_else(|e| {
+                Answer::Unanswered(format!("the terminal could not be asked: {e}"))
+            })
         })
     }
 }

@@ -1,20 +1,25 @@
-//! The one path every call takes: find -> validate -> gate -> execute -> shape -> record.
-//! Front ends (CLI, MCP, batch API) build a [`CallRequest`] and get a [`CallOutcome`]; they never reach
-//! past this module into the sandbox or the gate.
+//! The one path every call takes: admit -> find -> validate -> gate -> execute -> shape -> record.
+//! Front ends (CLI, MCP, batch API, tasks) build a [`CallRequest`] and get a [`CallOutcome`]; they
+//! never reach past this module into the sandbox or the gate, and never decide an outcome.
 
+mod admission;
 mod checks;
+mod execution;
+mod gate;
 mod health;
 mod pipeline;
 mod quiet;
+mod recorder;
 mod request;
 mod shape;
 mod timing;
 mod view;
 
+pub use self::admission::{Deadline, Stopping, Ticket};
 pub use self::health::ToolsHealth;
 pub use self::pipeline::Pipeline;
 pub use self::request::CallRequest;
 pub use self::timing::StageTimes;
 pub use toolhost_policy::call::{
-    ApprovalRequest, Approver, CallOutcome, CallStatus, ErrorKind, Progress, ProgressSink,
+    Answer, ApprovalRequest, Approver, CallOutcome, CallStatus, ErrorKind, Progress, ProgressSink,
 };

@@ -1,5 +1,5 @@
 //! The call as every front end hands it to the pipeline: the request, with its cancellation,
-//! progress sink and approver. What comes back is a [`CallOutcome`](toolhost_policy::call::CallOutcome).
+//! progress sink, approver, deadline and admission. What comes back is a [`CallOutcome`](toolhost_policy::call::CallOutcome).
 
 use std::sync::Arc;
 
@@ -7,6 +7,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolhost_policy::call::{Approver, ProgressSink};
 use toolhost_policy::caller::Caller;
+
+use super::admission::{Deadline, Ticket};
 
 /// One tool call, from any front end.
 #[derive(Clone, Default)]
@@ -30,4 +32,13 @@ pub struct CallRequest {
     pub caller: Option<Arc<Caller>>,
     /// The span this call's stage spans go under, when telemetry is on.
     pub trace: Option<opentelemetry::Context>,
+    /// The front end's limit on the whole call, approval included; past it the pipeline ends the
+    /// call as `timeout`. `None`: no limit beyond the plugin's own.
+    pub deadline: Option<Deadline>,
+    /// The admission of the batch or task this call is part of ([`Pipeline::admit`]): such a
+    /// call runs even once shutdown has started. Without one, the pipeline admits the call
+    /// itself, or refuses it.
+    ///
+    /// [`Pipeline::admit`]: super::Pipeline::admit
+    pub admitted: Option<Ticket>,
 }

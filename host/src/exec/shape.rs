@@ -184,6 +184,40 @@ pub(super) fn network_notes(notes: &[String]) -> String {
     text
 }
 
+/// The message for a call the caller cancelled.
+pub(super) fn cancelled(tool: &str) -> String {
+    format!("The call to '{tool}' was cancelled.")
+}
+
+/// The message for a call stopped because the daemon shut down before it finished.
+pub(super) fn shut_down(tool: &str) -> String {
+    format!(
+        "toolhost shut down before the call to '{tool}' finished, and stopped it; call the tool \
+         again once toolhost is back."
+    )
+}
+
+/// The message for a call whose approval a person declined.
+pub(super) fn declined(tool: &str) -> String {
+    format!("Permission denied for '{tool}': the user declined the call.")
+}
+
+/// The message for a call whose approval question nobody answered (`why`).
+pub(super) fn unanswered(tool: &str, why: &str) -> String {
+    format!(
+        "The call to '{tool}' needs a person's approval, and none came ({why}), so it did not \
+         run. Nobody declined it: you may call it again to ask again."
+    )
+}
+
+/// The message for a call whose approval was given for another input.
+pub(super) fn mismatched(tool: &str) -> String {
+    format!(
+        "The approval that came with this call to '{tool}' was given for a different input, so \
+         the call did not run. Call the tool again without the earlier answer to be asked anew."
+    )
+}
+
 /// The refusal of a call that could not be recorded, when the policy refuses unaudited calls.
 pub(super) fn audit_unavailable() -> String {
     "toolhost cannot write its audit log and is configured to refuse unaudited calls. \

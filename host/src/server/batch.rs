@@ -15,9 +15,12 @@
 //! arrive, `started` when it runs, `result` when it ends, and the `answer` with how the model's
 //! stream ended.
 //!
-//! A batch is cancelled when the client goes away, when the request timeout passes (the calls
-//! still running are answered as cancelled, and the answer is still sent), and at the end of the
-//! daemon's shutdown grace period. A whole message is read under the read timeout before any of
+//! A batch is cancelled when the client goes away. Its calls share one deadline, the request
+//! timeout, past which the pipeline ends each one still running or not yet started as `timeout`
+//! (and the answer is still sent); the pipeline also stops them at the end of the daemon's
+//! shutdown grace period. Once shutdown has started the pipeline admits no new batch: a whole
+//! message's calls are each refused and recorded as `busy` and answered with `503` and
+//! `Retry-After`; a streamed one gets `503` before any call is read. A whole message is read under the read timeout before any of
 //! this (`server::body`): a client that trickles it is answered 408; a streamed one must show its
 //! format within the read timeout, then may take the request timeout, never stalling longer than
 //! the read timeout between two chunks. Bad requests are answered
@@ -32,7 +35,7 @@ mod stream;
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{DefaultBodyLimit, Query, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
@@ -45,12 +48,13 @@ use self::stream::{Delivery, delivery, stream, stream_opened};
 use super::body::event_stream_framing;
 use super::guard::Guard;
 use super::reply::error;
-use super::shared::{OwnedFlight, Shared};
+use super::shared::Shared;
 use crate::batch::stream::{Decoder, Framing, Limits};
 use crate::batch::{
     self, BatchOptions, BatchReport, CallResult, DEFAULT_CONCURRENCY, Format, FormatChoice,
     ParseError,
 };
+use crate::exec::{Deadline, Stopping};
 use toolhost_policy::caller::Caller;
 use toolhost_policy::config::ServerConfig;
 
@@ -154,12 +158,6 @@ async fn tool_calls(
     query: Result<Query<CallParams>, QueryRejection>,
     body: Body,
 ) -> Response {
-    if api.shared.stopping.is_cancelled() {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "toolhost is shutting down; no new batches",
-        );
-    }
     let Ok(Query(params)) = query else {
         return bad_request("malformed query string");
     };
@@ -228,6 +226,9 @@ async fn tool_calls(
     };
 
     let run = Run::new(&api, caller, &headers, concurrency, Some(batch.calls.len()));
+    if run.options.admitted.is_none() {
+        return refused(run, batch).await;
+    }
     match params.deferred.as_deref() {
         None | Some("false") => {}
         Some("true") => return super::deferred::start(&api.shared, batch, run.options).await,
@@ -257,6 +258,23 @@ async fn tool_calls(
     with_batch_id(response, &batch_id)
 }
 
+/// A whole batch the pipeline admitted no more work for (shutdown): each call is refused and
+/// recorded by it, and the answer, with every call `busy`, comes with `503` and `Retry-After`.
+async fn refused(run: Run, batch: batch::Batch) -> Response {
+    let batch_id = run.batch_id.clone();
+    let report = run.execute(batch, |_| {}).await;
+    let response = (StatusCode::SERVICE_UNAVAILABLE, Json(report.answer())).into_response();
+    with_batch_id(shutting_down(response), &batch_id)
+}
+
+/// `response` with the `Retry-After` a client of a daemon that is shutting down gets.
+fn shutting_down(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
 /// `response` with the batch id header.
 fn with_batch_id(mut response: Response, batch_id: &str) -> Response {
     if let Ok(value) = HeaderValue::from_str(batch_id) {
@@ -284,8 +302,12 @@ async fn streamed_batch(
             "too many streamed batches at once (server.max-concurrent-calls); try again shortly",
         );
     };
-    // Counted in flight from here, so that a shutdown waits for it (and it sees the shutdown).
+    // Admitted from here, so that a shutdown waits for it (and it sees the shutdown); refused
+    // before a call is read once shutdown has started.
     let run = Run::new(&api, caller, headers, concurrency, None);
+    if run.options.admitted.is_none() {
+        return shutting_down(error(StatusCode::SERVICE_UNAVAILABLE, Stopping.to_string()));
+    }
     let decoder = Decoder::with_framing(choice, framing, Limits::default());
     let opening = batch::open(decoder, body.into_data_stream());
     let opened = match tokio::time::timeout(api.read_timeout, opening).await {
@@ -301,24 +323,18 @@ async fn streamed_batch(
             );
         }
     };
-    if api.shared.stopping.is_cancelled() {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "toolhost is shutting down; no new batches",
-        );
-    }
     let batch_id = run.batch_id.clone();
     let response = stream_opened(run.holding(slot), opened, delivery);
     with_batch_id(response, &batch_id)
 }
 
-/// One batch about to run, counted in flight until it is dropped.
+/// One batch about to run, admitted (its ticket in `options`) until it is dropped.
 struct Run {
     api: Api,
     batch_id: String,
     options: BatchOptions,
+    /// Cancelled when the client goes away.
     cancel: CancellationToken,
-    _flight: OwnedFlight,
     /// A streamed batch's place among the streams at once.
     _slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
@@ -359,9 +375,10 @@ impl Run {
                 approver: None,
                 caller: caller.map(|Extension(c)| c),
                 trace,
+                deadline: Some(Deadline::after(api.request_timeout)),
+                admitted: api.shared.pipeline.admit().ok(),
             },
-            cancel: api.shared.calls.child_token(),
-            _flight: api.shared.enter_owned(),
+            cancel: CancellationToken::new(),
             _slot: None,
         }
     }
@@ -372,7 +389,7 @@ impl Run {
         self
     }
 
-    /// Runs the batch, cancelling it when the request timeout passes.
+    /// Runs the batch; its calls end as `timeout` once the request timeout passes.
     async fn execute(
         self,
         batch: batch::Batch,
@@ -391,18 +408,10 @@ impl Run {
         self.bounded(work, |report| report.has_errors()).await
     }
 
-    /// `work`, cancelled when the request timeout passes (and then awaited: every call is still
-    /// answered).
+    /// `work`, with the batch's span ended as it ends. The pipeline ends each call at the
+    /// batch's deadline, so `work` ends by then too.
     async fn bounded<T>(&self, work: impl Future<Output = T>, has_errors: fn(&T) -> bool) -> T {
-        tokio::pin!(work);
-        let done = tokio::select! {
-            done = &mut work => done,
-            () = tokio::time::sleep(self.api.request_timeout) => {
-                tracing::warn!(batch_id = self.batch_id, "the batch took longer than the request timeout; cancelling it");
-                self.cancel.cancel();
-                work.await
-            }
-        };
+        let done = work.await;
         if let Some(cx) = &self.options.trace {
             crate::telemetry::end_span(cx, has_errors(&done).then_some("tool_error"));
         }

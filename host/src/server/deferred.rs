@@ -17,6 +17,7 @@ use toolhost_policy::task::{TaskStatus, owner_of};
 use super::reply::error;
 use super::shared::Shared;
 use crate::batch::{self, BatchOptions};
+use crate::exec::ErrorKind;
 use crate::state::{TaskKind, TaskRecord};
 use crate::tasks::{Finish, NewTask, TaskError};
 
@@ -38,16 +39,20 @@ pub(super) async fn start(
         name: batch.format.as_str().to_owned(),
         ttl: None,
     };
-    let cancel: CancellationToken = shared.calls.child_token();
+    let cancel = CancellationToken::new();
     let token = cancel.clone();
-    let flight = shared.enter_owned();
     let pipeline = shared.pipeline.clone();
-    let stopping = shared.stopping.clone();
+    // A batch answered later outlives its request: no request timeout, but its admission.
+    options.deadline = None;
     let work = move |handle: crate::tasks::TaskHandle| async move {
-        let _flight = flight;
         options.approver = None;
         let report = batch::run(&pipeline, handle.id(), batch, &options, &cancel, |_| {}).await;
-        if cancel.is_cancelled() && stopping.is_cancelled() {
+        let shut_down = pipeline.stopping().is_cancelled()
+            && report
+                .results
+                .iter()
+                .any(|r| r.outcome.error_kind() == Some(ErrorKind::Cancelled));
+        if shut_down {
             return Finish::Cancelled(
                 "toolhost shut down before the batch finished; the calls that ran are in the \
                  audit log"

@@ -27,7 +27,7 @@ use super::routing::unroutable;
 use super::shared::Shared;
 use super::spans::{end_request_span, request_span, traced};
 use super::tasks::{self, AskVia};
-use crate::exec::{Approver, CallRequest, ErrorKind};
+use crate::exec::{Approver, CallRequest, Deadline, ErrorKind};
 use crate::telemetry;
 use toolhost_policy::caller::Caller;
 use toolhost_policy::task::owner_of;
@@ -50,7 +50,7 @@ pub struct McpServer {
 
 impl McpServer {
     pub(crate) fn with_shared(shared: Arc<Shared>, call_deadline: Option<Duration>) -> Self {
-        let calls = shared.calls.clone();
+        let calls = shared.pipeline.shutdown_token();
         Self {
             shared,
             call_deadline,
@@ -73,23 +73,6 @@ impl McpServer {
         let tool = request.name.to_string();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let caller = caller_of(&context);
-        if shared.stopping.is_cancelled() {
-            let refused = CallRequest {
-                tool: tool.clone(),
-                input: arguments,
-                origin: "mcp",
-                caller,
-                ..CallRequest::default()
-            };
-            let outcome = shared.pipeline.refuse(
-                &refused,
-                ErrorKind::Busy,
-                "toolhost is shutting down and accepts no new calls; retry once it is back.".into(),
-            );
-            let era = Era::of(context.protocol_version());
-            return outcome::to_result(&tool, outcome, era).map(Into::into);
-        }
-        let _in_flight = shared.in_flight.enter();
 
         let modern = context
             .protocol_version()
@@ -158,15 +141,12 @@ impl McpServer {
             approver,
             caller,
             trace: trace.clone(),
+            // The pipeline enforces the request timeout itself, so that the client, the audit
+            // log and the stats all see `timeout`.
+            deadline: self.call_deadline.map(Deadline::after),
+            admitted: None,
         };
-        // The pipeline enforces the request timeout itself, so that the client, the audit log and
-        // the stats all see `timeout`.
-        let call = async {
-            match self.call_deadline {
-                Some(limit) => shared.pipeline.call_within(request, limit).await,
-                None => shared.pipeline.call(request).await,
-            }
-        };
+        let call = shared.pipeline.call(request);
         let pump = async {
             match &relay {
                 Some(r) => r.pump().await,
@@ -433,7 +413,7 @@ impl ServerHandler for McpServer {
         let peer = context.peer;
         let mut changes = self.shared.pipeline.registry().subscribe();
         changes.mark_unchanged();
-        let stopping = self.shared.stopping.clone();
+        let stopping = self.shared.pipeline.stopping().clone();
         tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -467,7 +447,7 @@ impl ServerHandler for McpServer {
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
-                () = self.shared.stopping.cancelled() => return Ok(()),
+                () = self.shared.pipeline.stopping().cancelled() => return Ok(()),
                 changed = changes.changed() => {
                     if changed.is_err() {
                         return Ok(());

@@ -258,7 +258,7 @@ async fn health(
     caller: Option<axum::Extension<Arc<toolhost_policy::caller::Caller>>>,
 ) -> Response {
     // Liveness: 200 while the process serves, shutting down included (readiness is `/ready`).
-    let stopping = shared.stopping.is_cancelled();
+    let stopping = shared.pipeline.stopping().is_cancelled();
     let (loaded, rejected) = plugin_counts(&shared);
     let mut body: Value = json!({
         "status": if stopping { "stopping" } else { "ok" },
@@ -266,7 +266,7 @@ async fn health(
         "tools": shared.pipeline.catalog().tools.len(),
         "plugins": { "loaded": loaded, "rejected": rejected },
         "running_calls": shared.pipeline.running(),
-        "calls_in_flight": shared.in_flight.count(),
+        "calls_in_flight": shared.pipeline.in_flight(),
     });
     if probe.is_some() {
         // A probe without a token learns that the daemon lives, not which plugins failed.
@@ -297,7 +297,7 @@ type Gauge = (
 /// and from the start of shutdown (so that the balancer drains this daemon); `/health` stays
 /// liveness.
 async fn ready(State(shared): State<Arc<Shared>>) -> Response {
-    if shared.stopping.is_cancelled() {
+    if shared.pipeline.stopping().is_cancelled() {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             Json(json!({"status": "stopping"})),
@@ -354,7 +354,7 @@ async fn metrics(
         (
             "toolhost_calls_in_flight",
             "MCP tool calls in flight, including those waiting for an approval.",
-            vec![(&[], shared.in_flight.count())],
+            vec![(&[], shared.pipeline.in_flight())],
         ),
         (
             "toolhost_tools",

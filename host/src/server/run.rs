@@ -1,8 +1,8 @@
 //! `toolhost serve`: run the transports, hot reload, and shut down gracefully.
 //!
-//! On SIGINT or SIGTERM, the daemon stops accepting connections and new calls (refusals are
-//! recorded), lets calls in flight finish for `server.shutdown-grace-ms`, then cancels the rest (the
-//! sandbox interrupts them promptly and the pipeline records them as cancelled), and only then closes
+//! On SIGINT or SIGTERM, the pipeline stops admitting new calls (refusals are recorded), lets
+//! work in flight finish for `server.shutdown-grace-ms`, then cancels the rest (the sandbox
+//! interrupts them promptly and the pipeline records them as cancelled), and only then closes
 //! the MCP sessions. When the stdio client closes stdin, its calls are cancelled at once (it is gone;
 //! nobody waits for their answers), and with no HTTP served the daemon exits right after. The audit
 //! log is written per line: every running call has its begin line on disk (in the kernel) before its
@@ -20,11 +20,9 @@ use tokio_util::sync::CancellationToken;
 use super::handler::McpServer;
 use super::http;
 use super::listener::{self, ConnLimits};
-use super::shared::{Server, Shared};
+use super::shared::Server;
 use super::stdio::CancelOnEof;
 
-/// How long cancelled calls get to stop and be recorded after the grace period.
-const CANCEL_WAIT: Duration = Duration::from_secs(5);
 /// How long the transports get to close after the sessions are ended.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
 /// How long the last answers get to reach their clients before the sessions end.
@@ -128,7 +126,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
 
     let stdio_task: Option<JoinHandle<()>> = options.stdio.then(|| {
         // The stdio session's calls are cancelled the moment its client closes stdin.
-        let session_calls = shared.calls.child_token();
+        let session_calls = pipeline.shutdown_token();
         let server = McpServer::with_shared(shared.clone(), None).with_calls(session_calls.clone());
         let (stdin, stdout) = rmcp::transport::stdio_pipes();
         // 2025-11-25 tasks on the wire (see `legacy`): requests renamed in, results amended out.
@@ -156,7 +154,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
 
     stop.cancelled().await;
     watch_stop.cancel();
-    if drain(&shared, config.shutdown_grace).await {
+    if pipeline.drain(config.shutdown_grace).await {
         // Answers to the calls that just ended are on their way to the clients; ending the
         // sessions now would cut their streams before the last message is written.
         tokio::time::sleep(FLUSH_WAIT).await;
@@ -177,40 +175,4 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         tracing::warn!("the stdio session did not close in time");
     }
     Ok(())
-}
-
-/// Refuse new calls, give the running ones `grace` to finish, then cancel what is left.
-/// Returns whether any call was in flight.
-async fn drain(shared: &Shared, grace: Duration) -> bool {
-    shared.stopping.cancel();
-    let running = shared.in_flight.count();
-    if running == 0 {
-        return false;
-    }
-    tracing::info!(
-        running,
-        "waiting up to {} ms for calls in flight",
-        grace.as_millis()
-    );
-    if tokio::time::timeout(grace, shared.in_flight.idle())
-        .await
-        .is_ok()
-    {
-        return true;
-    }
-    tracing::warn!(
-        running = shared.in_flight.count(),
-        "calls still running after the shutdown grace period; cancelling them"
-    );
-    shared.calls.cancel();
-    if tokio::time::timeout(CANCEL_WAIT, shared.in_flight.idle())
-        .await
-        .is_err()
-    {
-        tracing::error!(
-            running = shared.in_flight.count(),
-            "calls did not stop after cancellation; their audit records may be missing"
-        );
-    }
-    true
 }

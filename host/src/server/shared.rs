@@ -1,12 +1,10 @@
-//! State shared by every MCP session, route and transport of one daemon: the pipeline, the calls
-//! in flight, and the shutdown signals, built once ([`Server::new`]). It owns no sockets.
+//! State shared by every MCP session, route and transport of one daemon: the pipeline (which owns
+//! admission and shutdown), approval states and tasks, built once ([`Server::new`]). It owns no
+//! sockets.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 use axum::Router;
 use toolhost_policy::config::ServerConfig;
@@ -68,18 +66,13 @@ impl Server {
     }
 }
 
-/// What every session of one daemon shares.
+/// What every session of one daemon shares. Admission (shutdown, work in flight) and deadlines
+/// are the pipeline's; this holds what only the MCP and HTTP front ends need.
 pub(crate) struct Shared {
-    /// Runs the calls.
+    /// Runs the calls, and decides admission and every outcome.
     pub(crate) pipeline: Arc<Pipeline>,
     /// Seals and opens the `requestState` of 2026-era approvals.
     pub(crate) states: RequestStates,
-    /// Cancelled when shutdown starts: new calls are refused, subscriptions end.
-    pub(crate) stopping: CancellationToken,
-    /// Parent of every call's cancel token; cancelled when the shutdown grace period is over.
-    pub(crate) calls: CancellationToken,
-    /// Calls in flight (including those waiting for an approval).
-    pub(crate) in_flight: InFlight,
     /// How long an approval question may stay unanswered.
     pub(crate) approval_timeout: Duration,
     /// Long calls as tasks, once the state store is open.
@@ -95,9 +88,6 @@ impl Shared {
         Self {
             pipeline,
             states: RequestStates::new(config.state_key.as_ref()),
-            stopping: CancellationToken::new(),
-            calls: CancellationToken::new(),
-            in_flight: InFlight::default(),
             approval_timeout: config.approval_timeout,
             tasks: OnceLock::new(),
             wants_tasks: AtomicBool::new(false),
@@ -107,100 +97,5 @@ impl Shared {
     /// The tasks, once the store is open.
     pub(crate) fn tasks(&self) -> Option<&Arc<Tasks>> {
         self.tasks.get()
-    }
-
-    /// Count a call in flight until the guard drops; the guard may move to another task.
-    pub(crate) fn enter_owned(self: &Arc<Self>) -> OwnedFlight {
-        self.in_flight.count.fetch_add(1, Ordering::SeqCst);
-        OwnedFlight(self.clone())
-    }
-}
-
-/// A call in flight, counted until dropped (see [`Shared::enter_owned`]).
-pub(crate) struct OwnedFlight(Arc<Shared>);
-
-impl Drop for OwnedFlight {
-    fn drop(&mut self) {
-        self.0.in_flight.leave();
-    }
-}
-
-/// Counts calls in flight and wakes whoever waits for none to be left.
-#[derive(Default)]
-pub(crate) struct InFlight {
-    count: AtomicUsize,
-    idle: Notify,
-}
-
-/// Held while a call is in flight.
-pub(crate) struct InFlightGuard<'a>(&'a InFlight);
-
-impl InFlight {
-    /// Count one more call until the guard drops.
-    pub(crate) fn enter(&self) -> InFlightGuard<'_> {
-        self.count.fetch_add(1, Ordering::SeqCst);
-        InFlightGuard(self)
-    }
-
-    fn leave(&self) {
-        if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.idle.notify_waiters();
-        }
-    }
-
-    /// Calls in flight now.
-    pub(crate) fn count(&self) -> usize {
-        self.count.load(Ordering::SeqCst)
-    }
-
-    /// Resolves once no call is in flight.
-    pub(crate) async fn idle(&self) {
-        loop {
-            let notified = self.idle.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.count() == 0 {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-impl Drop for InFlightGuard<'_> {
-    fn drop(&mut self) {
-        self.0.leave();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn idle_resolves_when_the_last_call_ends() {
-        let in_flight = Arc::new(InFlight::default());
-        in_flight.idle().await; // none yet
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let counter = in_flight.clone();
-        let call = tokio::spawn(async move {
-            let _guard = counter.enter();
-            let _ = rx.await;
-        });
-        while in_flight.count() == 0 {
-            tokio::task::yield_now().await;
-        }
-        let waiter = tokio::spawn({
-            let in_flight = in_flight.clone();
-            async move { in_flight.idle().await }
-        });
-        tokio::task::yield_now().await;
-        assert!(!waiter.is_finished());
-        tx.send(()).unwrap();
-        call.await.unwrap();
-        tokio::time::timeout(Duration::from_secs(5), waiter)
-            .await
-            .unwrap()
-            .unwrap();
     }
 }

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolResponse, ClientCapabilities, CreateTaskResult, ErrorCode, ProtocolVersion,
+    CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult, ErrorCode,
+    ProtocolVersion,
 };
 use rmcp::model::{
     DetailedTask, ElicitRequest, ElicitResult, InputRequest, InputRequests, Task as McpTask,
@@ -23,6 +24,7 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 use toolhost_policy::call::{CallStatus, ErrorKind};
 use toolhost_policy::caller::Caller;
 use toolhost_policy::task::{TaskChoice, TaskStatus, TaskSupport};
@@ -30,7 +32,7 @@ use toolhost_policy::task::{TaskChoice, TaskStatus, TaskSupport};
 use super::approval::{self, APPROVAL_KEY, ElicitingApprover};
 use super::outcome::{self, Era};
 use super::shared::Shared;
-use crate::exec::{ApprovalRequest, Approver, CallRequest};
+use crate::exec::{Answer, ApprovalRequest, Approver, CallRequest};
 use crate::state::{TaskKind, TaskRecord};
 use crate::tasks::{Finish, NewTask, TaskError, TaskHandle, Tasks};
 
@@ -65,23 +67,45 @@ pub(super) fn tasks_of(shared: &Shared) -> Result<&Arc<Tasks>, ErrorData> {
     })
 }
 
-/// Start `call` as a task; the record as created.
-pub(super) async fn start(shared: &Arc<Shared>, call: TaskCall) -> Result<TaskRecord, ErrorData> {
+/// How a request to run a call as a task ended.
+pub(super) enum Started {
+    /// The task was created.
+    Task(TaskRecord),
+    /// The pipeline admitted no new work (shutdown): the call was refused, and recorded, without
+    /// a task; its outcome is the answer.
+    Refused(CallToolResult),
+}
+
+/// Start `call` as a task; the record as created, or the call's refusal.
+pub(super) async fn start(shared: &Arc<Shared>, call: TaskCall) -> Result<Started, ErrorData> {
     let tasks = tasks_of(shared)?.clone();
-    let owner = toolhost_policy::task::owner_of(call.caller.as_deref());
+    let request = CallRequest {
+        tool: call.tool.clone(),
+        input: call.arguments,
+        origin: "mcp",
+        caller: call.caller,
+        ..CallRequest::default()
+    };
+    let ticket = match shared.pipeline.admit() {
+        Ok(ticket) => ticket,
+        Err(_) => {
+            // Refused by the pipeline, which records it like any call it refuses.
+            let outcome = shared.pipeline.call(request).await;
+            return outcome::to_result(&call.tool, outcome, call.era).map(Started::Refused);
+        }
+    };
+    let owner = toolhost_policy::task::owner_of(request.caller.as_deref());
     let new = NewTask {
         kind: TaskKind::Tool,
         owner,
         name: call.tool.clone(),
         ttl: call.ttl,
     };
-    let cancel = shared.calls.child_token();
+    let cancel = CancellationToken::new();
     let token = cancel.clone();
-    let flight = shared.enter_owned();
     let shared = shared.clone();
     let approval_timeout = shared.approval_timeout;
     let work = move |handle: TaskHandle| async move {
-        let _flight = flight;
         let approver: Option<Arc<dyn Approver>> = match call.ask {
             AskVia::Task => Some(Arc::new(TaskApprover {
                 handle: handle.clone(),
@@ -99,33 +123,28 @@ pub(super) async fn start(shared: &Arc<Shared>, call: TaskCall) -> Result<TaskRe
                 as toolhost_policy::call::ProgressSink
         };
         let request = CallRequest {
-            tool: call.tool.clone(),
-            input: call.arguments,
             parent_id: Some(handle.id().to_owned()),
-            origin: "mcp",
             progress: Some(progress),
             cancel,
             approver,
-            caller: call.caller,
-            trace: None,
+            admitted: Some(ticket),
+            ..request
         };
         let outcome = shared.pipeline.call(request).await;
         if outcome.status == CallStatus::Failed(ErrorKind::Cancelled) {
-            return Finish::Cancelled(if shared.stopping.is_cancelled() {
-                "toolhost shut down before the task finished; call the tool again".to_owned()
-            } else {
-                "cancelled at its owner's request".to_owned()
-            });
+            // The pipeline says who stopped it: the owner, or the daemon's shutdown.
+            return Finish::Cancelled(outcome.content);
         }
         match outcome::to_result(&call.tool, outcome, call.era) {
             Ok(result) => Finish::Completed(serde_json::to_value(result).unwrap_or_default()),
             Err(e) => Finish::Failed(serde_json::to_value(e).unwrap_or_default()),
         }
     };
-    tasks.spawn(new, token, work).await.map_err(|e| {
+    let record = tasks.spawn(new, token, work).await.map_err(|e| {
         tracing::error!("cannot create a task: {e}");
         ErrorData::internal_error("toolhost could not create the task; retry shortly", None)
-    })
+    })?;
+    Ok(Started::Task(record))
 }
 
 /// How a plain `tools/call` (no 2025 `task` param) meets the tool's task support: `Some` answer
@@ -181,7 +200,10 @@ pub(super) async fn offer(
                 },
                 ttl: None,
             };
-            let record = start(shared, call).await?;
+            let record = match start(shared, call).await? {
+                Started::Task(record) => record,
+                Started::Refused(answer) => return Ok(Some(answer.into())),
+            };
             let poll = tasks_of(shared)?.options().poll_interval;
             Ok(Some(CallToolResponse::Task(CreateTaskResult::new(task(
                 &record, poll,
@@ -238,17 +260,32 @@ impl Approver for TaskApprover {
     fn approve<'a>(
         &'a self,
         request: &'a ApprovalRequest,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send + 'a>> {
         Box::pin(async move {
             let requests = approval_question(request);
-            let answers = self
+            let Some(answers) = self
                 .handle
                 .ask(requests, approval::question(request), self.timeout)
-                .await;
-            answers
-                .and_then(|a| a.get(APPROVAL_KEY).cloned())
-                .and_then(|a| serde_json::from_value::<ElicitResult>(a).ok())
-                .is_some_and(|a| approval::approves(&a))
+                .await
+            else {
+                return Answer::Unanswered(format!(
+                    "no answer came to the task's question, which waits at most {} s",
+                    self.timeout.as_secs()
+                ));
+            };
+            match answers
+                .get(APPROVAL_KEY)
+                .cloned()
+                .map(serde_json::from_value::<ElicitResult>)
+            {
+                Some(Ok(answer)) => Answer::from_yes(approval::approves(&answer)),
+                Some(Err(e)) => Answer::Unanswered(format!(
+                    "the answer to the task's question was not an elicitation result: {e}"
+                )),
+                None => Answer::Unanswered(format!(
+                    "the task's input responses had no answer under {APPROVAL_KEY:?}"
+                )),
+            }
         })
     }
 }
@@ -264,7 +301,7 @@ impl Approver for PeerTaskApprover {
     fn approve<'a>(
         &'a self,
         request: &'a ApprovalRequest,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send + 'a>> {
         Box::pin(async move {
             let requests = approval_question(request);
             self.handle

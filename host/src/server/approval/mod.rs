@@ -25,13 +25,13 @@ use rmcp::model::{
     InputRequest, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec,
     SealOptions,
 };
-use rmcp::service::{Peer, RoleServer};
+use rmcp::service::{Peer, RoleServer, ServiceError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
-use crate::exec::{ApprovalRequest, Approver};
+use crate::exec::{Answer, ApprovalRequest, Approver};
 use crate::state::Store;
 use toolhost_policy::config::StateKey;
 
@@ -108,20 +108,34 @@ impl Approver for ElicitingApprover {
     fn approve<'a>(
         &'a self,
         request: &'a ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
         Box::pin(async move {
             match self
                 .peer
                 .create_elicitation_with_timeout(elicitation(request), Some(self.timeout))
                 .await
             {
-                Ok(answer) => approves(&answer),
+                Ok(answer) => Answer::from_yes(approves(&answer)),
                 Err(e) => {
-                    tracing::warn!(tool = %request.tool, "no approval from the client, denying: {e}");
-                    false
+                    tracing::warn!(tool = %request.tool, "no approval from the client: {e}");
+                    Answer::Unanswered(unanswered(&e, self.timeout))
                 }
             }
         })
+    }
+}
+
+/// Why an elicitation brought no answer, in words for the model and the audit log.
+fn unanswered(e: &ServiceError, timeout: Duration) -> String {
+    match e {
+        ServiceError::Timeout { .. } => format!(
+            "nobody answered the question within {} s",
+            timeout.as_secs()
+        ),
+        ServiceError::TransportClosed | ServiceError::Cancelled { .. } => {
+            "the client went away before answering".to_owned()
+        }
+        other => format!("the client could not put the question: {other}"),
     }
 }
 
@@ -148,7 +162,7 @@ impl Approver for AskClient {
     fn approve<'a>(
         &'a self,
         request: &'a ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
         if let Some(tx) = self
             .questions
             .lock()
@@ -179,12 +193,14 @@ impl Approver for Answered {
     fn approve<'a>(
         &'a self,
         request: &'a ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>> {
-        let same_input = digest(&request.input) == self.input_digest;
-        if !same_input {
-            tracing::warn!(tool = %request.tool, "approval was given for a different input; denying");
-        }
-        Box::pin(std::future::ready(self.approve && same_input))
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+        let answer = if digest(&request.input) == self.input_digest {
+            Answer::from_yes(self.approve)
+        } else {
+            tracing::warn!(tool = %request.tool, "approval was given for a different input; not running");
+            Answer::Mismatched
+        };
+        Box::pin(std::future::ready(answer))
     }
 }
 

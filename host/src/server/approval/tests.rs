@@ -33,7 +33,7 @@ fn round_one(states: &RequestStates, args: &Value) -> String {
     r.request_state.unwrap()
 }
 
-async fn decide(a: &Answered) -> bool {
+async fn decide(a: &Answered) -> Answer {
     a.approve(&ask()).await
 }
 
@@ -48,7 +48,7 @@ async fn accepted_answer_approves_once() {
         .await
         .unwrap()
         .unwrap();
-    assert!(decide(&a).await);
+    assert_eq!(decide(&a).await, Answer::Approved);
     let replay = states
         .answered("write_file", &args, &sealed, Some(&accept))
         .await
@@ -76,7 +76,7 @@ async fn declined_or_unchecked_answer_denies() {
             .await
             .unwrap()
             .unwrap();
-        assert!(!decide(&a).await);
+        assert_eq!(decide(&a).await, Answer::Declined);
     }
 }
 
@@ -156,12 +156,12 @@ async fn retry_without_an_answer_asks_again_and_keeps_the_state_usable() {
 }
 
 #[tokio::test]
-async fn answer_for_another_input_denies() {
+async fn answer_for_another_input_is_mismatched() {
     let a = Answered {
         approve: true,
         input_digest: digest(&json!({"path": "other"})),
     };
-    assert!(!decide(&a).await);
+    assert_eq!(decide(&a).await, Answer::Mismatched);
 }
 
 #[test]

@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Json, Response};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use toolhost_policy::caller::{Access, Caller, Profiles};
+use toolhost_policy::caller::{Access, Caller, NO_PROFILE, Profiles};
 use toolhost_policy::config::{AuthConfig, ServerConfig};
 
 use self::introspect::Introspector;
@@ -132,9 +132,7 @@ impl Authenticator {
             _ => return Err(Refusal::Invalid("the bearer token is not valid".into())),
         };
         if let Access::Denied = self.profiles.access(&caller) {
-            return Err(Refusal::NoProfile(format!(
-                "no [[callers]] profile matches this caller ({caller}); ask the operator for one"
-            )));
+            return Err(Refusal::NoProfile(format!("{NO_PROFILE} ({caller})")));
         }
         Ok(caller)
     }

@@ -86,7 +86,7 @@ where
 {
     let format = opened.format();
     // Shutting down: the stream is read no further (its open calls are cut), what runs finishes.
-    let opened = opened.until(run.api.shared.stopping.clone());
+    let opened = opened.until(run.api.shared.pipeline.stopping().clone());
     streaming(run.cancel.clone(), delivery, move |lines| async move {
         let events = lines.clone();
         let on_progress = move |progress: Progress<'_>| {

@@ -13,7 +13,7 @@ use toolhost_policy::task::{TaskChoice, TaskStatus};
 use crate::server::outcome::Era;
 use crate::server::shared::Shared;
 use crate::server::tasks::{
-    AskVia, TaskCall, legacy_task, start, support_for, task_error, tasks_of,
+    AskVia, Started, TaskCall, legacy_task, start, support_for, task_error, tasks_of,
 };
 
 /// The methods of 2025-11-25 tasks, as they reach the custom-request handler: `tasks/list` and
@@ -94,7 +94,7 @@ pub(crate) async fn answer(
                 }
                 tokio::select! {
                     () = tokio::time::sleep(poll.min(Duration::from_millis(250))) => {}
-                    () = shared.stopping.cancelled() => {
+                    () = shared.pipeline.stopping().cancelled() => {
                         return Err(ErrorData::internal_error(
                             "toolhost is shutting down; ask again once it is back",
                             None,
@@ -173,8 +173,12 @@ pub(crate) async fn answer(
                 ask,
                 ttl,
             };
-            let record = start(shared, call).await?;
-            Ok(json!({ "task": legacy_task(&record, poll) }))
+            match start(shared, call).await? {
+                Started::Task(record) => Ok(json!({ "task": legacy_task(&record, poll) })),
+                // Refused without a task (shutdown): the plain result, as for a tool that does
+                // not run as a task.
+                Started::Refused(answer) => Ok(serde_json::to_value(answer).unwrap_or_default()),
+            }
         }
         other => Err(ErrorData::new(
             ErrorCode::METHOD_NOT_FOUND,

@@ -1,0 +1,109 @@
+//! The one recorder: every outcome, run or refused, leaves here as one end record in the audit
+//! log, one count in the stats and, when telemetry is on, its metrics and stage spans, always with
+//! the caller. Nothing else in the daemon writes a call's end.
+
+use super::pipeline::Pipeline;
+use super::shape::error;
+use super::timing::{StageTimes, Stopwatch};
+use crate::audit::AuditRecord;
+use crate::stats::UNKNOWN_TOOL;
+use crate::telemetry;
+use toolhost_policy::call::{CallOutcome, ErrorKind};
+
+use super::health::Admitted;
+use super::request::CallRequest;
+
+/// What a finished stage hands to the recorder.
+pub(super) struct Finished {
+    pub(super) outcome: CallOutcome,
+    pub(super) fuel: Option<u64>,
+    pub(super) peak_memory: Option<u64>,
+    pub(super) truncated: bool,
+    /// The breaker's admission, when the call was let run: given back with the outcome.
+    pub(super) admitted: Option<Admitted>,
+    /// What the operator should know and the caller was told only in general terms (why a call
+    /// could not be set up: host paths, OS errors), for the audit record.
+    pub(super) detail: Option<String>,
+}
+
+impl Finished {
+    /// A call that ended as `kind` without running, explained by `content`.
+    pub(super) fn failed(call_id: &str, kind: ErrorKind, content: String) -> Self {
+        Self {
+            outcome: error(call_id, kind, content),
+            fuel: None,
+            peak_memory: None,
+            truncated: false,
+            admitted: None,
+            detail: None,
+        }
+    }
+}
+
+/// A call's record and clock from its first moment, before anything about it is decided.
+pub(super) struct Started {
+    pub(super) record: AuditRecord,
+    pub(super) clock: Stopwatch,
+    pub(super) wall_start: Option<std::time::SystemTime>,
+}
+
+impl Pipeline {
+    /// Open the record of `req`: its id, origin, tool, input digest, parent and caller.
+    pub(super) fn start_record(&self, req: &CallRequest) -> Started {
+        let clock = Stopwatch::start();
+        let wall_start = req.trace.as_ref().map(|_| std::time::SystemTime::now());
+        let call_id = AuditRecord::new_call_id();
+        let mut record = self
+            .audit()
+            .begin(&call_id, req.origin, &req.tool, &req.input);
+        record.parent_id = req.parent_id.clone();
+        record.caller = req.caller.as_deref().cloned();
+        Started {
+            record,
+            clock,
+            wall_start,
+        }
+    }
+
+    /// Record how `req` ended, and give the outcome back: the audit line, the stats, telemetry.
+    pub(super) fn record(
+        &self,
+        req: &CallRequest,
+        started: Started,
+        mut finished: Finished,
+    ) -> (CallOutcome, StageTimes) {
+        let Started {
+            mut record,
+            mut clock,
+            wall_start,
+        } = started;
+        let kind = finished.outcome.error_kind();
+        let elapsed = clock.elapsed();
+        record.fuel_used = finished.fuel;
+        record.peak_memory_bytes = finished.peak_memory;
+        record.output_bytes = finished.outcome.content.len() as u64;
+        record.truncated = finished.truncated;
+        record.detail = finished.detail.take();
+        record.finish(kind, elapsed);
+        let _ = self.audit().write(&record); // failures are logged by the writer; `run` refuses when configured to
+        // Metrics are labelled by catalogue names only: a call that found no tool (a made-up or
+        // hidden name, or one refused before the lookup) counts under one fixed label, so that
+        // no client can grow `/metrics` by what it sends. The plugin is named once found.
+        let label = match record.plugin {
+            Some(_) => req.tool.as_str(),
+            None => UNKNOWN_TOOL,
+        };
+        self.stats()
+            .record(label, kind.map_or(Ok(()), Err), elapsed, finished.fuel);
+        clock.mark(super::timing::Stage::Record);
+        let times = clock.finish();
+        if let (Some(parent), Some(started)) = (&req.trace, wall_start) {
+            telemetry::stage_spans(parent, started, &times);
+        }
+        if telemetry::is_on() {
+            let error = kind.map(telemetry::error_type);
+            telemetry::record_call(label, error, finished.fuel, finished.peak_memory);
+        }
+        (finished.outcome, times)
+    }
+}
