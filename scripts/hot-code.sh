@@ -12,3 +12,6 @@ TOOLHOST_HOT_CODE=off cargo build --release -p toolhost --bin toolhost --quiet
 python3 scripts/hot-code.py --toolhost target/release/toolhost --plugins plugins \
     --waiting target/fixtures/hostile.wasm --out host/hot-code.txt
 cargo build --release -p toolhost --bin toolhost --quiet
+# The list just written must match the build it is for: here a stale list fails (elsewhere the
+# layout test only warns about it).
+TOOLHOST_REQUIRE_HOT_CODE=1 cargo test --release -p toolhost --test e2e --quiet -- layout::
