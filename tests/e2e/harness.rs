@@ -80,7 +80,11 @@ pub(crate) fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> 
 /// [`wait_until`] for a condition that yields a value: the first `Some` is returned.
 #[track_caller]
 pub(crate) fn wait_for<T>(what: &str, limit: Duration, found: impl FnMut() -> Option<T>) -> T {
-    poll(limit, found).unwrap_or_else(|| panic!("timed out after {limit:?} waiting for {what}"))
+    // A `match`, not a closure, so that the panic names the caller's line (track_caller).
+    match poll(limit, found) {
+        Some(value) => value,
+        None => panic!("timed out after {limit:?} waiting for {what}"),
+    }
 }
 
 /// [`wait_for`] inside a tokio test.
