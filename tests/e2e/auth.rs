@@ -258,6 +258,8 @@ fn tokens_are_verified_locally_and_each_bad_one_is_refused_with_its_challenge() 
     // The issuer rotates its key mid-run: a token with the new key id is accepted (the JWKS is
     // fetched again), and one from the retired key no longer is. No restart.
     let before = s.issuer.jwks_fetches();
+    // A sleep on purpose: the daemon fetches the JWKS at most once a second, and that second must
+    // pass by the clock before an unknown key id may trigger a fetch.
     std::thread::sleep(std::time::Duration::from_millis(1100));
     s.issuer.rotate("rsa-2", true);
     let rotated = s

@@ -16,7 +16,7 @@ use toolhost::exec::Pipeline;
 use toolhost_policy::config::ServerConfig;
 
 use crate::golden;
-use crate::harness::Env;
+use crate::harness::{EVENT_WAIT, Env, audit_line_at, wait_for_async};
 
 /// The hostile fixture, allowed everything, with a read-write `work/` as its `.`.
 const HOSTILE: &str = "[permissions]\nmode = \"bypass\"\n[plugins.hostile]\ndirs = [{ host = \"work\", mode = \"rw\" }]\n";
@@ -306,9 +306,14 @@ async fn cancelling_a_batch_stops_what_runs_and_answers_the_rest_as_cancelled() 
     let stop = cancel.clone();
     let first_done = Arc::new(tokio::sync::Notify::new());
     let notify = first_done.clone();
+    let log = env.path().join(".toolhost/audit.jsonl");
     tokio::spawn(async move {
         notify.notified().await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Cancel once `spin` runs: its begin line is written as its plugin starts.
+        wait_for_async("the begin line of spin", EVENT_WAIT, || {
+            audit_line_at(&log, |l| l["event"] == "begin" && l["tool"] == "spin")
+        })
+        .await;
         stop.cancel();
     });
     let started = Instant::now();

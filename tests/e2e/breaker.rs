@@ -124,7 +124,8 @@ async fn a_tool_that_keeps_timing_out_is_suspended_tried_again_and_closed() {
     ));
     assert!(metrics.contains("toolhost_call_errors_total{tool=\"sleep\",kind=\"suspended\"} 1"));
 
-    // After the cool-down one trial runs; it succeeds and closes the breaker.
+    // After the cool-down one trial runs; it succeeds and closes the breaker. A sleep on purpose:
+    // the one-second cool-down must pass by the clock.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let (trial, _) = call(&p, "sleep", json!({ "ms": 1 })).await;
     assert_eq!(kind(&trial), "ok", "{}", trial.content);
@@ -138,6 +139,7 @@ async fn a_tool_that_keeps_timing_out_is_suspended_tried_again_and_closed() {
     for _ in 0..3 {
         call(&p, "sleep", slow()).await;
     }
+    // A sleep on purpose: the cool-down again.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let (failed_trial, _) = call(&p, "sleep", slow()).await;
     assert_eq!(kind(&failed_trial), "timeout");

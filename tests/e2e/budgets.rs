@@ -2,12 +2,10 @@
 //! `[engine] open-files`: a hostile call that opens files in a loop while another holds many fails
 //! alone with the reason, the calls around it run, and the budget comes back when calls end.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use crate::daemon::{Daemon, Outcome, record};
-use crate::harness::Env;
+use crate::harness::{EVENT_WAIT, Env, wait_until};
 
 /// The budget for all calls together; the hog takes 41 of it (40 files and its granted folder).
 const CONFIG: &str = "[permissions]\nmode = \"bypass\"\n[engine]\nopen-files = 64\n\
@@ -32,7 +30,9 @@ fn a_call_past_the_global_descriptor_budget_fails_alone_and_the_budget_comes_bac
         "jsonrpc": "2.0", "id": hog, "method": "tools/call",
         "params": { "name": "open_many", "arguments": { "path": "f.txt", "count": 40, "hold_ms": 4000 } }
     }));
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_until("the hog to hold its 40 files", EVENT_WAIT, || {
+        d.open_files("/work/f.txt") >= 40
+    });
 
     // Within its own 1024 handles, but past what the daemon has left: refused with the reason.
     let greedy = d.call("open_many", json!({ "path": "f.txt", "count": 100 }));

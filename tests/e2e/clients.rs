@@ -193,15 +193,16 @@ fn oversized_and_deeply_nested_requests_are_refused_and_serving_goes_on() {
 #[test]
 fn calls_after_shutdown_began_are_refused_as_busy() {
     let env = env("shutdown-grace-ms = 10000\n");
-    let mut d = Daemon::start(&env, &["--no-watch"]);
+    // At info, the daemon logs when its drain begins (new calls refused from then on).
+    let mut d = Daemon::start_env(&env, &["--no-watch"], &[("TOOLHOST_LOG", "info")]);
     let slow = d.id();
     d.send(&json!({
         "jsonrpc": "2.0", "id": slow, "method": "tools/call",
-        "params": { "name": "sleep", "arguments": { "ms": 1500 } }
+        "params": { "name": "sleep", "arguments": { "ms": 3000 } }
     }));
-    std::thread::sleep(Duration::from_millis(400));
+    env.wait_for_begin("the sleep", |l| l["tool"] == "sleep");
     d.signal("TERM");
-    std::thread::sleep(Duration::from_millis(200));
+    d.wait_for_stderr("for calls in flight");
     let o = d.call("echo", json!({ "text": "too late" }));
     o.assert_error("busy", "toolhost is shutting down and accepts no new calls");
     let answer = d.answer(slow);
@@ -476,6 +477,7 @@ fn slow_loris_connections_do_not_stop_the_daemon_serving_others() {
         assert_eq!(answer["result"]["isError"], false, "{answer}");
         assert_eq!(http(addr, "GET", "/health", &[], b"").status, 200);
         worst = worst.max(t.elapsed());
+        // A sleep on purpose: the slow clients' trickle (one byte each per round) is the attack.
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(

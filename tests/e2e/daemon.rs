@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::harness::Env;
+use crate::harness::{EVENT_WAIT, Env, wait_for};
 
 /// How long any one answer may take before a test fails instead of hanging.
 pub(crate) const ANSWER_WAIT: Duration = Duration::from_secs(90);
@@ -293,6 +293,31 @@ impl Daemon {
             .status()
             .unwrap();
         assert!(ok.success());
+    }
+
+    /// Wait (up to [`EVENT_WAIT`]) until the daemon's stderr holds `needle`; returns the stderr.
+    #[track_caller]
+    pub(crate) fn wait_for_stderr(&self, needle: &str) -> String {
+        wait_for(
+            &format!("{needle:?} on the daemon's stderr"),
+            EVENT_WAIT,
+            || {
+                let log = self.stderr();
+                log.contains(needle).then_some(log)
+            },
+        )
+    }
+
+    /// How many descriptors the daemon holds open on files whose path ends with `suffix` (from
+    /// /proc: what a plugin opened through WASI is open in the daemon).
+    pub(crate) fn open_files(&self, suffix: &str) -> usize {
+        let Ok(entries) = std::fs::read_dir(format!("/proc/{}/fd", self.child.id())) else {
+            return 0;
+        };
+        entries
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|target| target.to_string_lossy().ends_with(suffix))
+            .count()
     }
 
     /// The daemon's process id.

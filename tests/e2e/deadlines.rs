@@ -77,6 +77,7 @@ fn trickled_bodies_are_cut_off_on_every_route_while_health_answers() {
         let health = http(addr, "GET", "/health", &[], b"");
         assert_eq!(health.status, 200, "{}", health.text());
         assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+        // A sleep on purpose: the probes' pace over the trickling window, not a wait for an event.
         std::thread::sleep(Duration::from_millis(100));
     }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::daemon::{Daemon, HttpSession, http};
-use crate::harness::Env;
+use crate::harness::{EVENT_WAIT, Env, wait_until};
 use crate::hostile::components::{Component, PAYLOAD, log_then_ok, ok_content, ok_structured};
 
 /// Definitions a0..a{levels}, each an `anyOf` of `fan` references to the next, the last a string.
@@ -120,7 +120,13 @@ fn a_costly_validation_leaves_health_and_other_calls_answering() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(200));
+    // Probe once the costly calls have reached the daemon (or, on a fast machine, already ended).
+    wait_until("the costly calls to be in flight", EVENT_WAIT, || {
+        let health: Value =
+            serde_json::from_slice(&http(addr, "GET", "/health", &[], b"").body).unwrap();
+        health["calls_in_flight"].as_u64() >= Some(cores as u64)
+            || calls.iter().all(|c| c.is_finished())
+    });
     let mut answered = 0;
     while !calls.iter().all(|c| c.is_finished()) && answered < 20 {
         let asked = Instant::now();
@@ -132,6 +138,7 @@ fn a_costly_validation_leaves_health_and_other_calls_answering() {
             asked.elapsed()
         );
         answered += 1;
+        // A sleep on purpose: the probes' pace while the costly calls run, not a wait for them.
         std::thread::sleep(Duration::from_millis(50));
     }
     let o = d.call("echo", json!({"text": "meanwhile"}));
@@ -233,11 +240,7 @@ fn guest_logs_stay_on_one_daemon_log_line() {
     let mut d = Daemon::start_env(&env, &["--no-watch"], &[("TOOLHOST_LOG", "info")]);
     d.call("chatty", json!({})).assert_ok();
     d.call("echo", json!({"text": "after"})).assert_ok();
-    let waited = Instant::now();
-    while !d.stderr().contains("forged") && waited.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let log = d.stderr();
+    let log = d.wait_for_stderr("forged");
     assert!(d.stop().success());
     let lines: Vec<&str> = log.lines().filter(|l| l.contains("forged")).collect();
     assert_eq!(lines.len(), 1, "{log}");

@@ -11,7 +11,7 @@ use toolhost::exec::CallRequest;
 
 use crate::breaker::get;
 use crate::daemon::{Daemon, HttpSession, http, modern_request};
-use crate::harness::Env;
+use crate::harness::{EVENT_WAIT, Env, poll};
 use crate::issuer::{Alg, Issuer, now};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -153,12 +153,9 @@ fn metrics_show_each_caller_only_the_tools_its_profile_lets_it_see() {
     // operator's, so neither sees the unknown names' counter.
     let wide = t.metrics(&ci_token);
     assert!(wide.contains("tool=\"echo\""), "{wide}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut wide = wide;
-    while !wide.contains("tool=\"time\"") && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        wide = t.metrics(&ci_token);
-    }
+    let has_time = |m: &String| m.contains("tool=\"time\"");
+    let wide = poll(EVENT_WAIT, || Some(t.metrics(&ci_token)).filter(has_time))
+        .unwrap_or_else(|| t.metrics(&ci_token));
     assert!(wide.contains("tool=\"time\""), "{wide}");
     assert!(!wide.contains("no-such-tool"), "{wide}");
     drop(t.daemon);
@@ -277,12 +274,8 @@ fn a_grant_that_cannot_be_opened_tells_the_model_nothing_of_the_host() {
     );
     // The log line is read from the daemon's stderr by another thread: wait for it to arrive.
     let logged = |s: &str| s.contains("could not be set up") && s.contains("./work");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut stderr = d.stderr();
-    while !logged(&stderr) && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        stderr = d.stderr();
-    }
+    let stderr =
+        poll(EVENT_WAIT, || Some(d.stderr()).filter(|s| logged(s))).unwrap_or_else(|| d.stderr());
     assert!(logged(&stderr), "{stderr}");
     assert!(d.stop().success());
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::daemon::{Daemon, HttpSession, http, modern_request};
-use crate::harness::Env;
+use crate::harness::{EVENT_WAIT, Env, audit_line_at, wait_until};
 use crate::services::{Haproxy, Postgres};
 
 const KEY: &str = "fleet-test-state-key-0123456789abcdef0123456789";
@@ -73,15 +73,13 @@ fn fleet(test: &str) -> Option<Fleet> {
         audits.push(audit);
     }
     for addr in &addrs {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while http(*addr, "GET", "/ready", &[], b"").status != 200 {
-            assert!(Instant::now() < deadline, "daemon {addr} never ready");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_until(&format!("daemon {addr} to be ready"), EVENT_WAIT, || {
+            http(*addr, "GET", "/ready", &[], b"").status == 200
+        });
     }
     let lb = Haproxy::start(test, &addrs, false)?;
     // HAProxy's first health checks mark the daemons up.
-    std::thread::sleep(Duration::from_millis(1500));
+    lb.wait_until_all_up();
     Some(Fleet {
         env,
         daemons,
@@ -204,7 +202,7 @@ fn a_fleet_shares_tasks_and_approvals_and_survives_a_killed_daemon() {
     // Legacy (initialize-era) sessions live in one daemon: through a balancer that pins the
     // Mcp-Session-Id, every request of a session reaches the daemon that created it.
     let sticky = Haproxy::start("fleet", &f.addrs, true).unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    sticky.wait_until_all_up();
     let mut session = HttpSession::open(sticky.addr, &[]).unwrap();
     for i in 0..6 {
         let answer = session.call("echo_input", json!({"n": i})).unwrap();
@@ -237,7 +235,13 @@ fn a_fleet_shares_tasks_and_approvals_and_survives_a_killed_daemon() {
                 .to_owned(),
         );
     }
-    std::thread::sleep(Duration::from_millis(300));
+    // Kill once every task has begun on some daemon (or was answered at once, as busy).
+    let begun = |id: &String| {
+        f.audits.iter().any(|a| {
+            audit_line_at(a, |l| l["event"] == "begin" && l["parent_id"] == json!(id)).is_some()
+        }) || status(f.addrs[1], id)["status"] != "working"
+    };
+    wait_until("every task to begin", EVENT_WAIT, || ids.iter().all(begun));
     let victim = f.daemons[0].take().unwrap();
     victim.signal("KILL");
     drop(victim);

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use toolhost::exec::Pipeline;
 use toolhost_policy::config::{Config, Overrides, RawConfig};
@@ -26,6 +27,87 @@ pub(crate) fn plugin_file(name: &str) -> PathBuf {
         "{name}.wasm is not built: run scripts/build-plugins.sh first (looked in plugins/ and target/fixtures/)"
     );
     fixture
+}
+
+/// How often [`wait_until`] and its twins look again: short, so the normal path is fast.
+pub(crate) const POLL: Duration = Duration::from_millis(20);
+
+/// A generous bound for waiting on something that normally happens within milliseconds: the
+/// tests run on a loaded two-core CI machine.
+pub(crate) const EVENT_WAIT: Duration = Duration::from_secs(20);
+
+/// Look for `found()` every [`POLL`] until it is `Some`, for at most `limit`; `None` when it never
+/// was. The primitive under [`wait_until`] and [`wait_for`], for a site that builds its own
+/// failure message from the state it saw last.
+pub(crate) fn poll<T>(limit: Duration, mut found: impl FnMut() -> Option<T>) -> Option<T> {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = found() {
+            return Some(value);
+        }
+        if started.elapsed() >= limit {
+            return None;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// [`poll`] inside a tokio test: sleeps between looks without blocking the runtime's threads.
+pub(crate) async fn poll_async<T>(
+    limit: Duration,
+    mut found: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = found() {
+            return Some(value);
+        }
+        if started.elapsed() >= limit {
+            return None;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Wait until `done()` holds, looking every [`POLL`]; after `limit` fail, saying `what` did not
+/// happen. For synchronising with the daemon instead of sleeping (a begin line, `/ready`, a log
+/// line, a file): the test goes on the moment it happened.
+#[track_caller]
+pub(crate) fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    wait_for(what, limit, || done().then_some(()))
+}
+
+/// [`wait_until`] for a condition that yields a value: the first `Some` is returned.
+#[track_caller]
+pub(crate) fn wait_for<T>(what: &str, limit: Duration, found: impl FnMut() -> Option<T>) -> T {
+    // A `match`, not a closure, so that the panic names the caller's line (track_caller).
+    match poll(limit, found) {
+        Some(value) => value,
+        None => panic!("timed out after {limit:?} waiting for {what}"),
+    }
+}
+
+/// [`wait_for`] inside a tokio test.
+pub(crate) async fn wait_for_async<T>(
+    what: &str,
+    limit: Duration,
+    found: impl FnMut() -> Option<T>,
+) -> T {
+    poll_async(limit, found)
+        .await
+        .unwrap_or_else(|| panic!("timed out after {limit:?} waiting for {what}"))
+}
+
+/// The first line of the audit log at `path` that satisfies `matches`, if any yet.
+pub(crate) fn audit_line_at(
+    path: &Path,
+    matches: impl Fn(&serde_json::Value) -> bool,
+) -> Option<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .find(|l| matches(l))
 }
 
 /// A temporary workspace: `plugins/`, `work/` (for grants), `toolhost.toml`.
@@ -109,6 +191,37 @@ impl Env {
             .into_iter()
             .filter(|l| l["event"] != "begin")
             .collect()
+    }
+
+    /// Wait (up to [`EVENT_WAIT`]) until the audit log holds a begin line that satisfies
+    /// `matches`: the call passed the gate and its plugin is starting. Returns the line.
+    #[track_caller]
+    pub(crate) fn wait_for_begin(
+        &self,
+        what: &str,
+        matches: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        wait_for(&format!("the begin line of {what}"), EVENT_WAIT, || {
+            self.audit_lines()
+                .into_iter()
+                .find(|l| l["event"] == "begin" && matches(l))
+        })
+    }
+
+    /// Wait (up to [`EVENT_WAIT`]) until the audit log holds at least `n` begin lines.
+    #[track_caller]
+    pub(crate) fn wait_for_begins(&self, n: usize) {
+        wait_until(
+            &format!("{n} begin lines in the audit log"),
+            EVENT_WAIT,
+            || {
+                self.audit_lines()
+                    .iter()
+                    .filter(|l| l["event"] == "begin")
+                    .count()
+                    >= n
+            },
+        )
     }
 
     /// Every line of the audit log so far: begin lines and end records.

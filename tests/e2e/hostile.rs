@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use self::components::{Component, PAYLOAD, log_then_ok, ok_content};
 use crate::daemon::{Daemon, Outcome, http, record};
-use crate::harness::Env;
+use crate::harness::{EVENT_WAIT, Env, poll, wait_until};
 
 const BASE: &str = "[permissions]\nmode = \"bypass\"\n";
 
@@ -185,19 +185,15 @@ fn a_huge_argument_into_a_host_import_is_cut_and_a_log_flood_is_capped() {
     audited(&env, &o);
     still_serving(&mut d, &env, "log_flood");
     // Give the stderr reader a moment to catch up, then look at what reached the log.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let lines = loop {
-        let log = d.stderr();
-        let lines: Vec<String> = log
+    let logged = || -> Vec<String> {
+        d.stderr()
             .lines()
             .filter(|l| l.contains("hostile log line"))
             .map(String::from)
-            .collect();
-        if lines.len() >= 1001 || Instant::now() > deadline {
-            break lines;
-        }
-        std::thread::sleep(Duration::from_millis(50));
+            .collect()
     };
+    let lines =
+        poll(EVENT_WAIT, || Some(logged()).filter(|l| l.len() >= 1001)).unwrap_or_else(logged);
     assert_eq!(
         lines.len(),
         1 + 1000,
@@ -666,7 +662,9 @@ fn a_guest_holding_every_handle_it_can_open_does_not_starve_other_calls() {
         "jsonrpc": "2.0", "id": hog, "method": "tools/call",
         "params": { "name": "open_many", "arguments": { "path": "f.txt", "count": 1000, "hold_ms": 3000 } }
     }));
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_until("the hog to hold its 1000 handles", EVENT_WAIT, || {
+        d.open_files("/work/f.txt") >= 1000
+    });
     // While the hog holds its handles, another call with a grant, and one without, still run.
     let read = d.call("read", json!({ "path": "f.txt" }));
     let echo = d.call("echo", json!({ "text": "while hogged" }));

@@ -534,7 +534,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 });
             }
             // WouldBlock: nothing pending. Other errors (e.g. a connection reset before accept)
-            // are transient; both just poll again.
+            // are transient; both just poll again (the poll interval of a non-blocking accept).
             Err(_) => std::thread::sleep(ACCEPT_POLL),
         }
     }

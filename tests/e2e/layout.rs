@@ -1,9 +1,11 @@
 //! The code of the daemon's everyday path sits together, ahead of the rest (host/build.rs), and
-//! the list that names it (host/hot-code.txt) still names the code this build has.
+//! the list that names it (host/hot-code.txt) still names the code this build has: a layout that
+//! is missing fails; a stale list warns (and fails only with TOOLHOST_REQUIRE_HOT_CODE=1).
 
 #![cfg(all(target_os = "linux", target_env = "gnu"))]
 
 use std::collections::HashSet;
+use std::io::Write;
 
 use object::{Object, ObjectSection, ObjectSymbol};
 
@@ -50,11 +52,26 @@ fn everyday_code_is_placed_together_and_its_list_is_current() {
         .collect();
     let found = listed.iter().filter(|k| present.contains(*k)).count();
     // A list written from another build or profile matches about 95% (generic instances and
-    // inlining differ); far fewer means the everyday path moved: run scripts/hot-code.sh.
-    assert!(
-        found * 10 >= listed.len() * 8,
-        "host/hot-code.txt is stale: {found} of its {} functions are in this build; \
-         run scripts/hot-code.sh",
-        listed.len()
-    );
+    // inlining differ); far fewer means the everyday path moved. That costs some speed, not
+    // correctness, and is fixed by regenerating the list: a warning, so that a refactor elsewhere is
+    // not blocked by it, and a failure only where the list must be current (TOOLHOST_REQUIRE_HOT_CODE,
+    // which scripts/hot-code.sh sets to check the list it just wrote).
+    if found * 10 < listed.len() * 8 {
+        let stale = format!(
+            "host/hot-code.txt is stale: only {found} of its {} functions ({} %) are in this build, \
+             where a current list matches about 95 % (80 % at least); the everyday path moved. \
+             Run scripts/hot-code.sh (about 5 min on 2 cores) and commit host/hot-code.txt.",
+            listed.len(),
+            found * 100 / listed.len().max(1)
+        );
+        assert!(
+            std::env::var_os("TOOLHOST_REQUIRE_HOT_CODE").is_none_or(|v| v.is_empty() || v == "0"),
+            "{stale} (failing because TOOLHOST_REQUIRE_HOT_CODE is set)"
+        );
+        // Straight to the process's stderr: the test harness would hide eprintln! of a passing test.
+        let _ = writeln!(
+            std::io::stderr(),
+            "WARNING: {stale} Set TOOLHOST_REQUIRE_HOT_CODE=1 to make this fail."
+        );
+    }
 }

@@ -45,15 +45,6 @@ fn start_sleep(d: &mut Daemon, ms: u64) -> u64 {
     id
 }
 
-/// Waits (bounded) until the audit log holds `n` begin lines.
-fn wait_for_begins(env: &Env, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while begins(env).len() < n {
-        assert!(Instant::now() < deadline, "{:?}", env.audit_lines());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn begins(env: &Env) -> Vec<Value> {
     env.audit_lines()
         .into_iter()
@@ -70,6 +61,8 @@ fn an_idle_daemon_stays_idle_after_its_plugins_are_read_and_still_reloads_on_cha
         std::fs::read(entry.unwrap().path()).unwrap();
     }
     assert!(env.run(&["list"]).status.success());
+    // Sleeps on purpose: a second for the reads to have any effect they would have, then the
+    // ten-second window the idle CPU is measured over. Nothing happens to wait for: that is the test.
     std::thread::sleep(Duration::from_secs(1));
     let (before, started) = (cpu_ticks(d.pid()), Instant::now());
     std::thread::sleep(Duration::from_secs(10));
@@ -104,7 +97,7 @@ fn closing_stdin_cancels_calls_in_flight_and_exits_within_a_second() {
     let env = env("");
     let mut d = Daemon::start(&env, &["--no-watch"]);
     start_sleep(&mut d, 15_000);
-    wait_for_begins(&env, 1);
+    env.wait_for_begins(1);
     let closed = Instant::now();
     d.close_stdin();
     let status = d.wait(Duration::from_secs(10));
@@ -122,14 +115,15 @@ fn closing_stdin_cancels_calls_in_flight_and_exits_within_a_second() {
 #[test]
 fn a_kill_right_after_sigterm_leaves_every_running_call_recorded() {
     let env = env("shutdown-grace-ms = 5000\n");
-    let mut d = Daemon::start(&env, &["--no-watch"]);
+    // At info, the daemon logs when its drain begins: the moment to kill it.
+    let mut d = Daemon::start_env(&env, &["--no-watch"], &[("TOOLHOST_LOG", "info")]);
     for _ in 0..3 {
         start_sleep(&mut d, 15_000);
     }
     // Accepted and running: each call's plugin has started, which is also when it was recorded.
-    std::thread::sleep(Duration::from_millis(700));
+    env.wait_for_begins(3);
     d.signal("TERM");
-    std::thread::sleep(Duration::from_millis(100));
+    d.wait_for_stderr("for calls in flight");
     d.signal("KILL");
     d.wait(Duration::from_secs(10));
     assert_eq!(begins(&env).len(), 3, "{:?}", env.audit_lines());

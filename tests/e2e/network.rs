@@ -123,12 +123,14 @@ fn serve(stream: TcpStream, port: u16, log: &Mutex<Vec<Seen>>) -> std::io::Resul
             out.write_all(b"0\r\n\r\n")
         }
         "/slow" => {
+            // A sleep on purpose: a server that stalls, for the plugin's request timeout.
             std::thread::sleep(Duration::from_secs(5));
             respond(&mut out, "200 OK", "text/plain", "", b"too late")
         }
         "/slow-body" => {
             out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 1000\r\nconnection: close\r\n\r\nstarted...")?;
             out.flush()?;
+            // A sleep on purpose: a body that stalls midway, for the plugin's read timeout.
             std::thread::sleep(Duration::from_secs(5));
             out.write_all(&[b'z'; 990])
         }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolhost::exec::{Answer, ApprovalRequest, Approver, CallOutcome, CallRequest, Pipeline};
 
-use crate::harness::Env;
+use crate::harness::{EVENT_WAIT, Env, audit_line_at, wait_for_async};
 
 fn req(tool: &str, input: Value) -> CallRequest {
     CallRequest {
@@ -234,17 +234,10 @@ async fn a_call_waiting_for_approval_is_recorded_before_the_answer_comes() {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
     };
-    let started = std::time::Instant::now();
-    let begin = loop {
-        if let Some(b) = lines().into_iter().find(|l| l["event"] == "begin") {
-            break b;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "no begin line while asking"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let begin = wait_for_async("a begin line while asking", EVENT_WAIT, || {
+        lines().into_iter().find(|l| l["event"] == "begin")
+    })
+    .await;
     assert_eq!(begin["decision"]["kind"], "asking", "{begin}");
     assert!(!env.work().join("a.txt").exists());
     later.0.notify_one();
@@ -404,22 +397,28 @@ async fn cancellation_stops_a_running_plugin_promptly() {
     let p = env.pipeline(64).await;
     let cancel = CancellationToken::new();
     let c = cancel.clone();
+    let log = env.path().join(".toolhost/audit.jsonl");
+    let (cancelled_tx, cancelled_at) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Cancel once the plugin runs: its begin line is written as it starts.
+        wait_for_async("the begin line of spin", EVENT_WAIT, || {
+            audit_line_at(&log, |l| l["event"] == "begin")
+        })
+        .await;
+        let _ = cancelled_tx.send(std::time::Instant::now());
         c.cancel();
     });
-    let started = std::time::Instant::now();
     let o = p
         .call(CallRequest {
             cancel,
             ..req("spin", json!({}))
         })
         .await;
+    let took = cancelled_at.await.unwrap().elapsed();
     assert_kind(&o, "cancelled", "cancelled");
     assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
+        took < Duration::from_secs(2),
+        "stopped {took:?} after the cancel"
     );
     assert_eq!(env.audit().pop().unwrap()["outcome"], "cancelled");
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::harness::service;
+use crate::harness::{EVENT_WAIT, poll, service};
 
 /// A loopback port free a moment ago, for servers that cannot report a port they picked themselves.
 pub(crate) fn free_port() -> u16 {
@@ -303,6 +303,8 @@ fn runuser() -> PathBuf {
 pub(crate) struct Haproxy {
     /// The frontend clients connect to, on 127.0.0.1.
     pub(crate) addr: SocketAddr,
+    /// HAProxy's own statistics page (`/stats;csv`): each server's state and last check.
+    stats: SocketAddr,
     child: Child,
     /// `haproxy.cfg` and `haproxy.log`.
     dir: tempfile::TempDir,
@@ -317,12 +319,13 @@ impl Haproxy {
     pub(crate) fn start(test: &str, backends: &[SocketAddr], sticky: bool) -> Option<Haproxy> {
         let bin = service("haproxy", test)?;
         let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let stats = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let dir = tempfile::Builder::new()
             .prefix("toolhost-haproxy-")
             .tempdir()
             .unwrap();
         let cfg = dir.path().join("haproxy.cfg");
-        let text = haproxy_config(addr, backends, sticky);
+        let text = haproxy_config(addr, stats, backends, sticky);
         std::fs::write(&cfg, &text).unwrap();
         let check = Command::new(&bin)
             .arg("-c")
@@ -349,7 +352,12 @@ impl Haproxy {
             .stderr(log)
             .spawn()
             .unwrap();
-        let mut proxy = Haproxy { addr, child, dir };
+        let mut proxy = Haproxy {
+            addr,
+            stats,
+            child,
+            dir,
+        };
         let started = Instant::now();
         while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
             if let Some(status) = proxy.child.try_wait().unwrap() {
@@ -368,6 +376,40 @@ impl Haproxy {
         Some(proxy)
     }
 
+    /// Wait (up to [`EVENT_WAIT`]) until a health check has passed for every backend and HAProxy
+    /// counts them all up: from then on, requests are balanced over all of them.
+    #[track_caller]
+    pub(crate) fn wait_until_all_up(&self) {
+        let up = || {
+            let csv = crate::daemon::http(self.stats, "GET", "/stats;csv", &[], b"").text();
+            let mut lines = csv.lines();
+            let header: Vec<&str> = lines.next()?.trim_start_matches("# ").split(',').collect();
+            let field = |name: &str| header.iter().position(|h| *h == name);
+            let (px, sv, status, check) = (
+                field("pxname")?,
+                field("svname")?,
+                field("status")?,
+                field("check_status")?,
+            );
+            let servers: Vec<Vec<&str>> = lines
+                .map(|l| l.split(',').collect::<Vec<&str>>())
+                .filter(|f| f.get(px) == Some(&"daemons") && f.get(sv) != Some(&"BACKEND"))
+                .collect();
+            (!servers.is_empty()
+                && servers
+                    .iter()
+                    .all(|f| f.get(status) == Some(&"UP") && f.get(check) == Some(&"L7OK")))
+            .then_some(())
+        };
+        if poll(EVENT_WAIT, up).is_none() {
+            panic!(
+                "HAProxy did not check every backend up within {EVENT_WAIT:?}:\n{}\n{}",
+                crate::daemon::http(self.stats, "GET", "/stats;csv", &[], b"").text(),
+                self.log()
+            );
+        }
+    }
+
     /// What HAProxy wrote so far: one line per request (`daemons/dN` says which daemon served it),
     /// servers going up and down, warnings. For assertion messages.
     pub(crate) fn log(&self) -> String {
@@ -383,7 +425,12 @@ impl Drop for Haproxy {
 }
 
 /// The config: no chroot, user or daemon mode (a test's child process); the log to stderr.
-fn haproxy_config(front: SocketAddr, backends: &[SocketAddr], sticky: bool) -> String {
+fn haproxy_config(
+    front: SocketAddr,
+    stats: SocketAddr,
+    backends: &[SocketAddr],
+    sticky: bool,
+) -> String {
     let mut text = format!(
         "global\n\
          \x20   maxconn 1000\n\
@@ -402,6 +449,11 @@ fn haproxy_config(front: SocketAddr, backends: &[SocketAddr], sticky: bool) -> S
          frontend mcp\n\
          \x20   bind {front}\n\
          \x20   default_backend daemons\n\
+         \n\
+         frontend stats\n\
+         \x20   bind {stats}\n\
+         \x20   stats enable\n\
+         \x20   stats uri /stats\n\
          \n\
          backend daemons\n\
          \x20   balance roundrobin\n\

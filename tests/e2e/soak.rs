@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::daemon::{Daemon, HttpSession};
-use crate::harness::Env;
+use crate::harness::{EVENT_WAIT, Env, poll};
 
 /// The hostile tools' breakers are off: the soak is about the sandbox containing every hostile call,
 /// which a breaker would answer "suspended" without running after three (`breaker::*` tests that).
@@ -242,7 +242,24 @@ fn soak_under_faults() {
     let attack_secs = attack_started.elapsed().as_secs_f64();
     done.store(true, Ordering::Relaxed);
     let replaced = replacer.join().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // Measure once the daemon is done with every call: none running, and each answered call's
+    // audit record written (the answer can reach the client first). A shortfall is reported by
+    // the assertions below, with the whole report.
+    let answered_ids: HashSet<String> = calm.call_ids.union(&attack.call_ids).cloned().collect();
+    let _ = poll(EVENT_WAIT, || {
+        let health: Value =
+            serde_json::from_slice(&crate::daemon::http(addr, "GET", "/health", &[], b"").body)
+                .unwrap_or_default();
+        let logged: HashSet<String> = env
+            .audit()
+            .iter()
+            .filter_map(|r| r["call_id"].as_str().map(String::from))
+            .collect();
+        (health["running_calls"] == 0
+            && health["calls_in_flight"] == 0
+            && answered_ids.is_subset(&logged))
+        .then_some(())
+    });
     let after = rss(d.pid());
 
     let records = env.audit();
@@ -250,7 +267,6 @@ fn soak_under_faults() {
         .iter()
         .map(|r| r["call_id"].as_str().unwrap().to_string())
         .collect();
-    let answered_ids: HashSet<String> = calm.call_ids.union(&attack.call_ids).cloned().collect();
     let report = json!({
         "calls": { "requested": calls, "calm": calm_calls, "answered": calm.answered + attack.answered },
         "clients": clients,

@@ -17,7 +17,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::batch::serve;
-use crate::harness::{Env, root};
+use crate::harness::{EVENT_WAIT, Env, audit_line_at, poll_async, root, wait_for_async};
 
 /// echo and the hostile fixture, allowed everything, with a read-write `work/` as its `.`.
 const CONFIG: &str = "[permissions]\nmode = \"bypass\"\n[plugins.hostile]\ndirs = [{ host = \"work\", mode = \"rw\" }]\n";
@@ -110,9 +110,11 @@ async fn replay_http_stalling(
         for (i, event) in events.into_iter().enumerate() {
             if stall == Some(i) {
                 let _ = sent_tx.send((Instant::now(), SystemTime::now()));
+                // A sleep on purpose: the stall itself is what the read timeout is tested against.
                 tokio::time::sleep(Duration::from_secs(5)).await;
                 return;
             }
+            // A sleep on purpose: the gap between events is the model's pace being replayed.
             tokio::time::sleep(GAP).await;
             if tx.send(Ok(event.into_bytes())).await.is_err() {
                 return;
@@ -411,6 +413,7 @@ fn replay_cli(env: &Env, events: Vec<String>) -> (Vec<(Instant, Value)>, Instant
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         for event in events {
+            // A sleep on purpose: the gap between events is the model's pace being replayed.
             std::thread::sleep(GAP);
             stdin.write_all(event.as_bytes()).unwrap();
             stdin.flush().unwrap();
@@ -610,12 +613,21 @@ async fn a_client_that_goes_away_mid_stream_leaves_one_audit_line_per_call() {
     ]);
     // The first call whole and the write's start, then the client vanishes.
     let (response, batch_id, tx) = post_unfinished(addr, &stream[..5]).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (log, batch) = (env.path().join(".toolhost/audit.jsonl"), batch_id.clone());
+    wait_for_async(
+        "the begin line of the stream's first call",
+        EVENT_WAIT,
+        || {
+            audit_line_at(&log, |l| {
+                l["event"] == "begin" && l["parent_id"] == batch.as_str()
+            })
+        },
+    )
+    .await;
     drop(response);
     drop(tx);
     // Every call the stream began ends, each with one begin and one end line at most.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let ends = loop {
+    let ended = || {
         let lines: Vec<Value> = env
             .audit_lines()
             .into_iter()
@@ -627,15 +639,14 @@ async fn a_client_that_goes_away_mid_stream_leaves_one_audit_line_per_call() {
             .cloned()
             .collect();
         let begins = lines.iter().filter(|r| r["event"] == "begin").count();
-        if ends.len() == 2 && begins <= ends.len() {
-            break ends;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "calls left unrecorded: {lines:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        (ends.len() == 2 && begins <= ends.len()).then_some(ends)
     };
+    let ends = poll_async(EVENT_WAIT, ended).await.unwrap_or_else(|| {
+        panic!(
+            "calls left unrecorded after {EVENT_WAIT:?}: {:#?}",
+            env.audit_lines()
+        )
+    });
     let mut ids: Vec<&str> = ends
         .iter()
         .map(|r| r["call_id"].as_str().unwrap())
@@ -662,11 +673,11 @@ async fn a_shutdown_stops_reading_the_stream_and_records_every_call_it_began() {
     ]);
     // The sleep whole, then the echo's start: the model is still writing when the daemon stops.
     let (response, batch_id, tx) = post_unfinished(addr, &stream[..5]).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !env.audit_lines().iter().any(|l| l["event"] == "begin") {
-        assert!(Instant::now() < deadline, "the sleep never began");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let log = env.path().join(".toolhost/audit.jsonl");
+    wait_for_async("the begin line of the sleep", EVENT_WAIT, || {
+        audit_line_at(&log, |l| l["event"] == "begin")
+    })
+    .await;
     d.signal("TERM");
     let body = response.text().await.unwrap_or_default();
     drop(tx);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::daemon::{Daemon, HttpSession, modern_request};
-use crate::harness::Env;
+use crate::harness::{EVENT_WAIT, Env, wait_until};
 use crate::issuer::{Alg, Issuer, now};
 
 const TASK_CONFIG: &str = r#"
@@ -148,7 +148,7 @@ fn a_task_is_cancelled_and_the_audit_agrees() {
         json!({"name": "sleep", "arguments": {"ms": 30000}}),
     );
     let id = created["result"]["taskId"].as_str().unwrap().to_owned();
-    std::thread::sleep(Duration::from_millis(300));
+    env.wait_for_begin("the task's call", |l| l["parent_id"] == json!(id));
     let ack = modern(addr, "tasks/cancel", json!({"taskId": id}));
     assert!(ack.get("error").is_none(), "{ack}");
     let ended = wait_for(addr, &id, &["cancelled", "completed", "failed"], None);
@@ -292,6 +292,7 @@ fn results_expire_after_their_ttl() {
     );
     let id = created["result"]["taskId"].as_str().unwrap().to_owned();
     wait_for(addr, &id, &["completed"], None);
+    // A sleep on purpose: the result's one-second TTL must run out by the clock.
     std::thread::sleep(Duration::from_millis(1500));
     let gone = modern(addr, "tasks/get", json!({"taskId": id}));
     assert_eq!(gone["error"]["code"], -32602, "{gone}");
@@ -354,7 +355,7 @@ fn the_embedded_store_keeps_results_across_a_kill_and_fails_what_was_running() {
         json!({"name": "sleep", "arguments": {"ms": 30000}}),
     );
     let slow = slow["result"]["taskId"].as_str().unwrap().to_owned();
-    std::thread::sleep(Duration::from_millis(200));
+    env.wait_for_begin("the slow task's call", |l| l["parent_id"] == json!(slow));
     daemon.signal("KILL");
     drop(daemon);
 
@@ -436,7 +437,10 @@ fn async_batches_answer_at_once_and_keep_the_ordered_answer() {
 
 #[test]
 fn ready_tells_a_balancer_when_to_send_traffic() {
-    let (_env, daemon, addr) = start(TASK_CONFIG);
+    // A grace and a call long enough that the daemon is surely still draining when /ready is read.
+    let (env, daemon, addr) = start(&format!(
+        "{TASK_CONFIG}\n[server]\nshutdown-grace-ms = 60000\n"
+    ));
     assert_eq!(
         crate::daemon::http(addr, "GET", "/ready", &[], b"").status,
         200
@@ -449,18 +453,13 @@ fn ready_tells_a_balancer_when_to_send_traffic() {
     let _running = modern(
         addr,
         "tools/call",
-        json!({"name": "sleep", "arguments": {"ms": 3000}}),
+        json!({"name": "sleep", "arguments": {"ms": 30000}}),
     );
+    env.wait_for_begin("the sleep", |l| l["tool"] == "sleep");
     daemon.signal("TERM");
-    let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
-        let r = crate::daemon::http(addr, "GET", "/ready", &[], b"");
-        if r.status == 503 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "/ready stayed {}", r.status);
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until("/ready to answer 503 while draining", EVENT_WAIT, || {
+        crate::daemon::http(addr, "GET", "/ready", &[], b"").status == 503
+    });
 }
 
 #[test]

@@ -116,8 +116,17 @@ fn spans_and_metrics_reach_an_otlp_receiver_with_the_mcp_conventions() {
         message.to_string().as_bytes(),
     );
     assert_eq!(reply.status, 200, "{}", reply.text());
-    // Let a metrics export or two happen, then stop: shutdown flushes the rest.
-    std::thread::sleep(std::time::Duration::from_millis(600));
+    // Wait for a periodic metrics export with the call counter, then stop: shutdown flushes the rest.
+    crate::harness::wait_until(
+        "a periodic metrics export with toolhost.calls",
+        crate::harness::EVENT_WAIT,
+        || {
+            receiver
+                .received()
+                .iter()
+                .any(|r| r["kind"] == "metric" && r["name"] == "toolhost.calls")
+        },
+    );
     assert!(d.stop().success());
 
     let got = receiver.received();

@@ -108,11 +108,26 @@ class Workspace:
     def write_config(self, extra: str = "", grace_ms: int = 5000) -> None:
         self.config.write_text(BASE_CONFIG.format(cache=self.cache, grace=grace_ms) + extra)
 
-    def audit_records(self) -> list[dict[str, Any]]:
+    def audit_lines(self) -> list[dict[str, Any]]:
+        """Every line of the audit log so far: begin lines and end records."""
         if not self.audit.exists():
             return []
-        lines = [json.loads(line) for line in self.audit.read_text().splitlines() if line.strip()]
-        return [record for record in lines if record.get("event") != "begin"]
+        return [json.loads(line) for line in self.audit.read_text().splitlines() if line.strip()]
+
+    def audit_records(self) -> list[dict[str, Any]]:
+        return [record for record in self.audit_lines() if record.get("event") != "begin"]
+
+    async def wait_for_begin(self, predicate, timeout: float = 20.0) -> dict[str, Any]:
+        """The first begin line matching `predicate`: the call passed the gate and its plugin is
+        starting. Instead of sleeping until a call "surely" runs."""
+        found: list[dict[str, Any]] = []
+
+        def begun() -> bool:
+            found[:] = [l for l in self.audit_lines() if l.get("event") == "begin" and predicate(l)][:1]
+            return bool(found)
+
+        await wait_until("a matching begin line in the audit log", begun, timeout)
+        return found[0]
 
     async def wait_for_audit(self, predicate, timeout: float = 10.0) -> dict[str, Any]:
         """The first audit record matching `predicate`; polls without blocking the event loop."""
@@ -123,6 +138,16 @@ class Workspace:
                     return record
             await anyio.sleep(0.05)
         raise AssertionError(f"no matching audit record in {self.audit_records()}")
+
+
+async def wait_until(what: str, condition, timeout: float = 20.0, interval: float = 0.02) -> None:
+    """Poll `condition()` every `interval` without blocking the event loop until it holds; after
+    `timeout` (generous: CI is a loaded 2-core machine) fail, naming `what` did not happen."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await anyio.sleep(interval)
 
 
 @pytest.fixture
@@ -170,17 +195,23 @@ async def connect(
     *,
     daemon: Daemon | None = None,
     headers: dict[str, str] | None = None,
+    on_http_response: Any = None,
     **client_kwargs: Any,
 ) -> AsyncIterator[Client]:
-    """A connected client: over stdio (a fresh child process) or HTTP (a fresh daemon unless given)."""
+    """A connected client: over stdio (a fresh child process) or HTTP (a fresh daemon unless given).
+    Over HTTP, `on_http_response` (an async httpx hook) sees every response the client receives."""
     own: Daemon | None = None
     if transport == "stdio":
         server: Any = stdio_params(ws)
     else:
         if daemon is None:
             daemon = own = Daemon(ws)
-        if headers:
-            server = streamable_http_client(daemon.url, http_client=create_mcp_http_client(headers=headers))
+        if headers or on_http_response:
+            http_client = create_mcp_http_client(headers=headers)
+            if on_http_response is not None:
+                hooks = http_client.event_hooks
+                http_client.event_hooks = {**hooks, "response": [*hooks["response"], on_http_response]}
+            server = streamable_http_client(daemon.url, http_client=http_client)
         else:
             server = daemon.url
     try:

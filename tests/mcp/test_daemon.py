@@ -137,7 +137,7 @@ async def test_sigterm_lets_running_calls_finish(ws, daemons):
                     results.append(await client.call_tool("sleep", {"ms": 1500}))
 
                 tg.start_soon(slow)
-                await anyio.sleep(0.5)
+                await ws.wait_for_begin(lambda l: l["tool"] == "sleep")
                 d.signal(signal.SIGTERM)
     except Exception:  # noqa: BLE001
         # Hanging up may fail once the daemon is gone (session DELETE, stream reconnect); the
@@ -164,7 +164,7 @@ async def test_sigterm_cancels_calls_still_running_after_the_grace_period(ws, da
                         pass  # the stream may close before or after the cancelled result
 
                 tg.start_soon(spin)
-                await anyio.sleep(0.5)
+                await ws.wait_for_begin(lambda l: l["tool"] == "spin")
                 started = anyio.current_time()
                 d.signal(signal.SIGTERM)
                 code = await anyio.to_thread.run_sync(d.wait)

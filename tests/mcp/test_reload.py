@@ -31,9 +31,20 @@ async def test_legacy_session_hears_list_changed(ws, era):
         if isinstance(message, types.ServerNotification) and message.method == "notifications/tools/list_changed":
             changed.set()
 
-    async with connect(ws, transport, mode, message_handler=on_message) as client:
+    # Over HTTP the session's notifications come on the stream the client opens with a GET after
+    # the handshake: wait until the daemon answered it. Over stdio they share stdout; nothing to open.
+    stream_open = anyio.Event()
+
+    async def on_http_response(response) -> None:
+        if response.request.method == "GET" and response.status_code == 200:
+            stream_open.set()
+
+    if transport == "stdio":
+        stream_open.set()
+    async with connect(ws, transport, mode, message_handler=on_message, on_http_response=on_http_response) as client:
         assert "late_echo" not in await names(client)
-        await anyio.sleep(0.3)  # let the session open its notification stream
+        with anyio.fail_after(20):
+            await stream_open.wait()
         ws.add_plugin(PLUGINS / "echo.wasm", name="late")
         with anyio.fail_after(20):
             await changed.wait()
@@ -61,7 +72,12 @@ async def test_broken_replacement_keeps_the_old_version_serving(ws):
         assert "echo" in await names(client)
         (ws.plugins / "echo.wasm").write_bytes(b"\0asm garbage")
         ws.add_plugin(FIXTURES / "bad_schema.wasm", name="bad")
-        await anyio.sleep(1.5)
+        # A good plugin after the broken files: a reload rescans the whole folder, so once it serves,
+        # the daemon has also seen (and refused) what was written before it.
+        ws.add_plugin(PLUGINS / "echo.wasm", name="late")
+        with anyio.fail_after(20):
+            while "late_echo" not in await names(client):
+                await anyio.sleep(0.05)
         assert "echo" in await names(client)
         r = await client.call_tool("echo", {"text": "old"})
         assert r.structured_content == {"text": "old"}

@@ -85,7 +85,7 @@ async def test_a_2025_client_runs_a_tool_as_a_task(ws, transport):
     assert record["tool"] == "sleep" and record["outcome"] == "ok"
     cancelled_record = await ws.wait_for_audit(lambda r: r.get("parent_id") == running.task.task_id)
     assert cancelled_record["error_kind"] == "cancelled"
-    await anyio.sleep(0)
+    await anyio.sleep(0)  # a zero-length checkpoint, not a timed wait
 
 
 class TaskHandle(types.Result):
@@ -123,6 +123,7 @@ class TasksExtension(ClientExtension):
             self.seen.append(raw)
             if raw["status"] in ("completed", "failed", "cancelled"):
                 break
+            # A sleep on purpose: a client polls at the interval the server asks for.
             await anyio.sleep((handle.poll_interval_ms or 200) / 1000)
         assert raw["status"] == "completed", raw
         return types.CallToolResult.model_validate(raw["result"])

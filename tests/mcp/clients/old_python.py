@@ -64,16 +64,20 @@ async def exercise(session: ClientSession, workdir: Path, label: str) -> None:
     request_id = session._request_id  # the id the next request gets
     async with anyio.create_task_group() as tg:
         tg.start_soon(session.call_tool, "sleep", {"ms": 20000})
-        await anyio.sleep(1.0)
+
+        def lines() -> list[dict]:
+            return [json.loads(l) for l in audit.read_text().splitlines() if l.strip()] if audit.exists() else []
+
+        # Cancel once the call runs: its begin line is written as its plugin starts.
+        with anyio.fail_after(20):
+            while not any(r.get("event") == "begin" and r.get("tool") == "sleep" for r in lines()):
+                await anyio.sleep(0.02)
         params = types.CancelledNotificationParams(requestId=request_id, reason="the user gave up")
         await session.send_notification(
             types.ClientNotification(types.CancelledNotification(method="notifications/cancelled", params=params))
         )
         with anyio.fail_after(10):
-            while not any(
-                r.get("tool") == "sleep" and r.get("outcome") == "cancelled"
-                for r in (json.loads(l) for l in audit.read_text().splitlines() if l.strip())
-            ):
+            while not any(r.get("tool") == "sleep" and r.get("outcome") == "cancelled" for r in lines()):
                 await anyio.sleep(0.1)
         tg.cancel_scope.cancel()
     print(f"python mcp 1.12 {label}: handshake, list, call, invalid arguments, unknown tool, progress, cancellation: ok")

@@ -125,6 +125,7 @@ fn sleep(args: &Args) -> Res {
     let steps = args.opt_u64("steps")?.unwrap_or(1).max(1);
     let start = Instant::now();
     for step in 1..=steps {
+        // A sleep on purpose: sleeping is this tool's job (its input says how long).
         std::thread::sleep(std::time::Duration::from_millis(ms / steps));
         if steps > 1 {
             host::progress(step, Some(steps), &format!("slept part {step} of {steps}"));
@@ -478,6 +479,7 @@ fn open_many(args: &Args) -> Res {
     }
     let opened = handles.len();
     if let Some(ms) = args.opt_u64("hold_ms")? {
+        // A sleep on purpose: holding the handles for `hold_ms` is what the tool is asked to do.
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
     black_box(&handles);

@@ -117,6 +117,7 @@ impl Guest for Conformance {
             "test_tool_with_progress" => {
                 for (i, done) in [0, 50, 100].into_iter().enumerate() {
                     if i > 0 {
+                        // A sleep on purpose: the tool's own work, spaced so progress arrives apart.
                         std::thread::sleep(std::time::Duration::from_millis(50));
                     }
                     host::progress(done, Some(100), &format!("{done} of 100"));
