@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 use toolhost::batch::{self, BatchOptions, BatchReport, Format, FormatChoice};
 use toolhost::exec::Pipeline;
@@ -483,67 +482,46 @@ pub(crate) async fn serve(pipeline: Arc<Pipeline>, server: &ServerConfig) -> Soc
     addr
 }
 
-/// One HTTP/1.1 request on a fresh connection, read to the end (chunked bodies decoded).
+/// The batch API's routes, driven without a socket: nothing these tests check depends on one
+/// (the streamed and disconnect tests in `streaming` use [`serve`]).
+fn app(pipeline: Arc<Pipeline>, server: &ServerConfig) -> axum::Router {
+    toolhost::server::Server::new(pipeline, server.clone()).batch_router()
+}
+
+/// One request through `app`, its body read to the end.
 async fn request(
-    addr: SocketAddr,
+    app: &axum::Router,
     method: &str,
     path: &str,
     headers: &[(&str, &str)],
     body: &str,
 ) -> Reply {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
+    use tower::ServiceExt;
+    let mut request = axum::http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("Host", "127.0.0.1:8750");
     for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
+        request = request.header(*k, *v);
     }
-    stream
-        .write_all(format!("{head}\r\n{body}").as_bytes())
-        .await
-        .unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut raw))
+    let request = request.body(axum::body::Body::from(body.to_owned())).unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(30), app.clone().oneshot(request))
         .await
         .unwrap()
         .unwrap();
-    let text = String::from_utf8(raw).unwrap();
-    let (head, mut body) = text.split_once("\r\n\r\n").unwrap();
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    let chunked = headers
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
         .iter()
-        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
-    let body = if chunked {
-        let mut out = String::new();
-        loop {
-            let (size, rest) = body.split_once("\r\n").unwrap();
-            let size = usize::from_str_radix(size.trim(), 16).unwrap();
-            if size == 0 {
-                break out;
-            }
-            out.push_str(&rest[..size]);
-            body = &rest[size + 2..];
-        }
-    } else {
-        body.to_string()
-    };
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_owned()))
+        .collect();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
     Reply {
         status,
         headers,
-        body,
+        body: String::from_utf8(bytes.to_vec()).unwrap(),
     }
 }
 
@@ -551,10 +529,10 @@ async fn request(
 async fn http_answers_a_batch_in_the_api_shape() {
     let env = Env::new(&["echo", "math"], "");
     let p = Arc::new(env.pipeline(64).await);
-    let addr = serve(p, &env.config().server).await;
+    let app = app(p, &env.config().server);
     let input = std::fs::read_to_string(golden::path("batch/anthropic.input.json")).unwrap();
     let reply = request(
-        addr,
+        &app,
         "POST",
         "/v1/tool-calls",
         &[("Content-Type", "application/json")],
@@ -574,7 +552,7 @@ async fn http_answers_a_batch_in_the_api_shape() {
         .collect();
     assert_eq!(records.len(), 7);
 
-    let reply = request(addr, "GET", "/v1/tools?format=openai-responses", &[], "").await;
+    let reply = request(&app, "GET", "/v1/tools?format=openai-responses", &[], "").await;
     assert_eq!(reply.status, 200);
     assert_eq!(
         reply.json(),
@@ -592,7 +570,7 @@ async fn http_answers_a_batch_in_the_api_shape() {
             "expected ndjson or sse",
         ),
     ] {
-        let reply = request(addr, "POST", path, &[], body).await;
+        let reply = request(&app, "POST", path, &[], body).await;
         assert_eq!(reply.status, 400, "{path}: {}", reply.body);
         assert!(
             reply.json()["error"].as_str().unwrap().contains(needle),
@@ -600,7 +578,7 @@ async fn http_answers_a_batch_in_the_api_shape() {
             reply.body
         );
     }
-    let reply = request(addr, "GET", "/v1/tools", &[], "").await;
+    let reply = request(&app, "GET", "/v1/tools", &[], "").await;
     assert_eq!(reply.status, 400);
     assert!(reply.body.contains("pass the format"));
 }
@@ -609,13 +587,13 @@ async fn http_answers_a_batch_in_the_api_shape() {
 async fn http_streams_results_as_they_complete_then_the_ordered_answer() {
     let env = Env::new(&["echo", "hostile"], HOSTILE);
     let p = Arc::new(env.pipeline(64).await);
-    let addr = serve(p, &env.config().server).await;
+    let app = app(p, &env.config().server);
     let message = json!([
         { "type": "function_call", "call_id": "slow", "name": "sleep", "arguments": "{\"ms\":600}" },
         { "type": "function_call", "call_id": "fast", "name": "echo", "arguments": "{\"text\":\"quick\"}" },
     ]);
     let reply = request(
-        addr,
+        &app,
         "POST",
         "/v1/tool-calls",
         &[("Accept", "application/x-ndjson")],
@@ -656,7 +634,7 @@ async fn http_streams_results_as_they_complete_then_the_ordered_answer() {
     assert_eq!(ids, [&json!("slow"), &json!("fast")]);
 
     let reply = request(
-        addr,
+        &app,
         "POST",
         "/v1/tool-calls?stream=sse",
         &[],
@@ -680,22 +658,22 @@ async fn http_applies_the_token_body_limit_and_request_timeout() {
     server.token = Some("sesame".into());
     server.max_body_bytes = 1024;
     server.request_timeout = Duration::from_millis(500);
-    let addr = serve(p, &server).await;
+    let app = app(p, &server);
     let message = anthropic(&[("a", "echo", json!({ "text": "hi" }))]).to_string();
 
-    let reply = request(addr, "POST", "/v1/tool-calls", &[], &message).await;
+    let reply = request(&app, "POST", "/v1/tool-calls", &[], &message).await;
     assert_eq!(reply.status, 401);
-    let reply = request(addr, "GET", "/v1/tools?format=anthropic", &[], "").await;
+    let reply = request(&app, "GET", "/v1/tools?format=anthropic", &[], "").await;
     assert_eq!(reply.status, 401);
     let auth = [("Authorization", "Bearer sesame")];
     assert_eq!(
-        request(addr, "POST", "/v1/tool-calls", &auth, &message)
+        request(&app, "POST", "/v1/tool-calls", &auth, &message)
             .await
             .status,
         200
     );
     let reply = request(
-        addr,
+        &app,
         "POST",
         "/v1/tool-calls",
         &[
@@ -709,7 +687,7 @@ async fn http_applies_the_token_body_limit_and_request_timeout() {
 
     let big = anthropic(&[("a", "echo", json!({ "text": "x".repeat(2048) }))]).to_string();
     assert_eq!(
-        request(addr, "POST", "/v1/tool-calls", &auth, &big)
+        request(&app, "POST", "/v1/tool-calls", &auth, &big)
             .await
             .status,
         413
@@ -722,7 +700,7 @@ async fn http_applies_the_token_body_limit_and_request_timeout() {
     ])
     .to_string();
     let started = Instant::now();
-    let reply = request(addr, "POST", "/v1/tool-calls", &auth, &slow).await;
+    let reply = request(&app, "POST", "/v1/tool-calls", &auth, &slow).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert!(started.elapsed() < Duration::from_secs(5));
     let content = &reply.json()["content"];

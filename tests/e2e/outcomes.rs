@@ -191,12 +191,12 @@ fn a_batch_past_the_request_timeout_ends_as_timeout_everywhere() {
     );
     let addr = d.http.unwrap();
     let auth = bearer();
-    // `spin` runs until stopped; `echo` is exclusive too, so it would start only after it.
+    // `spin` runs until stopped; `sleep` (not read-only either) may start only after it ends.
     let message = json!({
         "role": "assistant",
         "content": [
             {"type": "tool_use", "id": "s", "name": "spin", "input": {}},
-            {"type": "tool_use", "id": "e", "name": "echo", "input": {"text": "late"}}
+            {"type": "tool_use", "id": "e", "name": "sleep", "input": {"ms": 10}}
         ]
     });
     let reply = http(
@@ -217,9 +217,9 @@ fn a_batch_past_the_request_timeout_ends_as_timeout_everywhere() {
         assert!(text.contains("request timeout of 1.5 s"), "{body}");
     }
     assert_eq!(errors_counted(addr, "spin", "timeout"), 1);
-    assert_eq!(errors_counted(addr, "echo", "timeout"), 1);
+    assert_eq!(errors_counted(addr, "sleep", "timeout"), 1);
     assert!(d.stop().success());
-    for tool in ["spin", "echo"] {
+    for tool in ["spin", "sleep"] {
         let records = ends(&env, tool);
         assert_eq!(records.len(), 1, "{records:?}");
         assert_eq!(records[0]["error_kind"], "timeout", "{records:?}");
