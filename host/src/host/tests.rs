@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use toolhost_policy::config::{Config, Overrides, RawConfig};
+use toolhost_policy::config::{Config, Overrides, RawConfig, StateStore};
 
 use super::Host;
 
@@ -40,9 +40,14 @@ async fn a_daemon_host_opens_its_store_and_shutdown_stops_the_heartbeat() {
 #[tokio::test]
 async fn an_unreachable_database_is_waited_for_until_shutdown() {
     let dir = tempfile::tempdir().unwrap();
-    // Nothing listens on port 1: the store is pending, not an error.
-    let text = "[state]\nurl = \"postgres://toolhost@127.0.0.1:1/toolhost?sslmode=disable\"\n";
-    let host = Host::open_daemon(config(dir.path(), text)).await.unwrap();
+    // Nothing listens on port 1: the store is pending, not an error. (Set past the config's checks,
+    // which also want the key that daemons sharing a database share.)
+    let mut config = config(dir.path(), "");
+    config.state = StateStore::Postgres {
+        url: "postgres://toolhost@127.0.0.1:1/toolhost?sslmode=disable".into(),
+        ca_file: None,
+    };
+    let host = Host::open_daemon(config).await.unwrap();
     assert!(host.tasks().is_none());
     let _server = host.server();
     tokio::time::timeout(Duration::from_secs(1), host.shutdown())
