@@ -7,10 +7,9 @@ use serde_json::Value;
 
 use super::{Failure, print_json, usage};
 use toolhost::audit::{self, Filter};
-use toolhost::host::HostError;
+use toolhost::host::Host;
 use toolhost::registry::{PluginStatus, Registry};
-use toolhost::sandbox::Sandbox;
-use toolhost_policy::config::{Config, EngineOptions};
+use toolhost_policy::config::Config;
 use toolhost_policy::text::one_line;
 
 /// `list`: the tools with their plugin, hints and grants, then every rejected plugin and hidden tool.
@@ -153,13 +152,11 @@ pub(super) fn inspect(file: &std::path::Path) -> Result<u8, Failure> {
         what: file.display().to_string(),
         source,
     })?;
-    // The file alone, whatever the config says of the engine: an engine of its own, not a host's.
-    let sandbox = Sandbox::new(&EngineOptions::default()).map_err(HostError::from)?;
     let mut out = std::io::stdout().lock();
     // Every name here comes from the file: shown escaped.
     let shown = file.display().to_string();
     let shown = one_line(&shown);
-    match sandbox.inspect(&bytes) {
+    match Host::inspect(&bytes)? {
         Err(e) => {
             writeln!(out, "{shown}: {}", one_line(&e.to_string()))?;
             Ok(1)

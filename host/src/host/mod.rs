@@ -17,12 +17,12 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::{AuditError, AuditLog};
 use crate::exec::Pipeline;
 use crate::registry::{Registry, RegistryError};
-use crate::sandbox::{Sandbox, SandboxError};
+use crate::sandbox::{Inspection, Sandbox, SandboxError};
 use crate::server::{ServeError, ServeOptions, Server};
 use crate::state::StateError;
 use crate::tasks::Tasks;
 use crate::telemetry::{Telemetry, TelemetryError};
-use toolhost_policy::config::Config;
+use toolhost_policy::config::{Config, EngineOptions};
 
 use self::store::{Background, TaskStore};
 
@@ -77,6 +77,15 @@ impl Host {
     pub async fn open_registry(config: Config) -> Result<Registry, HostError> {
         let sandbox = Sandbox::new(&config.engine_options())?;
         Ok(Registry::open(Arc::new(sandbox), Arc::new(config)).await?)
+    }
+
+    /// What a component imports and exports, and whether it fits the contract, judged by an
+    /// engine of its own with default options: `toolhost inspect` looks at the file alone, not at
+    /// a host's config. The outer error is the engine's; the inner one says why the file is not a
+    /// component at all.
+    pub fn inspect(component: &[u8]) -> Result<Result<Inspection, SandboxError>, HostError> {
+        let sandbox = Sandbox::new(&EngineOptions::default())?;
+        Ok(sandbox.inspect(component))
     }
 
     /// A host that runs calls: the pipeline over `config`'s plugins, recording to its audit log
