@@ -9,11 +9,15 @@
 //! CLI) hands it a request; the pipeline finds the tool in the [`registry`], validates and gates the
 //! input with the policy, runs it in the [`sandbox`] (a fresh wasmtime store with only what the
 //! plugin's grants allow), shapes the result for a model, and has [`audit`] record it. [`host`] is
-//! the one place that wires a sandbox, registry, audit log and pipeline from a config.
+//! the one place that wires a daemon from a config: its [`host::Host`] owns the sandbox, registry,
+//! audit log, pipeline, state store, telemetry and shutdown, and serves through [`server`]; the CLI,
+//! the tests and the benchmarks open the same `Host`.
 //!
-//! Dependencies point down: server -> exec -> {registry, sandbox, audit, stats} -> policy. Only
-//! [`sandbox`] knows wasmtime; only [`server`] knows MCP and turns outcomes into wire errors; nothing
-//! imports the server or the CLI, and the policy crate knows none of them (the compiler checks it).
+//! Dependencies point down: host -> server -> exec -> {registry, sandbox, audit, stats} -> policy,
+//! with [`system`] (the cores) a leaf any layer may read. Only [`sandbox`] knows wasmtime; only
+//! [`server`] knows MCP and turns outcomes into wire errors; nothing below [`host`] imports it,
+//! nothing but the host imports the server, nothing imports the CLI, and the policy crate knows
+//! none of them (the compiler checks it).
 //! [`distribution`] brings plugins from registries into a local store, which the registry loads
 //! from offline. [`state`] keeps what must outlive a request (task records and results) in SQLite
 //! or a PostgreSQL shared by many daemons; [`tasks`] runs long calls in the background over it.
@@ -29,5 +33,6 @@ pub mod scaffold;
 pub mod server;
 pub mod state;
 pub mod stats;
+pub mod system;
 pub mod tasks;
 pub mod telemetry;

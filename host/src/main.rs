@@ -1,4 +1,5 @@
-//! The `toolhost` binary: parse flags, log to stderr, run the command, map errors to exit codes.
+//! The `toolhost` binary: parse flags, log to stderr, run the command, turn its failure into a
+//! message and the exit code the failure's type maps to ([`cli::Failure::exit_code`]).
 
 mod cli;
 
@@ -27,7 +28,7 @@ fn main() -> ExitCode {
     // A worker per core, as tokio's default, from the count the daemon asks for once (unless
     // TOKIO_WORKER_THREADS says otherwise, which tokio reads itself).
     if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
-        builder.worker_threads(toolhost::host::cores());
+        builder.worker_threads(toolhost::system::cores());
     }
     let runtime = match builder.enable_all().build() {
         Ok(r) => r,
@@ -38,10 +39,15 @@ fn main() -> ExitCode {
     };
     let code = match runtime.block_on(cli.run()) {
         Ok(code) => ExitCode::from(code),
-        Err(f) => {
-            let message = format!("{:#}", f.error);
-            eprintln!("toolhost: {}", toolhost_policy::text::multi_line(&message));
-            ExitCode::from(f.code)
+        Err(failure) => {
+            let code = failure.exit_code();
+            // Exit 0 for a failure is a reader that closed stdout: nothing worth saying.
+            if code != 0 {
+                // The failure and its causes, one after another, as anyhow shows a chain.
+                let message = format!("{:#}", anyhow::Error::from(failure));
+                eprintln!("toolhost: {}", toolhost_policy::text::multi_line(&message));
+            }
+            ExitCode::from(code)
         }
     };
     // Every call has been answered and recorded by now. A blocking thread still busy may be stuck in

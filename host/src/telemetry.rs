@@ -38,7 +38,10 @@ static ON: AtomicBool = AtomicBool::new(false);
 #[error("cannot start OpenTelemetry export: {0}")]
 pub struct TelemetryError(String);
 
-/// The exporters, until [`Telemetry::shutdown`] flushes them.
+/// The exporters, until [`Telemetry::shutdown`] flushes them. The daemon's
+/// [`Host`](crate::host::Host) owns this value, and so when export starts and ends; the spans and
+/// instruments the pipeline and the server record into are reached through OpenTelemetry's
+/// process-wide providers (and [`is_on`]), so that the hot path needs no handle.
 pub struct Telemetry {
     traces: SdkTracerProvider,
     metrics: SdkMeterProvider,

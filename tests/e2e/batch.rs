@@ -102,7 +102,7 @@ fn kinds(report: &BatchReport) -> Vec<&str> {
 #[tokio::test]
 async fn answers_each_format_as_its_golden_file() {
     let env = Env::new(&["echo", "math"], "");
-    let p = Arc::new(env.pipeline(64).await);
+    let p = env.pipeline(64).await;
     for format in Format::ALL {
         let input = golden::read_json(&format!("batch/{format}.input.json"));
         let report = run(&p, &input).await;
@@ -119,7 +119,7 @@ async fn answers_each_format_as_its_golden_file() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_first_call_still_comes_first() {
     let env = Env::new(&["echo", "hostile"], HOSTILE);
-    let p = Arc::new(env.pipeline(64).await);
+    let p = env.pipeline(64).await;
     let message = anthropic(&[
         ("slow", "sleep", json!({ "ms": 600 })),
         ("fast1", "echo", json!({ "text": "a" })),
@@ -150,7 +150,7 @@ async fn a_slow_first_call_still_comes_first() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_only_calls_overlap_and_writes_overlap_nothing() {
     let env = Env::new(&["hostile"], HOSTILE);
-    let p = Arc::new(env.pipeline(64).await);
+    let p = env.pipeline(64).await;
     let sleep = || json!({ "ms": 300 });
     let message = anthropic(&[
         ("r0", "sleep", sleep()),
@@ -197,7 +197,7 @@ async fn read_only_calls_overlap_and_writes_overlap_nothing() {
 #[tokio::test]
 async fn the_concurrency_limit_caps_each_group() {
     let env = Env::new(&["hostile"], HOSTILE);
-    let p = Arc::new(env.pipeline(64).await);
+    let p = env.pipeline(64).await;
     let calls: Vec<(String, Value)> = (0..4)
         .map(|i| (format!("s{i}"), json!({ "ms": 250 })))
         .collect();
@@ -232,7 +232,7 @@ async fn the_concurrency_limit_caps_each_group() {
 #[tokio::test]
 async fn invalid_json_arguments_fail_that_call_alone() {
     let env = Env::new(&["echo", "math"], "");
-    let p = Arc::new(env.pipeline(64).await);
+    let p = env.pipeline(64).await;
     let message = json!({ "role": "assistant", "tool_calls": [
         { "id": "a", "type": "function", "function": { "name": "echo", "arguments": "{\"text\":\"before\"}" } },
         { "id": "b", "type": "function", "function": { "name": "calc", "arguments": "{\"op\":\"add\",\"a\":1" } },
@@ -266,7 +266,7 @@ async fn invalid_json_arguments_fail_that_call_alone() {
 #[tokio::test]
 async fn an_unknown_tool_in_the_middle_fails_alone() {
     let env = Env::new(&["echo", "math"], "");
-    let p = Arc::new(env.pipeline(64).await);
+    let p = env.pipeline(64).await;
     let message = anthropic(&[
         ("1", "echo", json!({ "text": "x" })),
         ("2", "eccho", json!({ "text": "y" })),
@@ -290,7 +290,7 @@ async fn an_unknown_tool_in_the_middle_fails_alone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_batch_stops_what_runs_and_answers_the_rest_as_cancelled() {
     let env = Env::new(&["echo", "hostile"], HOSTILE);
-    let p = Arc::new(env.pipeline(64).await);
+    let p = env.pipeline(64).await;
     let message = anthropic(&[
         ("done", "echo", json!({ "text": "first" })),
         ("spin", "spin", json!({})),
@@ -528,7 +528,7 @@ async fn request(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_answers_a_batch_in_the_api_shape() {
     let env = Env::new(&["echo", "math"], "");
-    let p = Arc::new(env.pipeline(64).await);
+    let p = env.pipeline(64).await;
     let app = app(p, &env.config().server);
     let input = std::fs::read_to_string(golden::path("batch/anthropic.input.json")).unwrap();
     let reply = request(
@@ -586,7 +586,7 @@ async fn http_answers_a_batch_in_the_api_shape() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_streams_results_as_they_complete_then_the_ordered_answer() {
     let env = Env::new(&["echo", "hostile"], HOSTILE);
-    let p = Arc::new(env.pipeline(64).await);
+    let p = env.pipeline(64).await;
     let app = app(p, &env.config().server);
     let message = json!([
         { "type": "function_call", "call_id": "slow", "name": "sleep", "arguments": "{\"ms\":600}" },
@@ -653,7 +653,7 @@ async fn http_streams_results_as_they_complete_then_the_ordered_answer() {
 #[tokio::test]
 async fn http_applies_the_token_body_limit_and_request_timeout() {
     let env = Env::new(&["echo", "hostile"], HOSTILE);
-    let p = Arc::new(env.pipeline(64).await);
+    let p = env.pipeline(64).await;
     let mut server = env.config().server;
     server.token = Some("sesame".into());
     server.max_body_bytes = 1024;

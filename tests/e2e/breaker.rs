@@ -4,7 +4,6 @@
 //! it fails; other tools never notice. The state is in the audit log, `/health` and `/metrics`, and
 //! a tool that fails often says so in its error results.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -64,7 +63,7 @@ pub(crate) async fn get(addr: std::net::SocketAddr, path: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_that_keeps_timing_out_is_suspended_tried_again_and_closed() {
     let env = Env::new(&["hostile"], CONFIG);
-    let p = Arc::new(env.pipeline(16).await);
+    let p = env.pipeline(16).await;
     let app = toolhost::server::Server::new(p.clone(), env.config().server).router();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -156,7 +155,7 @@ async fn a_tool_that_keeps_timing_out_is_suspended_tried_again_and_closed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failures_that_are_not_the_tools_fault_never_suspend_it() {
     let env = Env::new(&["hostile"], CONFIG);
-    let p = Arc::new(env.pipeline(16).await);
+    let p = env.pipeline(16).await;
     // Invalid input, three times and more: the tool never ran, so nothing is counted.
     for _ in 0..5 {
         let (out, _) = call(&p, "sleep", json!({ "ms": "soon" })).await;
@@ -184,7 +183,7 @@ async fn a_breaker_is_configured_per_tool_and_can_be_off() {
          [plugins.hostile.tools.spin.breaker]\ndisabled = true\n"
     );
     let env = Env::new(&["hostile"], &config);
-    let p = Arc::new(env.pipeline(16).await);
+    let p = env.pipeline(16).await;
     let (first, _) = call(&p, "sleep", json!({ "ms": 5000 })).await;
     assert_eq!(kind(&first), "timeout");
     let (refused, _) = call(&p, "sleep", json!({ "ms": 1 })).await;

@@ -141,3 +141,34 @@ fn audit_summarizes_and_filters() {
     let out = env.run(&["audit"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("echo"));
 }
+
+#[test]
+fn a_closed_stdout_exits_0_without_a_message() {
+    // As in `toolhost list | head -1`: the reader has what it wanted and went away. Here it goes
+    // away before the first line, so that every command below meets the closed pipe.
+    let env = Env::new(&["echo", "fs"], "");
+    env.call("echo", json!({ "text": "a" })).assert_ok();
+    let commands: [&[&str]; 5] = [
+        &["list"],
+        &["list", "--json"],
+        &["audit"],
+        &["audit", "--records"],
+        &["call", "echo", "--input", r#"{"text":"b"}"#],
+    ];
+    for args in commands {
+        let mut child = env
+            .command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(
+            !err.contains("toolhost:") && !err.contains("panicked") && !err.contains("pipe"),
+            "{args:?}: {err}"
+        );
+    }
+}

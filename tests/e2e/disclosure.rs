@@ -4,7 +4,6 @@
 //! be set up tells the model nothing of the host, and the operator everything.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolhost::exec::CallRequest;
@@ -17,7 +16,7 @@ use crate::issuer::{Alg, Issuer, now};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn made_up_tool_names_never_grow_the_metrics() {
     let env = Env::new(&["echo"], "");
-    let p = Arc::new(env.pipeline(16).await);
+    let p = env.pipeline(16).await;
     let app = toolhost::server::Server::new(p.clone(), env.config().server).router();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use toolhost::exec::Pipeline;
+use toolhost::host::Host;
 use toolhost_policy::config::{Config, Overrides, RawConfig};
 
 /// The repository root.
@@ -143,12 +146,16 @@ impl Env {
         Config::from_raw(raw, self.path(), &Overrides::default()).unwrap()
     }
 
-    /// The library pipeline over this workspace, `max_calls` at once: for tests that drive it
-    /// in-process (stage by stage, progress, approvals) rather than through the binary.
-    pub(crate) async fn pipeline(&self, max_calls: usize) -> Pipeline {
-        toolhost::host::open(self.config(), max_calls)
-            .await
-            .unwrap()
+    /// The host over this workspace, as `toolhost call` and `batch` open it (the daemon adds its
+    /// state store and telemetry), `max_calls` at once.
+    pub(crate) async fn host(&self, max_calls: usize) -> Host {
+        Host::open(self.config(), max_calls).await.unwrap()
+    }
+
+    /// The pipeline of [`Self::host`]: for tests that drive it in-process (stage by stage,
+    /// progress, approvals) rather than through the binary.
+    pub(crate) async fn pipeline(&self, max_calls: usize) -> Arc<Pipeline> {
+        self.host(max_calls).await.pipeline().clone()
     }
 
     pub(crate) fn work(&self) -> PathBuf {

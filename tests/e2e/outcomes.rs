@@ -344,7 +344,7 @@ async fn an_approval_question_nobody_answered_is_not_a_refusal() {
 #[tokio::test]
 async fn the_pipeline_refuses_new_calls_once_draining_and_lets_admitted_work_finish() {
     let env = Env::new(&["echo"], "[permissions]\nmode = \"bypass\"\n");
-    let p = Arc::new(env.pipeline(8).await);
+    let p = env.pipeline(8).await;
     let ticket = p.admit().unwrap();
     let drained = tokio::spawn({
         let p = p.clone();

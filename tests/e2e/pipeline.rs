@@ -213,7 +213,7 @@ impl Approver for Later {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_waiting_for_approval_is_recorded_before_the_answer_comes() {
     let env = Env::new(&["fs"], FS);
-    let p = Arc::new(env.pipeline(64).await);
+    let p = env.pipeline(64).await;
     let later = Arc::new(Later(tokio::sync::Notify::new()));
     let asked = later.clone();
     let pipeline = p.clone();
@@ -340,7 +340,7 @@ async fn truncates_a_10_mb_output_with_a_marker() {
 #[tokio::test]
 async fn concurrent_calls_leave_exactly_one_intact_audit_line_each() {
     let env = Env::new(&["echo", "math"], "");
-    let p = Arc::new(env.pipeline(64).await);
+    let p = env.pipeline(64).await;
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..48 {
         let p = p.clone();

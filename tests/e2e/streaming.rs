@@ -9,7 +9,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use chrono::{DateTime, Utc};
@@ -254,7 +253,7 @@ async fn http_runs_each_formats_calls_while_the_stream_arrives() {
         ),
     ] {
         let env = Env::new(&["echo", "hostile"], CONFIG);
-        let p = Arc::new(env.pipeline(16).await);
+        let p = env.pipeline(16).await;
         let addr = serve(p, &env.config().server).await;
         let replay = replay_http(addr, content_type, events(&recording(file))).await;
         assert_ran_while_streaming(&env, &replay);
@@ -335,7 +334,7 @@ async fn http_answers_a_cut_or_broken_stream_call_by_call() {
         ),
     ] {
         let env = Env::new(&["echo", "hostile"], CONFIG);
-        let p = Arc::new(env.pipeline(16).await);
+        let p = env.pipeline(16).await;
         let addr = serve(p, &env.config().server).await;
         let replay = replay_http(addr, "text/event-stream", events(&recording(file))).await;
         assert_eq!(replay.kinds(), kinds, "{file}: {:#?}", replay.lines);
@@ -369,7 +368,7 @@ async fn http_answers_a_cut_or_broken_stream_call_by_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_refuses_a_body_that_is_no_stream_before_running_anything() {
     let env = Env::new(&["echo"], "");
-    let p = Arc::new(env.pipeline(4).await);
+    let p = env.pipeline(4).await;
     let addr = serve(p, &env.config().server).await;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();
@@ -481,7 +480,7 @@ async fn http_cuts_a_stalled_stream_at_the_read_timeout_and_answers_what_it_bega
         &["echo", "hostile"],
         &format!("{CONFIG}[server]\nread-timeout-ms = 600\n"),
     );
-    let p = Arc::new(env.pipeline(16).await);
+    let p = env.pipeline(16).await;
     let addr = serve(p, &env.config().server).await;
     let events = events(&recording("anthropic.sse"));
     // Silent in the middle of the write's arguments.
@@ -534,7 +533,7 @@ fn anthropic_stream(calls: &[(&str, Value)]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamed_reads_overlap_and_a_write_runs_alone_between_them() {
     let env = Env::new(&["echo", "hostile"], CONFIG);
-    let p = Arc::new(env.pipeline(16).await);
+    let p = env.pipeline(16).await;
     let addr = serve(p, &env.config().server).await;
     let sleep = || json!({ "ms": 400 });
     let stream = anthropic_stream(&[
@@ -605,7 +604,7 @@ async fn post_unfinished(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_goes_away_mid_stream_leaves_one_audit_line_per_call() {
     let env = Env::new(&["echo", "hostile"], CONFIG);
-    let p = Arc::new(env.pipeline(16).await);
+    let p = env.pipeline(16).await;
     let addr = serve(p, &env.config().server).await;
     let stream = anthropic_stream(&[
         ("sleep", json!({ "ms": 300 })),
@@ -708,7 +707,7 @@ async fn a_shutdown_stops_reading_the_stream_and_records_every_call_it_began() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reused_content_block_index_answers_the_second_call_as_broken_and_runs_it_never() {
     let env = Env::new(&["echo", "hostile"], CONFIG);
-    let p = Arc::new(env.pipeline(16).await);
+    let p = env.pipeline(16).await;
     let addr = serve(p, &env.config().server).await;
     let mut stream = anthropic_stream(&[
         ("write", json!({ "path": "first.txt", "content": "1" })),

@@ -20,7 +20,7 @@ const STARTS_PER_ROUND: usize = 5;
 async fn open_registry(ws: &Workspace, n: usize) -> Result<f64, String> {
     let t = Instant::now();
     let config = ws.config()?;
-    let registry = toolhost::host::open_registry(config)
+    let registry = toolhost::host::Host::open_registry(config)
         .await
         .map_err(|e| e.to_string())?;
     let ms = t.elapsed().as_secs_f64() * 1e3;

@@ -91,12 +91,12 @@ async fn open() -> Result<Floor, String> {
     let config = Config::load(Some(Path::new("toolhost.toml")), &Overrides::default())
         .map_err(|e| e.to_string())?;
     let max = config.server.max_concurrent_calls;
-    let host = toolhost::host::open(config, max)
+    let host = toolhost::host::Host::open(config, max)
         .await
         .map_err(|e| e.to_string())?;
     Ok(Floor {
         native: Native::new(),
-        host: Arc::new(host),
+        host: host.pipeline().clone(),
     })
 }
 

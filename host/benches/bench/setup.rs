@@ -145,13 +145,15 @@ pub(crate) fn read(p: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))
 }
 
-/// A pipeline over the workspace, as `toolhost serve` builds it: its engine, registry and audit log.
+/// A pipeline over the workspace, from the [`Host`](toolhost::host::Host) `toolhost serve` opens:
+/// its engine, registry and audit log (not its state store or telemetry).
 pub(crate) async fn pipeline(ws: &Workspace) -> Result<Arc<Pipeline>, String> {
     let config = ws.config()?;
     let max = config.server.max_concurrent_calls;
-    let pipeline = toolhost::host::open(config, max)
+    let host = toolhost::host::Host::open(config, max)
         .await
         .map_err(|e| e.to_string())?;
+    let pipeline = host.pipeline().clone();
     let rejected: Vec<String> = pipeline
         .catalog()
         .plugins
@@ -166,5 +168,5 @@ pub(crate) async fn pipeline(ws: &Workspace) -> Result<Arc<Pipeline>, String> {
     if !rejected.is_empty() {
         return Err(format!("plugins rejected: {}", rejected.join("; ")));
     }
-    Ok(Arc::new(pipeline))
+    Ok(pipeline)
 }

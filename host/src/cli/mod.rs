@@ -1,89 +1,33 @@
-//! The command line: flags in, one of the commands run, an exit code out.
-//!
-//! Exit codes: 0 success; 1 the call ran and returned an error result (or a plugin was rejected, for
-//! `inspect`); 2 bad usage or configuration; 3 anything else (I/O, the plugins folder, the audit log).
+//! The command line: flags in, a [`Host`] opened for the command, its results rendered on stdout,
+//! and an exit code out. No wiring here: the host is opened by [`toolhost::host`], and the exit
+//! code of a failure follows from its type ([`Failure::exit_code`]).
 
 mod approver;
 mod args;
+mod failure;
 mod publishing;
 mod rendering;
 
-use std::io::Read;
+use std::fmt::Display;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use anyhow::Context;
 use serde_json::Value;
 
 use toolhost::audit::Filter;
-use toolhost::exec::{CallRequest, Pipeline};
-use toolhost::registry::Registry;
+use toolhost::exec::CallRequest;
+use toolhost::host::Host;
 use toolhost::scaffold::{self, Lang};
-use toolhost::server::{ServeOptions, Server};
+use toolhost::server::ServeOptions;
 use toolhost_policy::config::{Config, Overrides};
 use toolhost_policy::text::multi_line;
 
 use self::approver::TtyApprover;
 pub(crate) use self::args::Cli;
 use self::args::Command;
+pub(crate) use self::failure::Failure;
+use self::failure::usage;
 use self::rendering::{inspect, list, show_audit};
-
-/// An error with the exit code it maps to.
-pub(crate) struct Failure {
-    pub(crate) code: u8,
-    pub(crate) error: anyhow::Error,
-}
-
-/// Open the state store and give the server its tasks. A store that cannot be opened is a
-/// configuration error for the embedded file; a PostgreSQL server that is down is waited for in
-/// the background (`/ready` answers 503 meanwhile), unless its schema is newer than this build.
-async fn attach_tasks(
-    server: &Server,
-    config: &Config,
-    opened: Result<Arc<toolhost::tasks::Tasks>, toolhost::state::StateError>,
-) -> anyhow::Result<()> {
-    use toolhost::state::StateError;
-    server.expect_tasks();
-    match opened {
-        Ok(tasks) => {
-            server.attach_tasks(tasks);
-            Ok(())
-        }
-        Err(e @ (StateError::Sqlite { .. } | StateError::TooNew { .. })) => Err(e.into()),
-        Err(e) => {
-            tracing::warn!("{e}; serving without tasks until the state store is reachable");
-            let (server, config) = (server.clone(), config.clone());
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                    match toolhost::host::open_tasks(&config).await {
-                        Ok(tasks) => {
-                            tracing::info!("the state store is reachable: tasks are on");
-                            server.attach_tasks(tasks);
-                            return;
-                        }
-                        Err(e) => tracing::debug!("state store still unreachable: {e}"),
-                    }
-                }
-            });
-            Ok(())
-        }
-    }
-}
-
-fn usage(error: impl Into<anyhow::Error>) -> Failure {
-    Failure {
-        code: 2,
-        error: error.into(),
-    }
-}
-
-fn other(error: impl Into<anyhow::Error>) -> Failure {
-    Failure {
-        code: 3,
-        error: error.into(),
-    }
-}
 
 impl Cli {
     /// Run the command; `Ok(code)` for normal exits (0 or 1).
@@ -111,7 +55,7 @@ impl Cli {
                 _ => None,
             },
         };
-        let config = Config::load(g.config.as_deref(), &overrides).map_err(usage)?;
+        let config = Config::load(g.config.as_deref(), &overrides)?;
         match self.command {
             Command::New {
                 name,
@@ -123,31 +67,18 @@ impl Cli {
                 http,
                 no_watch,
             } => {
-                // The state store opens while the plugins load. Polled first on purpose: it hands
-                // its file to the blocking pool at once, where the engine, built next on this
-                // thread, would have held it back by as long as the build takes.
-                let (tasks, pipeline) = tokio::join!(
-                    toolhost::host::open_tasks(&config),
-                    open_host(&config, config.server.max_concurrent_calls)
-                );
-                let pipeline = Arc::new(pipeline?);
                 let options = ServeOptions {
                     stdio: stdio || http.is_none(),
                     http: http.is_some().then_some(config.server.http),
                     hot_reload: !no_watch,
                 };
-                let telemetry = toolhost::telemetry::start(&config.telemetry).map_err(usage)?;
-                let server = Server::new(pipeline, config.server.clone());
-                attach_tasks(&server, &config, tasks).await.map_err(usage)?;
-                let served = toolhost::server::serve(server, options).await;
-                // Spans and metrics of the last calls go out before the process does.
-                if let Some(t) = &telemetry {
-                    t.shutdown();
-                }
-                served.map_err(other)?;
+                let host = Host::open_daemon(config).await?;
+                let served = host.serve(options).await;
+                host.shutdown().await;
+                served?;
                 Ok(0)
             }
-            Command::Inspect { file } => inspect(&config, &file),
+            Command::Inspect { file } => inspect(&file),
             Command::Doc { file, wit, out } => attach_docs(&file, &wit, out.as_deref()),
             Command::Pull { names, update } => publishing::pull(&config, &names, update).await,
             Command::Push { file, target } => publishing::push(&config, &file, &target).await,
@@ -170,12 +101,12 @@ impl Cli {
                 show_audit(&config, &filter, records, json)
             }
             Command::List { json, format } => {
-                let registry = open_registry(config).await?;
+                let registry = Host::open_registry(config).await?;
                 match format {
                     Some(format) => {
                         let tools =
                             toolhost::batch::definitions(registry.catalog().specs(), format);
-                        println!("{}", serde_json::to_string_pretty(&tools).map_err(other)?);
+                        print_json(&tools)?;
                         Ok(0)
                     }
                     None => list(&registry, json),
@@ -193,9 +124,10 @@ impl Cli {
             } => batch(config, format, concurrency).await,
             Command::Call { tool, input, json } => {
                 let input = read_input(&input)?;
-                let pipeline = open_host(&config, 1).await?;
+                let host = Host::open(config, 1).await?;
                 let approver = TtyApprover::open();
-                let outcome = pipeline
+                let outcome = host
+                    .pipeline()
                     .call(CallRequest {
                         tool,
                         input,
@@ -205,16 +137,29 @@ impl Cli {
                     })
                     .await;
                 if json {
-                    println!("{}", serde_json::to_string_pretty(&outcome).map_err(other)?);
+                    print_json(&outcome)?;
                 } else if outcome.is_error() {
                     eprintln!("{}", multi_line(&outcome.content));
                 } else {
-                    println!("{}", multi_line(&outcome.content));
+                    print(multi_line(&outcome.content))?;
                 }
                 Ok(u8::from(outcome.is_error()))
             }
         }
     }
+}
+
+/// One line on stdout, flushed, so that a reader gone away is seen here (and exits 0).
+fn print(text: impl Display) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `value` as pretty JSON on stdout.
+fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
+    print(serde_json::to_string_pretty(value).map_err(Failure::Render)?)
 }
 
 /// `toolhost batch`: the message from stdin, the answer on stdout; Ctrl-C cancels the batch and
@@ -227,19 +172,25 @@ async fn batch(
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)
-        .context("cannot read the message from stdin")
-        .map_err(usage)?;
-    let parsed = toolhost::batch::parse_text(&text, format).map_err(usage)?;
-    let pipeline = Arc::new(open_host(&config, concurrency).await?);
+        .map_err(|source| Failure::Read {
+            what: "the message from stdin".into(),
+            source,
+        })?;
+    let parsed = toolhost::batch::parse_text(&text, format)?;
+    let host = Host::open(config, concurrency).await?;
     let options = batch_options(concurrency);
     let cancel = cancel_on_ctrl_c();
     let batch_id = toolhost::batch::new_batch_id();
-    let report =
-        toolhost::batch::run(&pipeline, &batch_id, parsed, &options, &cancel, |_| {}).await;
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&report.answer()).map_err(other)?
-    );
+    let report = toolhost::batch::run(
+        host.pipeline(),
+        &batch_id,
+        parsed,
+        &options,
+        &cancel,
+        |_| {},
+    )
+    .await;
+    print_json(&report.answer())?;
     Ok(u8::from(report.has_errors()))
 }
 
@@ -254,11 +205,10 @@ async fn batch_stream(
     use std::io::Write;
     use toolhost::batch::stream::Decoder;
 
-    let pipeline = Arc::new(open_host(&config, concurrency).await?);
+    let host = Host::open(config, concurrency).await?;
     let opened = toolhost::batch::open(Decoder::new(format), stdin_chunks())
         .await
-        .context("cannot read the stream on stdin")
-        .map_err(usage)?;
+        .map_err(Failure::Stream)?;
     let options = batch_options(concurrency);
     let cancel = cancel_on_ctrl_c();
     let batch_id = toolhost::batch::new_batch_id();
@@ -269,7 +219,7 @@ async fn batch_stream(
         let _ = writeln!(out, "{event}").and_then(|()| out.flush());
     };
     let streamed = opened
-        .run(&pipeline, &batch_id, &options, &cancel, |progress| {
+        .run(host.pipeline(), &batch_id, &options, &cancel, |progress| {
             print(&progress.event(answer_format).1);
         })
         .await;
@@ -331,21 +281,24 @@ fn cancel_on_ctrl_c() -> tokio_util::sync::CancellationToken {
 /// `doc`: FILE with the WIT's doc comments, written to OUT or in place (through a temporary file
 /// beside it, renamed over it, so that a failure leaves FILE as it was).
 fn attach_docs(file: &Path, wit: &Path, out: Option<&Path>) -> Result<u8, Failure> {
-    let bytes = std::fs::read(file)
-        .with_context(|| format!("cannot read {}", file.display()))
-        .map_err(usage)?;
-    let documented = scaffold::attach_docs(&bytes, wit).map_err(usage)?;
+    let bytes = std::fs::read(file).map_err(|source| Failure::Read {
+        what: file.display().to_string(),
+        source,
+    })?;
+    let documented = scaffold::attach_docs(&bytes, wit)?;
     let target = out.unwrap_or(file);
     let staged = target.with_extension("wasm.doc-tmp");
     std::fs::write(&staged, &documented)
         .and_then(|()| std::fs::rename(&staged, target))
-        .with_context(|| format!("cannot write {}", target.display()))
-        .map_err(other)?;
-    println!(
+        .map_err(|source| Failure::Write {
+            what: target.display().to_string(),
+            source,
+        })?;
+    print(format_args!(
         "{}: doc comments from {} attached",
         target.display(),
         wit.display()
-    );
+    ))?;
     Ok(0)
 }
 
@@ -355,58 +308,45 @@ fn new_project(name: &str, lang: Lang, generic: bool, dirs: &[String]) -> Result
         [] => PathBuf::from(name),
         [dir] if !dir.contains('=') => PathBuf::from(dir),
         _ => {
-            return Err(usage(anyhow::anyhow!(
+            return Err(usage(
                 "`new` takes at most one --dir DIR, the directory to create the project in \
-                 (PLUGIN=PATH grants are for the other commands)"
-            )));
+                 (PLUGIN=PATH grants are for the other commands)",
+            ));
         }
     };
-    let project = scaffold::create(name, lang, generic, &dir).map_err(|e| match e {
-        scaffold::ScaffoldError::Io { .. } => other(e),
-        _ => usage(e),
-    })?;
+    let project = scaffold::create(name, lang, generic, &dir)?;
     let shown = project.dir.display();
     let kind = if generic { "generic " } else { "" };
-    println!(
-        "created the {kind}{lang} plugin '{}' in {shown}:",
+    let mut out = format!(
+        "created the {kind}{lang} plugin '{}' in {shown}:\n",
         project.name
     );
     for file in &project.files {
-        println!("  {}", file.display());
+        out.push_str(&format!("  {}\n", file.display()));
     }
-    println!("{}", lang.toolchain());
-    println!(
-        "next: cd {shown} && ./build.sh   (writes {}.wasm; copy it into your plugins folder)",
+    out.push_str(&format!("{}\n", lang.toolchain()));
+    out.push_str(&format!(
+        "next: cd {shown} && ./build.sh   (writes {}.wasm; copy it into your plugins folder)\n",
         project.name
-    );
-    println!("      ./test.sh                  (builds, then calls the tool through toolhost)");
+    ));
+    out.push_str("      ./test.sh                  (builds, then calls the tool through toolhost)");
+    print(out)?;
     Ok(0)
 }
 
-/// The plugins alone ([`toolhost::host::open_registry`]), for `list`.
-async fn open_registry(config: Config) -> Result<Registry, Failure> {
-    toolhost::host::open_registry(config).await.map_err(other)
-}
-
-/// The host `config` describes ([`toolhost::host::open`]), running `max_calls` calls at once.
-async fn open_host(config: &Config, max_calls: usize) -> Result<Pipeline, Failure> {
-    toolhost::host::open(config.clone(), max_calls)
-        .await
-        .map_err(other)
-}
-
+/// The call's input: `arg` itself, or stdin for "-".
 fn read_input(arg: &str) -> Result<Value, Failure> {
     let text = if arg == "-" {
         let mut s = String::new();
         std::io::stdin()
             .read_to_string(&mut s)
-            .context("cannot read the input from stdin")
-            .map_err(usage)?;
+            .map_err(|source| Failure::Read {
+                what: "the input from stdin".into(),
+                source,
+            })?;
         s
     } else {
         arg.to_string()
     };
-    serde_json::from_str(&text)
-        .with_context(|| "the input is not valid JSON")
-        .map_err(usage)
+    serde_json::from_str(&text).map_err(Failure::Json)
 }

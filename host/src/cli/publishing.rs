@@ -8,21 +8,19 @@ use toolhost_policy::source::OciRef;
 use toolhost_policy::text::one_line;
 use toolhost_policy::trust::SigningKey;
 
-use super::{Failure, other, usage};
+use super::{Failure, print, usage};
 
 /// `pull`: every source (or the named ones) into the store and the lockfile.
 pub(super) async fn pull(config: &Config, only: &[String], update: bool) -> Result<u8, Failure> {
     for name in only {
         if config.plugins.get(name).is_none_or(|p| p.source.is_none()) {
-            return Err(usage(anyhow::anyhow!(
+            return Err(usage(format!(
                 "plugin {} has no `source` in the config",
                 one_line(name)
             )));
         }
     }
-    let report = distribution::pull(config, only, update)
-        .await
-        .map_err(other)?;
+    let report = distribution::pull(config, only, update).await?;
     for p in &report.pulled {
         let v = &p.provenance;
         let signature = v
@@ -31,17 +29,17 @@ pub(super) async fn pull(config: &Config, only: &[String], update: bool) -> Resu
             .map(|s| format!(", {s}"))
             .unwrap_or_default();
         let state = if p.fetched { "pulled" } else { "up to date" };
-        println!(
+        print(format_args!(
             "{} {state}: {} {}{signature}",
             one_line(&p.name),
             one_line(&v.source),
             v.manifest.as_ref().unwrap_or(&v.digest),
-        );
+        ))?;
         if let Some(now) = &p.moved {
-            println!(
+            print(format_args!(
                 "  note: the tag now points to {now}; the lock keeps the digest above \
                  (`toolhost pull --update` follows the tag)"
-            );
+            ))?;
         }
     }
     for (name, why) in &report.failed {
@@ -52,9 +50,9 @@ pub(super) async fn pull(config: &Config, only: &[String], update: bool) -> Resu
         );
     }
     if report.pulled.is_empty() && report.failed.is_empty() {
-        println!("no plugin has a `source` in the config");
+        print("no plugin has a `source` in the config")?;
     } else if report.lock_changed {
-        println!("wrote {}", config.sources.lock_path.display());
+        print(format_args!("wrote {}", config.sources.lock_path.display()))?;
     }
     Ok(u8::from(!report.failed.is_empty()))
 }
@@ -62,26 +60,25 @@ pub(super) async fn pull(config: &Config, only: &[String], update: bool) -> Resu
 /// `push FILE oci://…`: prints the manifest digest.
 pub(super) async fn push(config: &Config, file: &Path, target: &str) -> Result<u8, Failure> {
     let target = parse_target(target)?;
-    let digest = distribution::push(&config.sources, file, &target)
-        .await
-        .map_err(other)?;
-    println!("pushed {target} {digest}");
+    let digest = distribution::push(&config.sources, file, &target).await?;
+    print(format_args!("pushed {target} {digest}"))?;
     Ok(0)
 }
 
 /// `sign oci://… --key FILE`.
 pub(super) async fn sign(config: &Config, target: &str, key: &Path) -> Result<u8, Failure> {
     let target = parse_target(target)?;
-    let pem = std::fs::read(key)
-        .map_err(|e| usage(anyhow::anyhow!("cannot read {}: {e}", key.display())))?;
-    let key = SigningKey::from_pem(&key.display().to_string(), &pem).map_err(usage)?;
-    let digest = distribution::sign(&config.sources, &target, &key)
-        .await
-        .map_err(other)?;
-    println!("signed {}@{digest}", target.repository_name());
+    let pem = std::fs::read(key).map_err(|source| Failure::Read {
+        what: key.display().to_string(),
+        source,
+    })?;
+    let key = SigningKey::from_pem(&key.display().to_string(), &pem)?;
+    let digest = distribution::sign(&config.sources, &target, &key).await?;
+    print(format_args!("signed {}@{digest}", target.repository_name()))?;
     Ok(0)
 }
 
+/// `oci://…` as a reference.
 fn parse_target(target: &str) -> Result<OciRef, Failure> {
-    target.parse().map_err(usage)
+    Ok(target.parse()?)
 }

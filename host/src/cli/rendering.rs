@@ -3,14 +3,13 @@
 
 use std::io::Write;
 
-use anyhow::Context;
 use serde_json::Value;
 
-use super::{Failure, other, usage};
+use super::{Failure, print_json, usage};
 use toolhost::audit::{self, Filter};
+use toolhost::host::Host;
 use toolhost::registry::{PluginStatus, Registry};
-use toolhost::sandbox::Sandbox;
-use toolhost_policy::config::{Config, EngineOptions};
+use toolhost_policy::config::Config;
 use toolhost_policy::text::one_line;
 
 /// `list`: the tools with their plugin, hints and grants, then every rejected plugin and hidden tool.
@@ -42,7 +41,7 @@ pub(super) fn list(registry: &Registry, json: bool) -> Result<u8, Failure> {
             })
             .collect();
         let out = serde_json::json!({ "tools": tools, "plugins": catalog.plugins });
-        println!("{}", serde_json::to_string_pretty(&out).map_err(other)?);
+        print_json(&out)?;
         return Ok(0);
     }
     let mut out = String::new();
@@ -140,67 +139,72 @@ pub(super) fn list(registry: &Registry, json: bool) -> Result<u8, Failure> {
         let dir = config.plugins_dir.display().to_string();
         out.push_str(&format!("no tools in {}\n", one_line(&dir)));
     }
-    print!("{out}");
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(out.as_bytes())?;
+    stdout.flush()?;
     Ok(0)
 }
 
 /// `inspect`: a component's imports and exports, whether it loads, and for a generic component the
 /// tools (with their schemas) its exported functions become and the functions that cannot be tools.
-pub(super) fn inspect(config: &Config, file: &std::path::Path) -> Result<u8, Failure> {
-    let bytes = std::fs::read(file)
-        .with_context(|| format!("cannot read {}", file.display()))
-        .map_err(usage)?;
-    let sandbox = Sandbox::new(&EngineOptions::default()).map_err(other)?;
-    let _ = config;
+pub(super) fn inspect(file: &std::path::Path) -> Result<u8, Failure> {
+    let bytes = std::fs::read(file).map_err(|source| Failure::Read {
+        what: file.display().to_string(),
+        source,
+    })?;
+    let mut out = std::io::stdout().lock();
     // Every name here comes from the file: shown escaped.
     let shown = file.display().to_string();
     let shown = one_line(&shown);
-    match sandbox.inspect(&bytes) {
+    match Host::inspect(&bytes)? {
         Err(e) => {
-            println!("{shown}: {}", one_line(&e.to_string()));
+            writeln!(out, "{shown}: {}", one_line(&e.to_string()))?;
             Ok(1)
         }
         Ok(i) => {
-            println!("{shown}");
-            println!("imports:");
+            writeln!(out, "{shown}")?;
+            writeln!(out, "imports:")?;
             for name in &i.imports {
-                println!("  {}", one_line(name));
+                writeln!(out, "  {}", one_line(name))?;
             }
-            println!("exports:");
+            writeln!(out, "exports:")?;
             for name in &i.exports {
-                println!("  {}", one_line(name));
+                writeln!(out, "  {}", one_line(name))?;
             }
             for s in &i.skipped {
-                println!(
+                writeln!(
+                    out,
                     "not a tool: {}: {}",
                     one_line(&s.export),
                     one_line(&s.reason)
-                );
+                )?;
             }
             match &i.problem {
                 None if i.tools.is_empty() => {
-                    println!("fits the toolhost:plugin@0.1.0 contract");
+                    writeln!(out, "fits the toolhost:plugin@0.1.0 contract")?;
                     Ok(0)
                 }
                 None => {
-                    println!("a generic component: each exported function is a tool");
+                    writeln!(out, "a generic component: each exported function is a tool")?;
                     for t in &i.tools {
-                        println!("tool {} ({})", t.name, one_line(&t.export.path()));
-                        println!("  {}", one_line(&t.description));
+                        writeln!(out, "tool {} ({})", t.name, one_line(&t.export.path()))?;
+                        writeln!(out, "  {}", one_line(&t.description))?;
                         let schema =
                             |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default();
-                        println!(
+                        writeln!(
+                            out,
                             "  input schema: {}",
                             schema(&t.input_schema).replace('\n', "\n  ")
-                        );
-                        if let Some(out) = &t.output_schema {
-                            println!("  output schema: {}", schema(out).replace('\n', "\n  "));
+                        )?;
+                        if let Some(output) = &t.output_schema {
+                            let shown = schema(output).replace('\n', "\n  ");
+                            writeln!(out, "  output schema: {shown}")?;
                         }
                     }
                     Ok(0)
                 }
                 Some(p) => {
-                    println!("does not load: {}", one_line(p));
+                    writeln!(out, "does not load: {}", one_line(p))?;
                     Ok(1)
                 }
             }
@@ -218,8 +222,8 @@ pub(super) fn show_audit(
     let path = config
         .audit_path
         .as_ref()
-        .ok_or_else(|| usage(anyhow::anyhow!("the audit log is disabled in the config")))?;
-    let reader = audit::read_records(path).map_err(other)?;
+        .ok_or_else(|| usage("the audit log is disabled in the config"))?;
+    let reader = audit::read_records(path)?;
     let mut kept = Vec::new();
     for r in reader {
         match r {
@@ -231,20 +235,18 @@ pub(super) fn show_audit(
     let mut out = std::io::stdout().lock();
     if records {
         for r in &kept {
-            writeln!(out, "{}", serde_json::to_string(r).map_err(other)?).map_err(other)?;
+            let line = serde_json::to_string(r).map_err(Failure::Render)?;
+            writeln!(out, "{line}")?;
         }
     } else {
         let summary = audit::summarize(kept.iter());
         if json {
-            writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&summary).map_err(other)?
-            )
-            .map_err(other)?;
+            let text = serde_json::to_string_pretty(&summary).map_err(Failure::Render)?;
+            writeln!(out, "{text}")?;
         } else {
-            write!(out, "{}", audit::render_table(&summary)).map_err(other)?;
+            write!(out, "{}", audit::render_table(&summary))?;
         }
     }
+    out.flush()?;
     Ok(0)
 }

@@ -66,7 +66,7 @@ pub(crate) struct Checks {
 impl Checks {
     /// As many slots as the machine has cores (at least two), and [`CHECK_DEADLINE`].
     pub(crate) fn new() -> Self {
-        Self::with(crate::host::cores().max(2), CHECK_DEADLINE)
+        Self::with(crate::system::cores().max(2), CHECK_DEADLINE)
     }
 
     pub(crate) fn with(slots: usize, deadline: Duration) -> Self {

@@ -222,7 +222,7 @@ impl Registry {
         let candidates = self.candidates()?;
         // The CPU-bound parts of loading (compiling, checking schemas) run this many at once: more
         // would only add threads, which on a small machine cost more than they overlap.
-        let cpus = Arc::new(tokio::sync::Semaphore::new(crate::host::cores().max(2)));
+        let cpus = Arc::new(tokio::sync::Semaphore::new(crate::system::cores().max(2)));
         for (name, candidate) in candidates {
             let policy = self.config.policy(&name).clone();
             let (bytes, provenance) = match candidate.read {
