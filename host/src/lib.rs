@@ -8,7 +8,9 @@
 //! A call travels one pipeline ([`exec`]): a front end ([`server`] for MCP and the batch API, or the
 //! CLI) hands it a request; the pipeline finds the tool in the [`registry`], validates and gates the
 //! input with the policy, runs it in the [`sandbox`] (a fresh wasmtime store with only what the
-//! plugin's grants allow), shapes the result for a model, and has [`audit`] record it. [`host`] is
+//! plugin's grants allow: each capability, such as files and env, network, or log and progress, is
+//! one module implementing the sandbox's capability trait, bound per plugin at load and prepared per
+//! call), shapes the result for a model, and has [`audit`] record it. [`host`] is
 //! the one place that wires a sandbox, registry, audit log and pipeline from a config.
 //!
 //! Dependencies point down: server -> exec -> {registry, sandbox, audit, stats} -> policy. Only

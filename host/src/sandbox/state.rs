@@ -158,3 +158,52 @@ impl ReportingView for State {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_policy::network::{Destination, Secret, SecretGrant, SecretHeader};
+
+    fn with_header(name: &str) -> Grants {
+        Grants {
+            secrets: vec![SecretGrant {
+                name: "token".into(),
+                value: Secret::new("0123456789"),
+                env: Some("TOKEN".into()),
+                header: Some(SecretHeader {
+                    name: name.into(),
+                    value: Secret::new("Bearer 0123456789"),
+                    destinations: vec![Destination::parse("https://api.example.com").unwrap()],
+                }),
+            }],
+            ..Grants::default()
+        }
+    }
+
+    #[test]
+    fn a_secret_header_that_is_not_http_fails_the_bind_naming_secrets() {
+        let capabilities = Capabilities::new(&FileBudget::new(8));
+        let e = capabilities
+            .bind(&"p".into(), &with_header("bad header"))
+            .err()
+            .unwrap();
+        assert_eq!(e.capability, "secrets");
+        assert!(e.to_string().starts_with("secrets: secret 'token'"), "{e}");
+        assert!(!e.to_string().contains("0123456789"), "{e}");
+    }
+
+    #[test]
+    fn binds_secrets_once_for_every_capability() {
+        let capabilities = Capabilities::new(&FileBudget::new(8));
+        let bound = capabilities
+            .bind(&"p".into(), &with_header("authorization"))
+            .unwrap();
+        assert_eq!(bound.secrets.headers().len(), 1);
+        assert_eq!(
+            bound.secrets.env().collect::<Vec<_>>(),
+            [("TOKEN", "0123456789")]
+        );
+        assert!(Arc::ptr_eq(&bound.secrets, &bound.reporting));
+        assert!(!bound.files.has_dirs());
+    }
+}
