@@ -1,10 +1,10 @@
 //! The network capability: outgoing HTTP (`wasi:http` 0.2 outgoing-handler) for plugins granted it.
 //!
-//! Its phases ([`Network`] implements [`Capability`]): link once (`wasi:http` for every plugin, since
+//! Its phases (`Network` implements `Capability`): link once (`wasi:http` for every plugin, since
 //! many toolchains import it by default; raw `wasi:sockets` is linked for no one); validated at
 //! config load (`toolhost_policy::config` parses `Destination` patterns); bind once per plugin at
-//! load ([`Binding`]: the grant, and the plugin's secrets for the headers the host adds); prepare per
-//! call ([`NetworkHooks`] with the binding and a request counter, enforced in `hooks`: without a
+//! load (`Binding`: the grant, and the plugin's secrets for the headers the host adds); prepare per
+//! call (`NetworkHooks` with the binding and a request counter, enforced in `hooks`: without a
 //! grant every request is refused there, naming the plugin).
 //! The policy pieces (destinations, address classes, grants) live in the pure
 //! `toolhost_policy::network`; here `plan` applies them to one request (pure: no I/O), `transport`
