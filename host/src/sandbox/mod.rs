@@ -89,7 +89,7 @@ impl Sandbox {
     pub fn new(options: &EngineOptions) -> Result<Self, SandboxError> {
         let (engine, pool) = engine::build(options)?;
         let mut linker = Linker::<State>::new(&engine);
-        Capabilities::link(&mut linker).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        Capabilities::link(&mut linker)?;
         let cache = match &options.cache_dir {
             Some(dir) => match CompileCache::open(dir, &engine) {
                 Ok(c) => Some(c),

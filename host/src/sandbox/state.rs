@@ -64,10 +64,10 @@ impl Capabilities {
     /// Link exactly the interfaces a plugin may import: each capability's. Raw sockets are
     /// deliberately absent; `wasi:http` is linked for every plugin (many toolchains import it by
     /// default), and a plugin without a network grant gets every request refused when it is sent.
-    pub(crate) fn link(linker: &mut Linker<State>) -> wasmtime::Result<()> {
-        <FilesAndEnv as Capability<State>>::link(linker)?;
-        <Reporting as Capability<State>>::link(linker)?;
-        <Network as Capability<State>>::link(linker)?;
+    pub(crate) fn link(linker: &mut Linker<State>) -> Result<(), CapabilityError> {
+        link::<FilesAndEnv>(linker)?;
+        link::<Reporting>(linker)?;
+        link::<Network>(linker)?;
         Ok(())
     }
 
@@ -112,6 +112,11 @@ impl Capabilities {
             reporter,
         })
     }
+}
+
+/// Link capability `C`; an error names it.
+fn link<C: Capability<State>>(linker: &mut Linker<State>) -> Result<(), CapabilityError> {
+    C::link(linker).map_err(|e| CapabilityError::new(C::NAME, format!("cannot link: {e:#}")))
 }
 
 impl WasiView for State {
