@@ -165,7 +165,7 @@ pub(super) async fn load(
         name: name.to_string(),
         path: path.to_path_buf(),
         provenance,
-        prepared: sandbox.prepare(component, name, policy.grants.clone(), policy.limits),
+        prepared: sandbox.prepare(component, name, policy.grants.clone(), policy.limits)?,
         policy,
     });
     let tools = checked

@@ -5,18 +5,18 @@
 
 use std::collections::HashMap;
 
-use wasmtime::Engine;
 use wasmtime::component::types::{ComponentFunc, ComponentItem};
-use wasmtime::component::{Component, ComponentExportIndex, Type, Val};
+use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre, Type, Val};
+use wasmtime::{Engine, Store};
 
 mod value;
 
 use self::value::{from_val, to_val};
-use super::engine::Sandbox;
-use super::plugin::Generic;
-use super::prepared::{CallIo, Prepared};
-use super::run::{GuestError, GuestOutput, RunError, RunReport};
-use toolhost_policy::wit::{Answer, DOCS_SECTION, Export, Skipped, WitType, export_path};
+use super::report::{CallResult, GuestError, GuestOutput, RunError};
+use super::state::State;
+use toolhost_policy::wit::{
+    Answer, DOCS_SECTION, Export, GenericTool, Skipped, WitType, export_path,
+};
 
 /// Types nested deeper than this are refused: every conversion walks them recursively.
 const MAX_DEPTH: usize = 24;
@@ -50,6 +50,15 @@ fn collect_docs(bytes: &[u8], depth: usize, out: &mut Vec<Vec<u8>>) {
     }
 }
 
+/// A generic plugin: its instance-pre, its callable functions and what was skipped.
+pub(crate) struct Generic {
+    pub(crate) pre: InstancePre<State>,
+    pub(crate) functions: Functions,
+    /// The tools, derived once at load.
+    pub(crate) tools: Vec<GenericTool>,
+    pub(crate) skipped: Vec<Skipped>,
+}
+
 /// A generic plugin's functions, by [`Export::path`], with where to find each in an instance.
 pub(crate) struct Functions {
     by_path: HashMap<String, (Export, ComponentExportIndex)>,
@@ -68,19 +77,22 @@ impl Functions {
     }
 }
 
-impl Sandbox {
-    /// A generic plugin's call: arguments read from `input`, the function called through
-    /// wasmtime's dynamic API, its return value turned into the model's answer.
-    pub(super) async fn call_generic(
-        &self,
-        prepared: &Prepared,
-        generic: &Generic,
-        tool: &str,
-        input: &str,
-        io: CallIo<'_>,
-    ) -> RunReport<Result<GuestOutput, GuestError>> {
+/// One call of a generic plugin's function, its arguments read from the input, ready to run.
+pub(crate) struct GenericCall {
+    export: Export,
+    index: ComponentExportIndex,
+    tool: String,
+    params: Vec<Val>,
+}
+
+impl GenericCall {
+    /// The call of `tool` (an [`Export::path`]) with `input` (JSON text) read into its arguments
+    /// exactly; or the answer without running the guest: no such function, or the input does not fit.
+    pub(crate) fn new(generic: &Generic, tool: &str, input: &str) -> Result<Self, CallResult> {
         let Some((export, index)) = generic.functions.get(tool) else {
-            return RunReport::refused(RunError::Setup(format!("no exported function `{tool}`")));
+            return Err(Err(RunError::Setup(format!(
+                "no exported function `{tool}`"
+            ))));
         };
         let args = serde_json::from_str(input)
             .map_err(|e| vec![format!("/: not JSON ({e})")])
@@ -95,39 +107,51 @@ impl Sandbox {
                     .map(|((_, ty), v)| to_val(ty, v))
                     .collect::<Option<Vec<_>>>()
                     .ok_or_else(|| "an argument does not have its parameter's type".to_owned())
-            });
-        let params = match params {
-            Ok(p) => p,
-            Err(problems) => {
-                return RunReport::without_guest(Ok(Err(GuestError::InvalidInput(problems))));
-            }
-        };
-        let (export, index, tool) = (export.clone(), *index, tool.to_owned());
-        self.run(prepared, io, &generic.pre, async move |store, instance| {
-            let func = instance
-                .get_func(&mut *store, index)
-                .ok_or_else(|| wasmtime::format_err!("the export `{tool}` is not a function"))?;
-            let mut results = vec![Val::Bool(false); usize::from(export.result.is_some())];
-            func.call_async(&mut *store, &params, &mut results).await?;
-            let returned = match results.pop() {
-                None => None,
-                Some(v) => Some(from_val(v).ok_or_else(|| {
-                    wasmtime::format_err!("the function returned a value without a JSON form")
-                })?),
-            };
-            Ok(match export.answer(returned.as_ref()) {
-                Ok(Answer::Done {
-                    content,
-                    structured,
-                }) => Ok(GuestOutput {
-                    content,
-                    structured: structured.map(|v| v.to_string()),
-                }),
-                Ok(Answer::Failed(text)) => Err(GuestError::Failed(text)),
-                Err(mismatch) => return Err(wasmtime::format_err!("{mismatch}")),
             })
+            .map_err(|problems| Ok(Err(GuestError::InvalidInput(problems))))?;
+        Ok(Self {
+            export: export.clone(),
+            index: *index,
+            tool: tool.to_owned(),
+            params,
         })
-        .await
+    }
+
+    /// Call the function in `instance` through wasmtime's dynamic API, and turn its return value
+    /// into the model's answer.
+    pub(crate) async fn invoke(
+        self,
+        store: &mut Store<State>,
+        instance: Instance,
+    ) -> wasmtime::Result<Result<GuestOutput, GuestError>> {
+        let Self {
+            export,
+            index,
+            tool,
+            params,
+        } = self;
+        let func = instance
+            .get_func(&mut *store, index)
+            .ok_or_else(|| wasmtime::format_err!("the export `{tool}` is not a function"))?;
+        let mut results = vec![Val::Bool(false); usize::from(export.result.is_some())];
+        func.call_async(&mut *store, &params, &mut results).await?;
+        let returned = match results.pop() {
+            None => None,
+            Some(v) => Some(from_val(v).ok_or_else(|| {
+                wasmtime::format_err!("the function returned a value without a JSON form")
+            })?),
+        };
+        Ok(match export.answer(returned.as_ref()) {
+            Ok(Answer::Done {
+                content,
+                structured,
+            }) => Ok(GuestOutput {
+                content,
+                structured: structured.map(|v| v.to_string()),
+            }),
+            Ok(Answer::Failed(text)) => Err(GuestError::Failed(text)),
+            Err(mismatch) => return Err(wasmtime::format_err!("{mismatch}")),
+        })
     }
 }
 

@@ -7,14 +7,13 @@ use std::sync::Arc;
 
 use tokio::sync::OnceCell;
 use wasmtime::Engine;
-use wasmtime::component::{Component, InstancePre, Linker};
+use wasmtime::component::{Component, Linker};
 
-use super::SandboxError;
 use super::bindings::PluginPre;
 use super::cache::{CompileCache, sha256_hex};
-use super::engine::{Sandbox, TOOL_EXPORT, check_header, describe_link_error, list_or_none, names};
-use super::generic::{self, Functions};
-use super::run::GuestSpec;
+use super::engine::{TOOL_EXPORT, check_header, describe_link_error, list_or_none, names};
+use super::error::SandboxError;
+use super::generic::{self, Functions, Generic};
 use super::state::State;
 use toolhost_policy::wit::{self, Docs, GenericTool, Skipped};
 
@@ -40,15 +39,6 @@ pub(crate) enum Kind {
     Generic(Arc<Generic>),
 }
 
-/// A generic plugin: its instance-pre, its callable functions and what was skipped.
-pub(crate) struct Generic {
-    pub(crate) pre: InstancePre<State>,
-    pub(crate) functions: Functions,
-    /// The tools, derived once at load.
-    pub(super) tools: Vec<GenericTool>,
-    pub(super) skipped: Vec<Skipped>,
-}
-
 impl Plugin {
     /// For a generic plugin, its tools (derived from its exports and doc comments) and the
     /// functions that cannot be tools; `None` for a contract plugin, which describes itself.
@@ -63,6 +53,17 @@ impl Plugin {
     /// Whether its code is loaded (false for a plugin listed from the cache and not called yet).
     pub fn is_loaded(&self) -> bool {
         self.code.initialized()
+    }
+
+    /// A contract plugin whose code is loaded on its first call, from the compile cache or else
+    /// from `file`.
+    pub(crate) fn deferred(file: PathBuf, content_hash: &str) -> Self {
+        Self {
+            code: Arc::new(OnceCell::new()),
+            file: Some(file.into()),
+            content_hash: content_hash.to_owned(),
+            from_cache: true,
+        }
     }
 }
 
@@ -159,58 +160,23 @@ impl Compiler {
             }),
         }
     }
-}
 
-impl Sandbox {
-    /// Compile (or load from the cache) and link a component. CPU-heavy: call it off the async runtime.
-    /// Linking does not depend on grants: a plugin that imports `wasi:http` loads whether or not it is
-    /// granted network, and without a grant each of its requests is refused when it is sent.
-    pub fn load(&self, bytes: &[u8]) -> Result<Plugin, SandboxError> {
-        self.load_hashed(bytes, &sha256_hex(bytes))
-    }
-
-    /// [`Self::load`] for bytes whose SHA-256 (hex) the caller already has.
-    pub fn load_hashed(&self, bytes: &[u8], content_hash: &str) -> Result<Plugin, SandboxError> {
+    /// Compile (or load from the cache) and link a component whose SHA-256 (hex) is `content_hash`.
+    pub(crate) fn load(&self, bytes: &[u8], content_hash: &str) -> Result<Plugin, SandboxError> {
         check_header(bytes)?;
-        let cached = self.compiler.cached(content_hash);
+        let cached = self.cached(content_hash);
         let from_cache = cached.is_some();
         let component = match cached {
             Some(c) => c,
-            None => self.compiler.compile(bytes, content_hash)?,
+            None => self.compile(bytes, content_hash)?,
         };
-        let kind = self.compiler.link(&component, bytes)?;
+        let kind = self.link(&component, bytes)?;
         Ok(Plugin {
             code: Arc::new(OnceCell::new_with(Some(kind))),
             file: None,
             content_hash: content_hash.to_owned(),
             from_cache,
         })
-    }
-
-    /// What the contract plugin with `content_hash` described when it was first loaded, if the
-    /// compile cache holds an authentic record of it. Reads a small file.
-    pub fn described(&self, content_hash: &str) -> Option<Vec<GuestSpec>> {
-        let bytes = self.compiler.cache.as_ref()?.description(content_hash)?;
-        serde_json::from_slice(&bytes).ok()
-    }
-
-    /// Keep what a contract plugin described, for [`Self::described`] after a restart. Only a
-    /// description that passed the registry's checks: a restart trusts it without compiling it.
-    pub fn remember_description(&self, content_hash: &str, specs: &[GuestSpec]) {
-        if let (Some(cache), Ok(json)) = (&self.compiler.cache, serde_json::to_vec(specs)) {
-            cache.put_description(content_hash, &json);
-        }
-    }
-
-    /// A contract plugin whose tools are known ([`Self::described`]) and whose code is loaded on
-    /// its first call, from the compile cache or else from `file`.
-    pub fn deferred(&self, file: PathBuf, content_hash: &str) -> Plugin {
-        Plugin {
-            code: Arc::new(OnceCell::new()),
-            file: Some(file.into()),
-            content_hash: content_hash.to_owned(),
-            from_cache: true,
-        }
     }
 
     /// The plugin's code, loaded now (off the async runtime) if it was deferred. Concurrent first
@@ -222,7 +188,7 @@ impl Sandbox {
                 let Some(file) = plugin.file.clone() else {
                     return Err(SandboxError::Engine("a plugin without code".into()));
                 };
-                let (compiler, hash) = (self.compiler.clone(), plugin.content_hash.clone());
+                let (compiler, hash) = (self.clone(), plugin.content_hash.clone());
                 let started = std::time::Instant::now();
                 let kind = tokio::task::spawn_blocking(move || compiler.load_late(&file, &hash))
                     .await

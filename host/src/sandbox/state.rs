@@ -1,49 +1,122 @@
-//! Per-call store data: the WASI context, the memory limiter, and where host calls report to.
+//! The fixed set of capabilities ([`Capabilities`]) and what they make together: the linker's
+//! interfaces, a plugin's bindings ([`Bound`]), and one call's store data ([`State`]), which gives
+//! each capability its view. The one place that knows every capability; a new one is a field in each
+//! of these three and its view below.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use wasmtime::component::ResourceTable;
-use wasmtime::{ResourceLimiter, Result};
+use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::WasiHttpCtx;
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use super::bindings::toolhost::plugin::host::{Host, LogLevel};
-use super::files::{Files, GuardedView};
-use super::network::NetworkHooks;
-use toolhost_policy::call::{Progress, ProgressSink};
+use super::budget::FileBudget;
+use super::capability::{CallInputs, Capability, CapabilityError, PluginSettings};
+use super::files::{Files, FilesAndEnv, FilesBinding, FilesView, GuardedView};
+use super::limiter::MemoryLimiter;
+use super::network::{Binding, Network, NetworkHooks};
+use super::reporting::{Reporter, Reporting, ReportingView, Reports};
+use super::secrets::Secrets;
+use toolhost_policy::grants::Grants;
 
-/// Longest log or progress message a guest may send per host call; the rest is cut.
-const MAX_MESSAGE_BYTES: usize = 4096;
-/// Log lines a guest may write per call; later ones are counted and dropped.
-const MAX_LOG_LINES: u64 = 1000;
-
-/// Everything one store owns. Dropped with the store after every call.
-pub(crate) struct State {
-    pub(crate) wasi: WasiCtx,
-    pub(crate) table: ResourceTable,
-    pub(crate) limiter: MemoryLimiter,
-    pub(crate) progress: Option<ProgressSink>,
-    pub(crate) plugin: std::sync::Arc<str>,
-    pub(crate) log_lines: u64,
-    pub(crate) progress_reports: AtomicU64,
-    /// wasi:http state; only reachable by plugins linked with `wasi:http` (those granted network).
-    pub(crate) http: WasiHttpCtx,
-    /// The send-request hook with the plugin's grant, and the redactor for its secrets.
-    pub(crate) net: NetworkHooks,
-    /// The paths this call may not touch, and the guarded filesystem's own state.
-    pub(crate) files: Files,
+/// Every capability a plugin may be given, each with what it holds for the whole daemon.
+pub(crate) struct Capabilities {
+    files: FilesAndEnv,
+    network: Network,
+    reporting: Reporting,
 }
 
-impl State {
-    /// `wasi:filesystem/types` for this store, behind the call's path guard.
-    pub(crate) fn guarded_fs(&mut self) -> GuardedView<'_> {
-        GuardedView::new(
-            &mut self.wasi,
-            &mut self.table,
-            &mut self.files,
-            &self.plugin,
-        )
+/// One plugin's bindings, made at load and shared by all of its calls.
+pub(crate) struct Bound {
+    /// Its secrets, shared by the capabilities that use them.
+    pub(crate) secrets: Arc<Secrets>,
+    pub(crate) files: FilesBinding,
+    network: Arc<Binding>,
+    reporting: Arc<Secrets>,
+}
+
+/// Everything one store owns: each capability's piece of the call, the resource table they share,
+/// and the memory limiter. Dropped with the store after every call.
+pub(crate) struct State {
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: MemoryLimiter,
+    /// The plugin's name, for the capabilities' log lines.
+    plugin: Arc<str>,
+    /// Files and env: the WASI context, and the guarded filesystem's state.
+    wasi: WasiCtx,
+    files: Files,
+    /// Network: wasi:http state, and the send-request hooks with the plugin's grant.
+    http: WasiHttpCtx,
+    pub(crate) net: NetworkHooks,
+    /// Reporting: where log lines and progress go.
+    reporter: Reporter,
+}
+
+impl Capabilities {
+    /// The capabilities, counting descriptors against the daemon-wide `budget`.
+    pub(crate) fn new(budget: &Arc<FileBudget>) -> Self {
+        Self {
+            files: FilesAndEnv::new(budget.clone()),
+            network: Network::new(budget.clone()),
+            reporting: Reporting,
+        }
     }
+
+    /// Link exactly the interfaces a plugin may import: each capability's. Raw sockets are
+    /// deliberately absent; `wasi:http` is linked for every plugin (many toolchains import it by
+    /// default), and a plugin without a network grant gets every request refused when it is sent.
+    pub(crate) fn link(linker: &mut Linker<State>) -> Result<(), CapabilityError> {
+        link::<FilesAndEnv>(linker)?;
+        link::<Reporting>(linker)?;
+        link::<Network>(linker)?;
+        Ok(())
+    }
+
+    /// Bind the plugin `name` to its grants, once, at load: a setting a capability cannot use fails
+    /// here, naming the capability.
+    pub(crate) fn bind(&self, name: &Arc<str>, grants: &Grants) -> Result<Bound, CapabilityError> {
+        let secrets = Secrets::bind(&grants.secrets)
+            .map(Arc::new)
+            .map_err(|e| CapabilityError::new("secrets", e))?;
+        let plugin = PluginSettings {
+            name,
+            grants,
+            secrets: &secrets,
+        };
+        Ok(Bound {
+            files: Capability::<State>::bind(&self.files, &plugin)?,
+            network: Capability::<State>::bind(&self.network, &plugin)?,
+            reporting: Capability::<State>::bind(&self.reporting, &plugin)?,
+            secrets,
+        })
+    }
+
+    /// One call's store data: each capability prepared from its binding and the call's inputs.
+    pub(crate) fn prepare(
+        &self,
+        plugin: &Arc<str>,
+        bound: &Bound,
+        call: &CallInputs<'_>,
+        limiter: MemoryLimiter,
+    ) -> Result<State, CapabilityError> {
+        let (wasi, files) = Capability::<State>::prepare(&self.files, &bound.files, call)?;
+        let (http, net) = Capability::<State>::prepare(&self.network, &bound.network, call)?;
+        let reporter = Capability::<State>::prepare(&self.reporting, &bound.reporting, call)?;
+        Ok(State {
+            table: ResourceTable::new(),
+            limiter,
+            plugin: plugin.clone(),
+            wasi,
+            files,
+            http,
+            net,
+            reporter,
+        })
+    }
+}
+
+/// Link capability `C`; an error names it.
+fn link<C: Capability<State>>(linker: &mut Linker<State>) -> Result<(), CapabilityError> {
+    C::link(linker).map_err(|e| CapabilityError::new(C::NAME, format!("cannot link: {e:#}")))
 }
 
 impl WasiView for State {
@@ -61,114 +134,81 @@ impl wasmtime_wasi_io::IoView for State {
     }
 }
 
-fn clip(mut s: String) -> String {
-    if toolhost_policy::text::truncate_at_boundary(&mut s, MAX_MESSAGE_BYTES) {
-        s.push('…');
+impl FilesView for State {
+    fn guarded_fs(&mut self) -> GuardedView<'_> {
+        GuardedView::new(
+            &mut self.wasi,
+            &mut self.table,
+            &mut self.files,
+            &self.plugin,
+        )
     }
-    s
 }
 
-impl super::bindings::toolhost::plugin::types::Host for State {}
-
-impl Host for State {
-    fn progress(&mut self, done: u64, total: Option<u64>, message: String) {
-        self.progress_reports.fetch_add(1, Ordering::Relaxed);
-        if let Some(sink) = &self.progress {
-            sink(Progress {
-                done,
-                total,
-                message: clip(self.net.redactor().redact(message)),
-            });
-        }
-    }
-
-    fn log(&mut self, level: LogLevel, message: String) {
-        self.log_lines += 1;
-        if self.log_lines > MAX_LOG_LINES {
-            return;
-        }
-        // One call, one log line, whatever the guest wrote: newlines and controls are escaped.
-        let message = toolhost_policy::text::one_line(&clip(self.net.redactor().redact(message)))
-            .into_owned();
-        let plugin = toolhost_policy::text::one_line(&self.plugin);
-        let plugin = plugin.as_ref();
-        match level {
-            LogLevel::Trace => tracing::trace!(plugin, "{message}"),
-            LogLevel::Debug => tracing::debug!(plugin, "{message}"),
-            LogLevel::Info => tracing::info!(plugin, "{message}"),
-            LogLevel::Warn => tracing::warn!(plugin, "{message}"),
-            LogLevel::Error => tracing::error!(plugin, "{message}"),
+impl WasiHttpView for State {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.net,
         }
     }
 }
 
-/// Caps the guest's linear memory and remembers the peak, so the audit log can report it.
-pub(crate) struct MemoryLimiter {
-    limit: usize,
-    used: usize,
-    pub(crate) peak: usize,
-    pub(crate) hit: bool,
-}
-
-impl MemoryLimiter {
-    pub(crate) fn new(limit: usize) -> Self {
-        Self {
-            limit,
-            used: 0,
-            peak: 0,
-            hit: false,
+impl ReportingView for State {
+    fn reporting(&mut self) -> Reports<'_> {
+        Reports {
+            reporter: &mut self.reporter,
+            plugin: &self.plugin,
         }
     }
 }
 
-/// The error a refused memory grow traps with, so the caller can tell it from other traps.
-#[derive(Debug, thiserror::Error)]
-#[error("memory limit of {limit} bytes reached (wanted {wanted})")]
-pub(crate) struct MemoryLimitHit {
-    pub(crate) limit: usize,
-    pub(crate) wanted: usize,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_policy::network::{Destination, Secret, SecretGrant, SecretHeader};
 
-impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(
-        &mut self,
-        current: usize,
-        desired: usize,
-        _max: Option<usize>,
-    ) -> Result<bool> {
-        let wanted = self.used - current.min(self.used) + desired;
-        if wanted > self.limit {
-            self.hit = true;
-            return Err(MemoryLimitHit {
-                limit: self.limit,
-                wanted,
-            }
-            .into());
+    fn with_header(name: &str) -> Grants {
+        Grants {
+            secrets: vec![SecretGrant {
+                name: "token".into(),
+                value: Secret::new("0123456789"),
+                env: Some("TOKEN".into()),
+                header: Some(SecretHeader {
+                    name: name.into(),
+                    value: Secret::new("Bearer 0123456789"),
+                    destinations: vec![Destination::parse("https://api.example.com").unwrap()],
+                }),
+            }],
+            ..Grants::default()
         }
-        self.used = wanted;
-        self.peak = self.peak.max(wanted);
-        Ok(true)
     }
 
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _max: Option<usize>,
-    ) -> Result<bool> {
-        // Tables cost host memory too; a million elements is far beyond what real plugins use.
-        Ok(desired <= 1_000_000)
+    #[test]
+    fn a_secret_header_that_is_not_http_fails_the_bind_naming_secrets() {
+        let capabilities = Capabilities::new(&FileBudget::new(8));
+        let e = capabilities
+            .bind(&"p".into(), &with_header("bad header"))
+            .err()
+            .unwrap();
+        assert_eq!(e.capability, "secrets");
+        assert!(e.to_string().starts_with("secrets: secret 'token'"), "{e}");
+        assert!(!e.to_string().contains("0123456789"), "{e}");
     }
 
-    fn instances(&self) -> usize {
-        64
-    }
-
-    fn tables(&self) -> usize {
-        64
-    }
-
-    fn memories(&self) -> usize {
-        16
+    #[test]
+    fn binds_secrets_once_for_every_capability() {
+        let capabilities = Capabilities::new(&FileBudget::new(8));
+        let bound = capabilities
+            .bind(&"p".into(), &with_header("authorization"))
+            .unwrap();
+        assert_eq!(bound.secrets.headers().len(), 1);
+        assert_eq!(
+            bound.secrets.env().collect::<Vec<_>>(),
+            [("TOKEN", "0123456789")]
+        );
+        assert!(Arc::ptr_eq(&bound.secrets, &bound.reporting));
+        assert!(!bound.files.has_dirs());
     }
 }

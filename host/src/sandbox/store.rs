@@ -5,13 +5,15 @@
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::ResourceTableError;
+use wasmtime::component::{Instance, InstancePre, ResourceTableError};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
+use super::bindings::{Plugin as PluginWorld, PluginPre};
 use super::budget::BudgetExhausted;
+use super::limiter::MemoryLimitHit;
 use super::output::CappedOutput;
-use super::run::{Instantiate, RunError, RunReport};
-use super::state::{MemoryLimitHit, State};
+use super::report::{RunError, RunReport};
+use super::state::State;
 use super::ticker::Running;
 use toolhost_policy::grants::Limits;
 
@@ -23,6 +25,27 @@ const MAX_TRANSFER: usize = 128 << 20;
 /// The most handles (open files, streams, pollables, HTTP requests) one call may hold at once. Open
 /// files are the daemon's own descriptors, shared by every call: one call must not exhaust them.
 const MAX_HANDLES: usize = 1024;
+
+/// A pre-linked component that makes a fresh instance in a store: the contract's bindings, or a
+/// plain instance for a generic plugin.
+pub(super) trait Instantiate {
+    type Instance;
+    async fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<Self::Instance>;
+}
+
+impl Instantiate for PluginPre<State> {
+    type Instance = PluginWorld;
+    async fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<PluginWorld> {
+        self.instantiate_async(store).await
+    }
+}
+
+impl Instantiate for InstancePre<State> {
+    type Instance = Instance;
+    async fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<Instance> {
+        self.instantiate_async(store).await
+    }
+}
 
 /// A call's fresh store (its state holds each capability, prepared), its limits and stop signals.
 /// Made before a call goes to its own thread, so that what travels there is the store's pointer.

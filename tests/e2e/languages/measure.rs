@@ -107,7 +107,9 @@ async fn run_calls(
 ) -> (Duration, Duration, u64) {
     let (mut inst, mut call, mut fuel) = (Vec::new(), Vec::new(), 0);
     let input = s.input.to_string();
-    let prepared = sandbox.prepare(plugin.clone(), s.tool, grants.clone(), Limits::default());
+    let prepared = sandbox
+        .prepare(plugin.clone(), s.tool, grants.clone(), Limits::default())
+        .expect("the grants bind");
     for i in 0..=CALLS {
         let never = CancellationToken::new();
         let io = CallIo {

@@ -14,42 +14,32 @@ use http::{Request, Response};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::super::budget::FileBudget;
+use super::super::secrets::Secrets;
 use super::plan::Plan;
 use super::refusal::{NetError, Reporter};
 use super::transport::{self, IoFuture};
-use toolhost_policy::network::{NetworkGrant, Redactor, SecretGrant};
+use toolhost_policy::network::NetworkGrant;
 
 type SendFuture =
     Box<dyn Future<Output = Result<(Response<WasiBody>, IoFuture), HttpError>> + Send>;
 
-/// A plugin's network grant, its secret headers and the redactor of its secrets, bound once when
-/// the plugin is loaded; every call's hooks start from it.
+/// A plugin's network grant and its secrets (for the headers the host adds), bound once when the
+/// plugin is loaded; every call's hooks start from it.
 #[derive(Debug)]
 pub(crate) struct Binding {
     plugin: String,
     grant: Option<NetworkGrant>,
-    headers: Vec<SecretGrant>,
-    redactor: Redactor,
+    secrets: Arc<Secrets>,
 }
 
 impl Binding {
     /// `plugin`'s binding; `grant: None` refuses every request.
-    pub(crate) fn new(plugin: &str, grant: Option<&NetworkGrant>, secrets: &[SecretGrant]) -> Self {
+    pub(crate) fn new(plugin: &str, grant: Option<&NetworkGrant>, secrets: Arc<Secrets>) -> Self {
         Self {
             plugin: plugin.to_string(),
             grant: grant.cloned(),
-            headers: secrets
-                .iter()
-                .filter(|s| s.header.is_some())
-                .cloned()
-                .collect(),
-            redactor: Redactor::new(secrets.iter().map(|s| &s.value)),
+            secrets,
         }
-    }
-
-    /// Replaces the plugin's secrets (all of them, env ones too) in text leaving the sandbox.
-    pub(crate) fn redactor(&self) -> &Redactor {
-        &self.redactor
     }
 }
 
@@ -85,11 +75,6 @@ impl NetworkHooks {
         self.reporter.take_notes()
     }
 
-    /// Replaces the plugin's secrets in what the guest logs and reports.
-    pub(crate) fn redactor(&self) -> &Redactor {
-        &self.binding.redactor
-    }
-
     /// The checks before any lookup: grant, request count, URL, allowlist.
     fn plan<B>(&mut self, req: &Request<B>) -> Result<Plan, NetError> {
         let b = &*self.binding;
@@ -97,7 +82,7 @@ impl NetworkHooks {
             return Err(NetError::NotGranted(b.plugin.clone()));
         };
         self.sent += 1;
-        Plan::new(grant, &b.headers, self.sent, req.uri())
+        Plan::new(grant, b.secrets.headers(), self.sent, req.uri())
     }
 }
 
@@ -126,13 +111,17 @@ mod tests {
     use super::*;
     use toolhost_policy::network::Destination;
 
+    fn no_secrets() -> Arc<Secrets> {
+        Arc::new(Secrets::bind(&[]).unwrap())
+    }
+
     fn request(url: &str) -> Request<()> {
         Request::get(url).body(()).unwrap()
     }
 
     #[test]
     fn no_grant_refuses_everything() {
-        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", None, &[])));
+        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", None, no_secrets())));
         assert_eq!(
             h.plan(&request("https://example.com/")).unwrap_err(),
             NetError::NotGranted("p".into())
@@ -151,7 +140,7 @@ mod tests {
             .map_err(|e: std::convert::Infallible| -> HttpError { match e {} })
             .boxed_unsync();
         let req = Request::get("https://example.com/").body(body).unwrap();
-        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", None, &[])));
+        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", None, no_secrets())));
         let sent = h.send_request(req, None, Box::new(async { Ok(()) }));
         let e = Box::into_pin(sent).await.err().unwrap();
         assert!(matches!(e, HttpError::HttpRequestDenied), "{e:?}");
@@ -161,7 +150,7 @@ mod tests {
     fn counts_requests_per_call() {
         let mut grant = NetworkGrant::new(vec![Destination::parse("https://example.com").unwrap()]);
         grant.limits.max_requests = 2;
-        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", Some(&grant), &[])));
+        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", Some(&grant), no_secrets())));
         assert!(h.plan(&request("https://example.com/")).is_ok());
         assert!(h.plan(&request("https://example.com/")).is_ok());
         assert_eq!(

@@ -13,10 +13,9 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue, Request, Uri, header};
 
+use super::super::secrets::SecretHeader;
 use super::refusal::NetError;
-use toolhost_policy::network::{
-    AddressClass, NetworkGrant, NetworkLimits, SecretGrant, Target, classify,
-};
+use toolhost_policy::network::{AddressClass, NetworkGrant, NetworkLimits, Target, classify};
 
 /// A request that passed the checks before any lookup, with what the host adds to it. `Debug` is
 /// safe: secret header values are marked sensitive and print as `Sensitive`.
@@ -34,7 +33,7 @@ impl Plan {
     /// `grant` to `uri`, and the secret headers for its destination.
     pub(super) fn new(
         grant: &NetworkGrant,
-        secrets: &[SecretGrant],
+        secrets: &[SecretHeader],
         sent: u32,
         uri: &Uri,
     ) -> Result<Self, NetError> {
@@ -54,17 +53,9 @@ impl Plan {
             });
         }
         let mut add = Vec::new();
-        for s in secrets {
-            let Some(h) = &s.header else { continue };
+        for h in secrets {
             if h.destinations.iter().any(|d| d.matches(&target)) {
-                // Validated by config; a bad one is skipped rather than sent malformed.
-                if let (Ok(name), Ok(mut value)) = (
-                    HeaderName::from_bytes(h.name.as_bytes()),
-                    HeaderValue::from_str(h.value.expose()),
-                ) {
-                    value.set_sensitive(true);
-                    add.push((name, value));
-                }
+                add.push((h.name.clone(), h.value.clone()));
             }
         }
         Ok(Self {
@@ -233,7 +224,8 @@ mod tests {
 
     #[test]
     fn strips_guest_credentials_and_adds_secret_headers_for_their_destination() {
-        use toolhost_policy::network::{Secret, SecretHeader};
+        use super::super::super::secrets::Secrets;
+        use toolhost_policy::network::{Secret, SecretGrant, SecretHeader};
         let api = Destination::parse("https://api.example.com").unwrap();
         let other = Destination::parse("https://other.example.com:8443").unwrap();
         let mut grant = NetworkGrant::new(vec![api.clone(), other.clone()]);
@@ -247,6 +239,7 @@ mod tests {
                 destinations: vec![api],
             }),
         };
+        let secrets = Secrets::bind(std::slice::from_ref(&secret)).unwrap();
         let rewritten = |grant: &NetworkGrant, url: &str| {
             let mut req = request(url);
             req.headers_mut().insert(
@@ -255,7 +248,7 @@ mod tests {
             );
             req.headers_mut()
                 .insert(header::COOKIE, HeaderValue::from_static("session=guest"));
-            Plan::new(grant, std::slice::from_ref(&secret), 1, req.uri())
+            Plan::new(grant, secrets.headers(), 1, req.uri())
                 .unwrap()
                 .rewrite(&mut req);
             req

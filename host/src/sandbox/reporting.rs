@@ -1,0 +1,119 @@
+//! The reporting capability: the contract's `toolhost:plugin/host` interface, through which a
+//! plugin logs and reports progress. Log lines go to the daemon's log; progress goes to the host
+//! service the caller lent the call ([`CallIo::progress`](super::CallIo::progress)), if any. Both
+//! are cut, kept to one line and redacted of the plugin's secrets; neither can fail the call.
+
+use std::sync::Arc;
+
+use wasmtime::component::{HasData, Linker};
+
+use super::bindings::Plugin as PluginWorld;
+use super::bindings::toolhost::plugin::host::{Host, LogLevel};
+use super::capability::{CallInputs, Capability, CapabilityError, PluginSettings};
+use super::secrets::Secrets;
+use toolhost_policy::call::{Progress, ProgressSink};
+
+/// Longest log or progress message a guest may send per host call; the rest is cut.
+const MAX_MESSAGE_BYTES: usize = 4096;
+/// Log lines a guest may write per call; later ones are counted and dropped.
+const MAX_LOG_LINES: u64 = 1000;
+
+/// The store data's view of this capability.
+pub(crate) trait ReportingView: Send {
+    /// The call's reporter and the plugin's name, borrowed for one host call.
+    fn reporting(&mut self) -> Reports<'_>;
+}
+
+/// The reporting capability. Linked for every plugin; binds only the plugin's secrets (to redact).
+pub(crate) struct Reporting;
+
+/// One call's reporting: where progress goes, the secrets to redact, the log lines written so far.
+pub(crate) struct Reporter {
+    progress: Option<ProgressSink>,
+    secrets: Arc<Secrets>,
+    log_lines: u64,
+}
+
+/// What one `toolhost:plugin/host` call sees: the call's reporter and the plugin's name.
+pub(crate) struct Reports<'a> {
+    /// The call's reporter.
+    pub(crate) reporter: &'a mut Reporter,
+    /// The plugin's name, for log lines.
+    pub(crate) plugin: &'a str,
+}
+
+/// [`HasData`] for linking the contract's host interfaces to a [`Reports`].
+struct HostInterface;
+
+impl HasData for HostInterface {
+    type Data<'a> = Reports<'a>;
+}
+
+impl<S: ReportingView + 'static> Capability<S> for Reporting {
+    const NAME: &'static str = "reporting";
+    type Bound = Arc<Secrets>;
+    type PerCall = Reporter;
+
+    /// Link the contract's imports: `toolhost:plugin/host` (and its `types`).
+    fn link(linker: &mut Linker<S>) -> wasmtime::Result<()> {
+        PluginWorld::add_to_linker::<S, HostInterface>(linker, S::reporting)
+    }
+
+    fn bind(&self, plugin: &PluginSettings<'_>) -> Result<Arc<Secrets>, CapabilityError> {
+        Ok(plugin.secrets.clone())
+    }
+
+    fn prepare(
+        &self,
+        bound: &Arc<Secrets>,
+        call: &CallInputs<'_>,
+    ) -> Result<Reporter, CapabilityError> {
+        Ok(Reporter {
+            progress: call.io.progress.clone(),
+            secrets: bound.clone(),
+            log_lines: 0,
+        })
+    }
+}
+
+fn clip(mut s: String) -> String {
+    if toolhost_policy::text::truncate_at_boundary(&mut s, MAX_MESSAGE_BYTES) {
+        s.push('…');
+    }
+    s
+}
+
+impl super::bindings::toolhost::plugin::types::Host for Reports<'_> {}
+
+impl Host for Reports<'_> {
+    fn progress(&mut self, done: u64, total: Option<u64>, message: String) {
+        let r = &*self.reporter;
+        if let Some(sink) = &r.progress {
+            sink(Progress {
+                done,
+                total,
+                message: clip(r.secrets.redactor().redact(message)),
+            });
+        }
+    }
+
+    fn log(&mut self, level: LogLevel, message: String) {
+        let r = &mut *self.reporter;
+        r.log_lines += 1;
+        if r.log_lines > MAX_LOG_LINES {
+            return;
+        }
+        // One call, one log line, whatever the guest wrote: newlines and controls are escaped.
+        let message = toolhost_policy::text::one_line(&clip(r.secrets.redactor().redact(message)))
+            .into_owned();
+        let plugin = toolhost_policy::text::one_line(self.plugin);
+        let plugin = plugin.as_ref();
+        match level {
+            LogLevel::Trace => tracing::trace!(plugin, "{message}"),
+            LogLevel::Debug => tracing::debug!(plugin, "{message}"),
+            LogLevel::Info => tracing::info!(plugin, "{message}"),
+            LogLevel::Warn => tracing::warn!(plugin, "{message}"),
+            LogLevel::Error => tracing::error!(plugin, "{message}"),
+        }
+    }
+}
