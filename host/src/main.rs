@@ -1,6 +1,8 @@
 //! The `toolhost` binary: parse flags, log to stderr, run the command, turn its failure into a
 //! message and the exit code the failure's type maps to ([`cli::Failure::exit_code`]).
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 use std::process::ExitCode;

@@ -191,7 +191,7 @@ fn a_batch_past_the_request_timeout_ends_as_timeout_everywhere() {
     );
     let addr = d.http.unwrap();
     let auth = bearer();
-    // `spin` runs until stopped; `sleep` (not read-only either) may start only after it ends.
+    // `spin` runs until stopped; with one call at a time, `sleep` starts only after it ends.
     let message = json!({
         "role": "assistant",
         "content": [
@@ -202,7 +202,7 @@ fn a_batch_past_the_request_timeout_ends_as_timeout_everywhere() {
     let reply = http(
         addr,
         "POST",
-        "/v1/tool-calls",
+        "/v1/tool-calls?concurrency=1",
         &[
             ("Authorization", &auth),
             ("Content-Type", "application/json"),

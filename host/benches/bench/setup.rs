@@ -162,7 +162,7 @@ pub(crate) async fn pipeline(ws: &Workspace) -> Result<Arc<Pipeline>, String> {
             toolhost::registry::PluginStatus::Rejected { reason, .. } => {
                 Some(format!("{n}: {reason}"))
             }
-            _ => None,
+            toolhost::registry::PluginStatus::Loaded { .. } => None,
         })
         .collect();
     if !rejected.is_empty() {

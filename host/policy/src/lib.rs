@@ -11,6 +11,8 @@
 //! and the compiler keeps the arrows pointing that way. The one thing read from outside is the
 //! filesystem: the config file, secret files, and [`gate::Mounts`] following a path's links.
 
+#![forbid(unsafe_code)]
+
 pub mod batch;
 pub mod breaker;
 pub mod call;

@@ -271,6 +271,10 @@ fn cancel_on_ctrl_c() -> tokio_util::sync::CancellationToken {
         if tokio::signal::ctrl_c().await.is_ok() {
             on_signal.cancel();
             if tokio::signal::ctrl_c().await.is_ok() {
+                #[expect(
+                    clippy::exit,
+                    reason = "a second Ctrl-C is the user's way out of a batch that will not stop"
+                )]
                 std::process::exit(130);
             }
         }

@@ -23,11 +23,14 @@ use crate::stats::Stats;
 use toolhost_policy::breaker::Lowered;
 use toolhost_policy::call::{CallOutcome, ErrorKind};
 use toolhost_policy::caller::{Access, NO_PROFILE};
+use toolhost_policy::config::Config;
 use toolhost_policy::gate::defaults;
 use toolhost_policy::task::owner_of;
 
 /// Runs calls. Shared by every front end (`Arc<Pipeline>`); all methods take `&self`.
 pub struct Pipeline {
+    /// The operator's config, as the host loaded it: the callers' profiles come from here.
+    config: Arc<Config>,
     registry: Arc<Registry>,
     audit: AuditLog,
     stats: Stats,
@@ -50,9 +53,16 @@ enum Stopped {
 }
 
 impl Pipeline {
-    /// A pipeline over `registry`, recording to `audit`, running at most `max_calls` calls at once.
-    pub fn new(registry: Arc<Registry>, audit: AuditLog, max_calls: usize) -> Self {
+    /// A pipeline under `config` over `registry`, recording to `audit`, running at most
+    /// `max_calls` calls at once.
+    pub fn new(
+        config: Arc<Config>,
+        registry: Arc<Registry>,
+        audit: AuditLog,
+        max_calls: usize,
+    ) -> Self {
         Self {
+            config,
             registry,
             audit,
             stats: Stats::new(),
@@ -61,6 +71,11 @@ impl Pipeline {
             health: ToolsHealth::default(),
             admission: Admission::new(),
         }
+    }
+
+    /// The config this pipeline runs under.
+    pub fn config(&self) -> &Arc<Config> {
+        &self.config
     }
 
     /// The registry whose tools this pipeline serves.
@@ -268,8 +283,7 @@ impl Pipeline {
         }
 
         // Who asks: a caller's profile narrows what they see and may do.
-        let config = self.registry.config();
-        let profile = match req.caller.as_deref().map(|c| config.callers.access(c)) {
+        let profile = match req.caller.as_deref().map(|c| self.config.callers.access(c)) {
             None | Some(Access::Unprofiled) => None,
             Some(Access::Profile(p)) => Some(p),
             Some(Access::Denied) => {

@@ -10,7 +10,7 @@ impl Pipeline {
     /// Whether `caller` may see `tool`: every tool for the local operator and for callers without a
     /// profile; the profile's tools otherwise (none, when no profile matches).
     pub fn sees(&self, caller: Option<&Caller>, tool: &str) -> bool {
-        match caller.map(|c| self.registry().config().callers.access(c)) {
+        match caller.map(|c| self.config().callers.access(c)) {
             None | Some(Access::Unprofiled) => true,
             Some(Access::Profile(p)) => p.allows_tool(tool),
             Some(Access::Denied) => false,
@@ -21,7 +21,7 @@ impl Pipeline {
     /// caller when no `[[callers]]` profiles are configured. A profiled caller's view is narrowed
     /// to its tools, and leaves out what no tool of theirs did (calls of unknown names).
     pub fn sees_everything(&self, caller: Option<&Caller>) -> bool {
-        match caller.map(|c| self.registry().config().callers.access(c)) {
+        match caller.map(|c| self.config().callers.access(c)) {
             None | Some(Access::Unprofiled) => true,
             Some(Access::Profile(_) | Access::Denied) => false,
         }

@@ -233,7 +233,7 @@ async fn open_pipeline(
     };
     let sandbox = Arc::new(Sandbox::new(&config.engine_options())?);
     let registry = Registry::open(sandbox.clone(), config.clone()).await?;
-    let pipeline = Pipeline::new(Arc::new(registry), audit, max_calls);
+    let pipeline = Pipeline::new(config.clone(), Arc::new(registry), audit, max_calls);
     Ok((config, sandbox, Arc::new(pipeline)))
 }
 
