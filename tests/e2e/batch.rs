@@ -504,7 +504,9 @@ async fn request(
     for (k, v) in headers {
         request = request.header(*k, *v);
     }
-    let request = request.body(axum::body::Body::from(body.to_owned())).unwrap();
+    let request = request
+        .body(axum::body::Body::from(body.to_owned()))
+        .unwrap();
     let response = tokio::time::timeout(Duration::from_secs(30), app.clone().oneshot(request))
         .await
         .unwrap()
