@@ -19,7 +19,8 @@
 //!
 //! Dependencies point down: host -> server -> exec -> {registry, sandbox, audit, stats} -> policy,
 //! with [`system`] (the cores) a leaf any layer may read. Only [`sandbox`] knows wasmtime; only
-//! [`server`] knows MCP and turns outcomes into wire errors; nothing below [`host`] imports it,
+//! [`server`] knows MCP and turns outcomes into wire errors (inside it, the MCP, batch and HTTP
+//! front ends import only its shared part, never each other); nothing below [`host`] imports it,
 //! nothing but the host imports the server, nothing imports the CLI, and the policy crate knows
 //! none of them (the compiler checks it).
 //! [`distribution`] brings plugins from registries into a local store, which the registry loads

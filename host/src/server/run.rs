@@ -1,4 +1,5 @@
-//! `toolhost serve`: run the transports, hot reload, and shut down gracefully.
+//! `toolhost serve`: run the transports, hot reload, and shut down gracefully. The top of the
+//! server: it wires every front end, and nothing imports it but the facade.
 //!
 //! On SIGINT or SIGTERM, the pipeline stops admitting new calls (refusals are recorded), lets
 //! work in flight finish for `server.shutdown-grace-ms`, then cancels the rest (the sandbox
@@ -17,11 +18,12 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::handler::McpServer;
-use super::http;
-use super::listener::{self, ConnLimits};
-use super::shared::Server;
-use super::stdio::CancelOnEof;
+use super::app;
+use super::daemon::Server;
+use super::http::listener::{self, ConnLimits};
+use super::mcp::McpServer;
+use super::mcp::legacy;
+use super::mcp::stdio::CancelOnEof;
 
 /// How long the transports get to close after the sessions are ended.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
@@ -63,7 +65,11 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
     if !options.stdio && options.http.is_none() {
         return Err(ServeError::NoTransport);
     }
-    let Server { shared, config } = server;
+    let Server {
+        shared,
+        states,
+        config,
+    } = server;
     let pipeline = shared.pipeline.clone();
     let gauged = pipeline.clone();
     crate::telemetry::observe_running(move || gauged.running() as u64);
@@ -108,7 +114,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
                 .map_err(|source| ServeError::Bind { addr, source })?;
             // On stderr: the one line a person starting the daemon needs (and tests read the port from).
             eprintln!("toolhost: serving {tools} tools over MCP at http://{local}/mcp");
-            let app = http::app(shared.clone(), &config, mcp_stop.clone());
+            let app = app::app(shared.clone(), states.clone(), &config, mcp_stop.clone());
             let limits = ConnLimits {
                 read_timeout: config.read_timeout,
                 max_connections: config.max_connections,
@@ -127,13 +133,13 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
     let stdio_task: Option<JoinHandle<()>> = options.stdio.then(|| {
         // The stdio session's calls are cancelled the moment its client closes stdin.
         let session_calls = pipeline.shutdown_token();
-        let server = McpServer::with_shared(shared.clone(), None).with_calls(session_calls.clone());
+        let server = McpServer::with_shared(shared.clone(), states.clone(), None)
+            .with_calls(session_calls.clone());
         let (stdin, stdout) = rmcp::transport::stdio_pipes();
         // 2025-11-25 tasks on the wire (see `legacy`): requests renamed in, results amended out.
-        let pending = super::legacy::Pending::default();
-        let stdin =
-            super::legacy::StdioIn::new(CancelOnEof::new(stdin, session_calls), pending.clone());
-        let stdout = super::legacy::StdioOut::new(stdout, pending, shared.clone());
+        let pending = legacy::Pending::default();
+        let stdin = legacy::StdioIn::new(CancelOnEof::new(stdin, session_calls), pending.clone());
+        let stdout = legacy::StdioOut::new(stdout, pending, shared.clone());
         let ct = mcp_stop.child_token();
         let stop = stop.clone();
         let alone = options.http.is_none();

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::codec::{BytesCodec, FramedRead};
 use tokio_util::sync::CancellationToken;
 
-use super::Run;
+use super::run::Run;
 use crate::batch::{self, Progress, answer_event, result_event};
 
 /// Bytes of stream output buffered for a slow reader before the writer waits.

@@ -1,14 +1,16 @@
-//! The HTTP face of the daemon: Streamable HTTP MCP at `/mcp`, the batch API under `/v1/`
-//! ([`super::batch`]), `GET /health`, `GET /metrics`.
+//! The HTTP app of the daemon, assembled: Streamable HTTP MCP at `/mcp` (from [`super::mcp`]), the
+//! batch API under `/v1/` (from [`super::batch`]), `GET /health`, `/ready` and `/metrics` (from
+//! [`super::ops`]), all behind [`guarded`].
 //!
 //! Every route sits behind the [`Guard`] (Host, Origin, bearer token). `/mcp` is rmcp's service:
 //! sessions for clients that `initialize` (each answering only the caller that opened it,
-//! [`super::owners`]), stateless requests for 2026-07-28 clients, a body limit,
+//! [`owners`]), stateless requests for 2026-07-28 clients, a body limit,
 //! and an idle timeout for sessions, with each revision's rules for priming events and `DELETE`
-//! ([`super::compat`]); its tool calls are bounded by the request timeout in the
+//! ([`compat`]); its tool calls are bounded by the request timeout in the
 //! handler, so that a call that runs too long is stopped and audited rather than cut off. The
 //! other routes are bounded by the request timeout here. Every route's body is read under the read
-//! timeout first ([`super::body`]), so that a client trickling a body cannot hold a slot.
+//! timeout first ([`body`]), so that a client trickling a body cannot hold a slot. A top module:
+//! it may import every front end, and none imports it but [`super::daemon`] and [`super::run`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,17 +24,18 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 
-use super::body::BodyDeadlines;
-use super::guard::Guard;
-use super::handler::McpServer;
-use super::reply::error;
+use super::batch;
+use super::http::auth;
+use super::http::body::{self, BodyDeadlines};
+use super::http::guard::{self, Guard};
+use super::http::reply::error;
+use super::mcp::{McpServer, RequestStates, compat, legacy, owners};
+use super::ops;
 use super::shared::Shared;
-use crate::registry::PluginStatus;
-use crate::stats::Exposition;
 use toolhost_policy::config::ServerConfig;
 
 /// An HTTP session that sends nothing for this long is closed (the client may `initialize` again).
@@ -40,9 +43,11 @@ const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// Keep-alive comments on open event streams, so that proxies do not close them.
 const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// The routes over `shared`; cancelling `mcp_stop` ends every MCP session and stream.
+/// Every route over `shared`, MCP's approvals sealed by `states`; cancelling `mcp_stop` ends every
+/// MCP session and stream.
 pub(crate) fn app(
     shared: Arc<Shared>,
+    states: Arc<RequestStates>,
     config: &ServerConfig,
     mcp_stop: CancellationToken,
 ) -> Router {
@@ -50,7 +55,7 @@ pub(crate) fn app(
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
     let sessions = Arc::new(sessions);
-    let owners = Arc::new(super::owners::Owners::new(sessions.clone()));
+    let owners = Arc::new(owners::Owners::new(sessions.clone()));
     let mcp_config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(guard.rmcp_hosts())
         .with_allowed_origins(guard.rmcp_origins())
@@ -58,7 +63,7 @@ pub(crate) fn app(
         .with_max_request_body_bytes(config.max_body_bytes)
         .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
         .with_cancellation_token(mcp_stop);
-    let server = McpServer::with_shared(shared.clone(), Some(config.request_timeout));
+    let server = McpServer::with_shared(shared.clone(), states, Some(config.request_timeout));
     let mcp = Arc::new(StreamableHttpService::new(
         move || Ok(server.clone()),
         sessions.clone(),
@@ -73,9 +78,9 @@ pub(crate) fn app(
     });
 
     let plain = Router::new()
-        .route("/health", get(health))
-        .route("/ready", get(ready))
-        .route("/metrics", get(metrics))
+        .route("/health", get(ops::health))
+        .route("/ready", get(ops::ready))
+        .route("/metrics", get(ops::metrics))
         .with_state(shared.clone())
         .route_layer(middleware::from_fn_with_state(
             config.request_timeout,
@@ -85,7 +90,7 @@ pub(crate) fn app(
     // layer's service on its own, and every request cloned the chain. Ownership first, so that
     // every step after it sees another caller's session as unknown.
     let mcp = ServiceBuilder::new()
-        .layer(middleware::from_fn_with_state(owners, super::owners::owned))
+        .layer(middleware::from_fn_with_state(owners, owners::owned))
         .layer(middleware::from_fn_with_state(
             BodyLimits {
                 bytes: config.max_body_bytes,
@@ -93,19 +98,16 @@ pub(crate) fn app(
             },
             json_rpc_errors,
         ))
-        .layer(middleware::from_fn_with_state(
-            sessions,
-            super::compat::revisions,
-        ))
+        .layer(middleware::from_fn_with_state(sessions, compat::revisions))
         .layer(middleware::from_fn_with_state(
             shared.clone(),
-            super::legacy::tasks,
+            legacy::tasks,
         ))
         .service(mcp);
     let routes = Router::new()
         .route_service("/mcp", mcp)
         .merge(plain)
-        .merge(super::batch::routes(shared.clone(), config))
+        .merge(batch::routes(shared.clone(), config))
         .fallback(not_found);
     guarded(routes, guard, &shared, config)
 }
@@ -121,19 +123,16 @@ pub(crate) fn guarded(
     config: &ServerConfig,
 ) -> Router {
     let outer = ServiceBuilder::new()
-        .layer(middleware::from_fn_with_state(guard, super::reply::guarded))
+        .layer(middleware::from_fn_with_state(guard, guard::guarded))
         // Inside the guard: a refused request is answered before its body is read.
         .layer(middleware::from_fn_with_state(
             body_deadlines(config),
-            super::body::bounded,
+            body::bounded,
         ));
-    match super::auth::authenticator(shared, config) {
+    match auth::authenticator(shared, config) {
         Some(auth) => Router::new().fallback_service(
             outer
-                .layer(middleware::from_fn_with_state(
-                    auth,
-                    super::auth::authenticated,
-                ))
+                .layer(middleware::from_fn_with_state(auth, auth::authenticated))
                 .service(routes),
         ),
         None => Router::new().fallback_service(outer.service(routes)),
@@ -145,7 +144,7 @@ pub(crate) fn body_deadlines(config: &ServerConfig) -> BodyDeadlines {
     BodyDeadlines {
         max_bytes: config.max_body_bytes,
         total: config.read_timeout,
-        idle: config.read_timeout.min(super::body::IDLE),
+        idle: config.read_timeout.min(body::IDLE),
         stream_total: config.request_timeout,
         stream_idle: config.read_timeout,
     }
@@ -239,150 +238,4 @@ async fn not_found() -> Response {
         StatusCode::NOT_FOUND,
         "not found: MCP is at /mcp; see also /v1/tool-calls, /v1/tools, /health and /metrics",
     )
-}
-
-fn plugin_counts(shared: &Shared) -> (usize, Vec<String>) {
-    let catalog = shared.pipeline.catalog();
-    let rejected: Vec<String> = catalog
-        .plugins
-        .iter()
-        .filter(|(_, s)| matches!(s, PluginStatus::Rejected { .. }))
-        .map(|(name, _)| name.clone())
-        .collect();
-    (catalog.plugins.len() - rejected.len(), rejected)
-}
-
-async fn health(
-    State(shared): State<Arc<Shared>>,
-    probe: Option<axum::Extension<super::auth::Unauthenticated>>,
-    caller: Option<axum::Extension<Arc<toolhost_policy::caller::Caller>>>,
-) -> Response {
-    // Liveness: 200 while the process serves, shutting down included (readiness is `/ready`).
-    let stopping = shared.pipeline.stopping().is_cancelled();
-    let (loaded, rejected) = plugin_counts(&shared);
-    let mut body: Value = json!({
-        "status": if stopping { "stopping" } else { "ok" },
-        "version": env!("CARGO_PKG_VERSION"),
-        "tools": shared.pipeline.catalog().tools.len(),
-        "plugins": { "loaded": loaded, "rejected": rejected },
-        "running_calls": shared.pipeline.running(),
-        "calls_in_flight": shared.pipeline.in_flight(),
-    });
-    if probe.is_some() {
-        // A probe without a token learns that the daemon lives, not which plugins failed.
-        body["plugins"]["rejected"] = json!(rejected.len());
-    } else {
-        // Each called tool's circuit breaker and recent outcomes, as far as the caller sees tools.
-        // The caller's own breakers beside the tools' (failures under its profile's lower limits).
-        let caller = caller.as_ref().map(|axum::Extension(c)| c.as_ref());
-        let pipeline = &shared.pipeline;
-        let key = caller.map(|c| toolhost_policy::task::owner_of(Some(c)));
-        body["breakers"] = json!(
-            pipeline
-                .health()
-                .health(key.as_deref(), |t| pipeline.sees(caller, t))
-        );
-    }
-    Json(body).into_response()
-}
-
-/// A gauge for `/metrics`: name, help text, and (labels, value) samples.
-type Gauge = (
-    &'static str,
-    &'static str,
-    Vec<(&'static [(&'static str, &'static str)], usize)>,
-);
-
-/// Readiness, for a load balancer: 503 while the state store is configured but not reachable,
-/// and from the start of shutdown (so that the balancer drains this daemon); `/health` stays
-/// liveness.
-async fn ready(State(shared): State<Arc<Shared>>) -> Response {
-    if shared.pipeline.stopping().is_cancelled() {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "stopping"})),
-        )
-            .into_response();
-    }
-    let wants = shared.wants_tasks.load(std::sync::atomic::Ordering::SeqCst);
-    let store = match shared.tasks() {
-        Some(tasks) => match tasks.store().ping().await {
-            Ok(()) => Ok(()),
-            Err(e) => Err(e.to_string()),
-        },
-        None if wants => Err("the state store is not open yet".to_owned()),
-        None => Ok(()),
-    };
-    match store {
-        Ok(()) => Json(json!({"status": "ready"})).into_response(),
-        Err(why) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "unavailable", "state": why})),
-        )
-            .into_response(),
-    }
-}
-
-/// `/metrics`, as far as the caller sees tools: a caller with a `[[callers]]` profile gets the
-/// series of the tools its profile lets it see, as `/health` shows them, and never the calls of
-/// names outside the catalogue (`tool="(unknown)"`), which only the operator's view (no profile)
-/// shows. Daemon-wide gauges are for everyone who may read `/metrics`.
-async fn metrics(
-    State(shared): State<Arc<Shared>>,
-    caller: Option<axum::Extension<Arc<toolhost_policy::caller::Caller>>>,
-) -> Response {
-    let caller = caller.as_ref().map(|axum::Extension(c)| c.as_ref());
-    let pipeline = &shared.pipeline;
-    let whole = pipeline.sees_everything(caller);
-    let shows = |tool: &str| {
-        if tool == crate::stats::UNKNOWN_TOOL {
-            whole
-        } else {
-            pipeline.sees(caller, tool)
-        }
-    };
-    let mut text = Exposition::new();
-    pipeline.stats().write_prometheus_for(&mut text, shows);
-    pipeline.health().write_prometheus_for(&mut text, shows);
-    let (loaded, rejected) = plugin_counts(&shared);
-    let gauges: [Gauge; 4] = [
-        (
-            "toolhost_calls_running",
-            "Tool calls executing in the sandbox now.",
-            vec![(&[], shared.pipeline.running())],
-        ),
-        (
-            "toolhost_calls_in_flight",
-            "MCP tool calls in flight, including those waiting for an approval.",
-            vec![(&[], shared.pipeline.in_flight())],
-        ),
-        (
-            "toolhost_tools",
-            "Tools served.",
-            vec![(&[], shared.pipeline.catalog().tools.len())],
-        ),
-        (
-            "toolhost_plugins",
-            "Plugin files, by load status.",
-            vec![
-                (&[("status", "loaded")], loaded),
-                (&[("status", "rejected")], rejected.len()),
-            ],
-        ),
-    ];
-    for (name, help, samples) in gauges {
-        text.family(name, "gauge", help);
-        for (labels, value) in samples {
-            text.sample(name, labels, value);
-        }
-    }
-    let text = text.into_text();
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        text,
-    )
-        .into_response()
 }

@@ -14,10 +14,11 @@ use tokio_util::sync::CancellationToken;
 use toolhost_policy::caller::Caller;
 use toolhost_policy::task::{TaskStatus, owner_of};
 
-use super::reply::error;
-use super::shared::Shared;
+use super::run::BATCH_ID_HEADER;
 use crate::batch::{self, BatchOptions};
 use crate::exec::ErrorKind;
+use crate::server::http::reply::error;
+use crate::server::shared::Shared;
 use crate::state::{TaskKind, TaskRecord};
 use crate::tasks::{Finish, NewTask, TaskError};
 
@@ -69,9 +70,7 @@ pub(super) async fn start(
                 response.headers_mut().insert(header::LOCATION, v);
             }
             if let Ok(v) = HeaderValue::from_str(&record.id) {
-                response
-                    .headers_mut()
-                    .insert(super::batch::BATCH_ID_HEADER, v);
+                response.headers_mut().insert(BATCH_ID_HEADER, v);
             }
             response
         }

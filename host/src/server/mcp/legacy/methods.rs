@@ -10,11 +10,12 @@ use serde_json::{Value, json};
 use toolhost_policy::caller::Caller;
 use toolhost_policy::task::{TaskChoice, TaskStatus};
 
-use crate::server::outcome::Era;
-use crate::server::shared::Shared;
-use crate::server::tasks::{
-    AskVia, Started, TaskCall, legacy_task, start, support_for, task_error, tasks_of,
+use crate::server::mcp::outcome::Era;
+use crate::server::mcp::task_view::legacy_task;
+use crate::server::mcp::tasks::{
+    AskVia, Started, TaskCall, start, support_for, task_error, tasks_of,
 };
+use crate::server::shared::Shared;
 
 /// The methods of 2025-11-25 tasks, as they reach the custom-request handler: `tasks/list` and
 /// `tasks/result` as sent; `tools/call` with `task`, `tasks/get` and `tasks/cancel` renamed by
@@ -23,16 +24,16 @@ use crate::server::tasks::{
 pub(crate) const LEGACY_METHODS: &[&str] = &[
     "tasks/list",
     "tasks/result",
-    super::CALL_AS_TASK,
-    super::GET,
-    super::CANCEL,
+    super::wire::CALL_AS_TASK,
+    super::wire::GET,
+    super::wire::CANCEL,
 ];
 
 /// How many tasks one `tasks/list` page holds.
 const LIST_PAGE: usize = 50;
 
 /// Answer one 2025-11-25 task request (`method` is one of [`LEGACY_METHODS`]).
-pub(crate) async fn answer(
+pub(in crate::server::mcp) async fn answer(
     shared: &Arc<Shared>,
     method: &str,
     params: Value,
@@ -64,11 +65,11 @@ pub(crate) async fn answer(
             }
             Ok(answer)
         }
-        super::GET => {
+        super::wire::GET => {
             let record = tasks.get(&task_id()?, &owner).await.map_err(task_error)?;
             Ok(legacy_task(&record, poll))
         }
-        super::CANCEL => {
+        super::wire::CANCEL => {
             let id = task_id()?;
             let record = tasks.get(&id, &owner).await.map_err(task_error)?;
             if record.status.is_terminal() {
@@ -134,7 +135,7 @@ pub(crate) async fn answer(
                 )),
             }
         }
-        super::CALL_AS_TASK => {
+        super::wire::CALL_AS_TASK => {
             let tool = params
                 .get("name")
                 .and_then(Value::as_str)

@@ -2,7 +2,7 @@
 //! approvals, and `notifications/tools/list_changed` on hot reload (legacy sessions and 2026
 //! `subscriptions/listen`). One [`McpServer`] value per session; they share one [`Shared`].
 
-use std::future::{Future, pending};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,17 +19,15 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::approval::{AskClient, ElicitingApprover};
+use super::approval::RequestStates;
 use super::listing::{self, PAGE_SIZE};
-use super::outcome::{self, Era};
-use super::progress::ProgressRelay;
+use super::outcome::Era;
 use super::routing::unroutable;
-use super::shared::Shared;
-use super::spans::{end_request_span, request_span, traced};
+use super::spans::{caller_of, end_request_span, request_span, traced};
+use super::task_view;
 use super::tasks::{self, AskVia};
-use crate::exec::{Approver, CallRequest, Deadline, ErrorKind};
+use crate::server::shared::Shared;
 use crate::telemetry;
-use toolhost_policy::caller::Caller;
 use toolhost_policy::task::owner_of;
 
 /// What clients read about this server at connection time.
@@ -40,19 +38,26 @@ need approval ask the user through elicitation when the client supports it; othe
 /// The MCP server over one pipeline; cheap to clone (one clone per HTTP session).
 #[derive(Clone)]
 pub struct McpServer {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
+    /// Seals and opens the `requestState` of 2026-era approvals (one per daemon).
+    pub(super) states: Arc<RequestStates>,
     /// How long one `tools/call` may take before it is stopped; `None` for no limit beyond the plugin's.
-    call_deadline: Option<Duration>,
+    pub(super) call_deadline: Option<Duration>,
     /// Parent of the cancel token of every call this server runs: the daemon's, or one of its
     /// children that a transport cancels when its client goes away (stdin closed).
-    calls: CancellationToken,
+    pub(super) calls: CancellationToken,
 }
 
 impl McpServer {
-    pub(crate) fn with_shared(shared: Arc<Shared>, call_deadline: Option<Duration>) -> Self {
+    pub(crate) fn with_shared(
+        shared: Arc<Shared>,
+        states: Arc<RequestStates>,
+        call_deadline: Option<Duration>,
+    ) -> Self {
         let calls = shared.pipeline.shutdown_token();
         Self {
             shared,
+            states,
             call_deadline,
             calls,
         }
@@ -63,160 +68,6 @@ impl McpServer {
         self.calls = calls;
         self
     }
-
-    async fn call(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let shared = &self.shared;
-        let tool = request.name.to_string();
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let caller = caller_of(&context);
-
-        let modern = context
-            .protocol_version()
-            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        let elicits = context
-            .client_capabilities()
-            .and_then(|c| c.elicitation)
-            .is_some_and(|e| e.form.is_some() || e.url.is_none());
-        if let Some(answer) = tasks::offer(
-            shared,
-            &context,
-            &tool,
-            &arguments,
-            caller.clone(),
-            elicits,
-            request.request_state.is_some(),
-        )
-        .await?
-        {
-            return Ok(answer);
-        }
-        let mut question = None;
-        let answered = match (&request.request_state, modern) {
-            (Some(state), true) => {
-                shared
-                    .states
-                    .answered(&tool, &arguments, state, request.input_responses.as_ref())
-                    .await?
-            }
-            _ => None,
-        };
-        let approver: Option<Arc<dyn Approver>> = match (answered, modern, elicits) {
-            (Some(answer), _, _) => Some(Arc::new(answer)),
-            (None, true, true) => {
-                let (ask, rx) = AskClient::new();
-                question = Some(rx);
-                Some(Arc::new(ask))
-            }
-            (None, false, true) => Some(Arc::new(ElicitingApprover::new(
-                context.peer.clone(),
-                shared.approval_timeout,
-            ))),
-            _ => None,
-        };
-
-        let relay = context
-            .meta
-            .get_progress_token()
-            .map(|token| ProgressRelay::new(token, context.peer.clone()));
-        let cancel = self.calls.child_token();
-        let started = std::time::Instant::now();
-        let trace = telemetry::is_on()
-            .then(|| request_span("tools/call", Some(&tool), &context, caller.as_deref()));
-        // The arguments are kept only where a question may hand the call back to the client.
-        let (input, kept) = match question {
-            Some(_) => (arguments.clone(), Some(arguments)),
-            None => (arguments, None),
-        };
-        let request = CallRequest {
-            tool: tool.clone(),
-            input,
-            parent_id: None,
-            origin: "mcp",
-            progress: relay.as_ref().map(ProgressRelay::sink),
-            cancel: cancel.clone(),
-            approver,
-            caller,
-            trace: trace.clone(),
-            // The pipeline enforces the request timeout itself, so that the client, the audit
-            // log and the stats all see `timeout`.
-            deadline: self.call_deadline.map(Deadline::after),
-            admitted: None,
-        };
-        let call = shared.pipeline.call(request);
-        let pump = async {
-            match &relay {
-                Some(r) => r.pump().await,
-                None => pending().await,
-            }
-        };
-        let asked = async {
-            match question {
-                Some(rx) => match rx.await {
-                    Ok(q) => q,
-                    Err(_) => pending().await,
-                },
-                None => pending().await,
-            }
-        };
-        tokio::pin!(call, pump, asked);
-        let mut abandoned = false;
-        let mut handed = None;
-        // Never drop `call` once it runs: cancelling it through its token lets the pipeline stop
-        // the plugin and write the audit record.
-        let outcome = loop {
-            tokio::select! {
-                biased;
-                outcome = &mut call => break outcome,
-                q = &mut asked, if handed.is_none() => {
-                    // 2026-07-28: the answer comes in a new request. This call ends here; the
-                    // pipeline records it as `input_required`.
-                    handed = Some(q);
-                    cancel.cancel();
-                }
-                () = context.ct.cancelled(), if !abandoned => {
-                    abandoned = true;
-                    cancel.cancel();
-                }
-                () = &mut pump => {}
-            }
-        };
-        if let (Some(q), Some(arguments)) = (handed, &kept)
-            && outcome.error_kind() == Some(ErrorKind::InputRequired)
-        {
-            return shared
-                .states
-                .input_required(&tool, arguments, &q)
-                .map(Into::into);
-        }
-        if let Some(r) = &relay {
-            // The pump may be part-way through a send, holding the relay's send lock: keep driving
-            // it while the last report goes out, or each would wait for the other forever.
-            tokio::select! {
-                biased;
-                () = r.flush() => {}
-                () = &mut pump => {}
-            }
-        }
-        if let Some(cx) = &trace {
-            let error = outcome.error_kind().map(telemetry::error_type);
-            end_request_span(cx, "tools/call", Some(&tool), error, started);
-        }
-        let era = Era::of(context.protocol_version());
-        outcome::to_result(&tool, outcome, era).map(Into::into)
-    }
-}
-
-/// The authenticated caller of an HTTP request (put there by [`super::auth`]); `None` on stdio.
-pub(super) fn caller_of(context: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
-    context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
-        .cloned()
 }
 
 impl ServerHandler for McpServer {
@@ -340,7 +191,7 @@ impl ServerHandler for McpServer {
                 .await
                 .map_err(tasks::task_error)?;
             let poll = tasks.options().poll_interval;
-            Ok(GetTaskResult::new(tasks::detailed(&record, poll)))
+            Ok(GetTaskResult::new(task_view::detailed(&record, poll)))
         })
         .await
     }

@@ -1,3 +1,6 @@
+//! The `requestState` round trip: answers approve once, are bound to their tool and arguments, and
+//! retries and mismatched answers ask again.
+
 use serde_json::json;
 
 use super::*;

@@ -1,6 +1,6 @@
 //! What every HTTP request must pass before any route sees it: `Host` and `Origin` against DNS
-//! rebinding (then, in [`super::auth`], a bearer token when one is configured). Pure checks on
-//! headers; no I/O.
+//! rebinding (then, in [`super::auth`], a bearer token when one is configured). The checks are pure
+//! (headers only, no I/O); [`guarded`] is the middleware that answers their refusals.
 //!
 //! Loopback names (`localhost`, `127.0.0.1`, `::1`, any port) are always allowed as hosts and, with
 //! `http` or `https`, as origins; `server.allowed-hosts` and `server.allowed-origins` add more. An
@@ -9,9 +9,15 @@
 //! port must be a number (`127.0.0.1:8750.evil.com` is refused, not read as `127.0.0.1`), and a
 //! request with two `Host` or two `Origin` headers is refused.
 
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use std::sync::Arc;
 
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::middleware::Next;
+use axum::response::Response;
 use toolhost_policy::config::ServerConfig;
+
+use super::reply::error;
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
@@ -254,6 +260,23 @@ fn parse_origin(text: &str) -> Option<Origin> {
         host: normalize_host(authority.host()),
         port,
     })
+}
+
+/// Middleware: a request the guard refuses is answered here (with a log line when Host or Origin
+/// is refused); others go on.
+pub(crate) async fn guarded(
+    State(guard): State<Arc<Guard>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Err(refusal) = guard.check(request.headers(), request.uri()) else {
+        return next.run(request).await;
+    };
+    let (status, message) = refusal.status_and_message();
+    if status == StatusCode::FORBIDDEN {
+        tracing::warn!(path = %request.uri().path(), "refused: {message}");
+    }
+    error(status, message)
 }
 
 #[cfg(test)]

@@ -21,59 +21,43 @@
 //! shutdown grace period. Once shutdown has started the pipeline admits no new batch: a whole
 //! message's calls are each refused and recorded as `busy` and answered with `503` and
 //! `Retry-After`; a streamed one gets `503` before any call is read. A whole message is read under the read timeout before any of
-//! this (`server::body`): a client that trickles it is answered 408; a streamed one must show its
+//! this (`server::http::body`): a client that trickles it is answered 408; a streamed one must show its
 //! format within the read timeout, then may take the request timeout, never stalling longer than
 //! the read timeout between two chunks. Bad requests are answered
 //! `{"error": "..."}` with a 4xx status; a call that fails is a result, not an HTTP error. Nothing
 //! here decides or runs a call: that is [`crate::batch`] and the pipeline's work.
 
-use std::sync::Arc;
-use std::time::Duration;
-
+mod deferred;
+mod run;
 mod stream;
+
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{DefaultBodyLimit, Query, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 
+pub use self::run::BATCH_ID_HEADER;
+use self::run::{Api, Run, shutting_down, with_batch_id};
 use self::stream::{Delivery, delivery, stream, stream_opened};
-use super::body::event_stream_framing;
-use super::guard::Guard;
-use super::reply::error;
-use super::shared::Shared;
 use crate::batch::stream::{Decoder, Framing, Limits};
-use crate::batch::{
-    self, BatchOptions, BatchReport, CallResult, DEFAULT_CONCURRENCY, Format, FormatChoice,
-    ParseError,
-};
-use crate::exec::{Deadline, Stopping};
+use crate::batch::{self, DEFAULT_CONCURRENCY, Format, FormatChoice, ParseError};
+use crate::exec::Stopping;
+use crate::server::http::body::event_stream_framing;
+use crate::server::http::reply::error;
+use crate::server::shared::Shared;
 use toolhost_policy::caller::Caller;
 use toolhost_policy::config::ServerConfig;
 
-/// The response header that carries the batch id (every call's `parent_id` in the audit log).
-pub const BATCH_ID_HEADER: &str = "x-toolhost-batch-id";
-
-/// The batch routes over `shared`, behind the same Host, Origin and token checks as `/mcp`, for
-/// tests and embedding ([`Server::batch_router`](super::Server::batch_router)). The daemon mounts
-/// `routes` on its own listener instead, behind its guard.
-pub(crate) fn router(shared: Arc<Shared>, config: &ServerConfig) -> Router {
-    super::http::guarded(
-        routes(shared.clone(), config),
-        Arc::new(Guard::new(config)),
-        &shared,
-        config,
-    )
-}
-
-/// The batch routes over `shared`, unguarded: for the daemon's router, whose guard covers them.
+/// The batch routes over `shared`, unguarded: the daemon's router and
+/// [`Server::batch_router`](crate::server::Server::batch_router) put them behind the guard.
 /// Batches count as calls in flight for the shutdown, and are cancelled with the other calls.
 pub(crate) fn routes(shared: Arc<Shared>, config: &ServerConfig) -> Router {
     let api = Api {
@@ -88,23 +72,11 @@ pub(crate) fn routes(shared: Arc<Shared>, config: &ServerConfig) -> Router {
         .route("/v1/tool-calls", post(tool_calls))
         .route(
             "/v1/tool-calls/{id}",
-            get(super::deferred::status).with_state(api.shared.clone()),
+            get(deferred::status).with_state(api.shared.clone()),
         )
         .route("/v1/tools", get(tools))
         .with_state(api)
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
-}
-
-#[derive(Clone)]
-struct Api {
-    shared: Arc<Shared>,
-    request_timeout: Duration,
-    read_timeout: Duration,
-    max_concurrency: usize,
-    max_body_bytes: usize,
-    /// Streamed batches at once: each holds a connection for as long as its model writes, so
-    /// their number is bounded (by `server.max-concurrent-calls`), not only each one's time.
-    streams: Arc<Semaphore>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -231,7 +203,7 @@ async fn tool_calls(
     }
     match params.deferred.as_deref() {
         None | Some("false") => {}
-        Some("true") => return super::deferred::start(&api.shared, batch, run.options).await,
+        Some("true") => return deferred::start(&api.shared, batch, run.options).await,
         Some(other) => return bad_request(format!("async must be true or false, not {other:?}")),
     }
     let batch_id = run.batch_id.clone();
@@ -265,24 +237,6 @@ async fn refused(run: Run, batch: batch::Batch) -> Response {
     let report = run.execute(batch, |_| {}).await;
     let response = (StatusCode::SERVICE_UNAVAILABLE, Json(report.answer())).into_response();
     with_batch_id(shutting_down(response), &batch_id)
-}
-
-/// `response` with the `Retry-After` a client of a daemon that is shutting down gets.
-fn shutting_down(mut response: Response) -> Response {
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    response
-}
-
-/// `response` with the batch id header.
-fn with_batch_id(mut response: Response, batch_id: &str) -> Response {
-    if let Ok(value) = HeaderValue::from_str(batch_id) {
-        response
-            .headers_mut()
-            .insert(HeaderName::from_static(BATCH_ID_HEADER), value);
-    }
-    response
 }
 
 /// A request whose body is the model's stream: read until its format shows (under the strict
@@ -326,95 +280,4 @@ async fn streamed_batch(
     let batch_id = run.batch_id.clone();
     let response = stream_opened(run.holding(slot), opened, delivery);
     with_batch_id(response, &batch_id)
-}
-
-/// One batch about to run, admitted (its ticket in `options`) until it is dropped.
-struct Run {
-    api: Api,
-    batch_id: String,
-    options: BatchOptions,
-    /// Cancelled when the client goes away.
-    cancel: CancellationToken,
-    /// A streamed batch's place among the streams at once.
-    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
-}
-
-impl Run {
-    /// A new batch for `caller`, with its id, its cancellation (a child of the daemon's calls) and,
-    /// when telemetry is on, its span under the request's trace context.
-    fn new(
-        api: &Api,
-        caller: Option<Extension<Arc<Caller>>>,
-        headers: &HeaderMap,
-        concurrency: usize,
-        calls: Option<usize>,
-    ) -> Self {
-        let batch_id = batch::new_batch_id();
-        let trace = crate::telemetry::is_on().then(|| {
-            let parent = crate::telemetry::remote_parent(
-                headers.get("traceparent").and_then(|v| v.to_str().ok()),
-                headers.get("tracestate").and_then(|v| v.to_str().ok()),
-            );
-            let mut attributes = vec![opentelemetry::KeyValue::new(
-                "toolhost.batch.id",
-                batch_id.clone(),
-            )];
-            if let Some(n) = calls {
-                attributes.push(opentelemetry::KeyValue::new(
-                    "toolhost.batch.calls",
-                    n as i64,
-                ));
-            }
-            crate::telemetry::server_span("batch".to_owned(), &parent, attributes)
-        });
-        Self {
-            api: api.clone(),
-            batch_id,
-            options: BatchOptions {
-                concurrency,
-                approver: None,
-                caller: caller.map(|Extension(c)| c),
-                trace,
-                deadline: Some(Deadline::after(api.request_timeout)),
-                admitted: api.shared.pipeline.admit().ok(),
-            },
-            cancel: CancellationToken::new(),
-            _slot: None,
-        }
-    }
-
-    /// The same run, holding `slot` until it ends.
-    fn holding(mut self, slot: tokio::sync::OwnedSemaphorePermit) -> Self {
-        self._slot = Some(slot);
-        self
-    }
-
-    /// Runs the batch; its calls end as `timeout` once the request timeout passes.
-    async fn execute(
-        self,
-        batch: batch::Batch,
-        on_result: impl FnMut(&CallResult) + Send,
-    ) -> BatchReport {
-        let api = self.api.clone();
-        let (batch_id, options, cancel) = (&self.batch_id, &self.options, &self.cancel);
-        let work = batch::run(
-            &api.shared.pipeline,
-            batch_id,
-            batch,
-            options,
-            cancel,
-            on_result,
-        );
-        self.bounded(work, |report| report.has_errors()).await
-    }
-
-    /// `work`, with the batch's span ended as it ends. The pipeline ends each call at the
-    /// batch's deadline, so `work` ends by then too.
-    async fn bounded<T>(&self, work: impl Future<Output = T>, has_errors: fn(&T) -> bool) -> T {
-        let done = work.await;
-        if let Some(cx) = &self.options.trace {
-            crate::telemetry::end_span(cx, has_errors(&done).then_some("tool_error"));
-        }
-        done
-    }
 }

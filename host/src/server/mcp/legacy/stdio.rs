@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Answer, Incoming, incoming, rewrite_response};
+use super::wire::{Answer, Incoming, incoming, rewrite_response};
 use crate::server::shared::Shared;
 
 /// What the stdio shim remembers between a request and its response: the answers that need
@@ -258,7 +258,7 @@ mod tests {
     use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 
     use super::*;
-    use crate::server::legacy::CALL_AS_TASK;
+    use crate::server::mcp::legacy::wire::CALL_AS_TASK;
 
     /// A reader that hands its bytes out in the pieces it was given.
     struct Pieces(VecDeque<Vec<u8>>);

@@ -172,7 +172,7 @@ impl Authenticator {
 /// The authenticator that `server` (its static token) and the host's config (`[auth]`,
 /// `[[callers]]`) ask for, if any; [`authenticated`] runs it.
 pub(crate) fn authenticator(
-    shared: &super::shared::Shared,
+    shared: &crate::server::shared::Shared,
     server: &ServerConfig,
 ) -> Option<Arc<Authenticator>> {
     let config = shared.pipeline.registry().config();

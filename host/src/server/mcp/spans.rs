@@ -2,13 +2,13 @@
 //! conventions say, and `mcp.server.operation.duration`. Only when telemetry is on.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use rmcp::ErrorData;
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 use toolhost_policy::caller::Caller;
 
-use super::handler::caller_of;
 use crate::telemetry;
 
 /// The server span of an MCP request, as the MCP semantic conventions name and attribute it, under
@@ -99,6 +99,16 @@ pub(super) fn end_request_span(
     telemetry::instruments()
         .operation
         .record(started.elapsed().as_secs_f64(), &attributes);
+}
+
+/// The authenticated caller of an HTTP request (put there by [`crate::server::http::auth`]);
+/// `None` on stdio.
+pub(super) fn caller_of(context: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
+        .cloned()
 }
 
 #[cfg(test)]
