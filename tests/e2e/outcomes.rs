@@ -223,7 +223,7 @@ fn a_batch_past_the_request_timeout_ends_as_timeout_everywhere() {
         let records = ends(&env, tool);
         assert_eq!(records.len(), 1, "{records:?}");
         assert_eq!(records[0]["error_kind"], "timeout", "{records:?}");
-        assert_eq!(records[0]["outcome"], "timeout", "{records:?}");
+        assert_eq!(records[0]["outcome"], "error", "{records:?}");
         assert_eq!(records[0]["caller"]["subject"], "static-token");
     }
 }

@@ -199,12 +199,14 @@ impl Pipeline {
         };
         if self.admission.calls().is_cancelled() {
             // Admitted work's later call, after the shutdown's grace period ended.
+            self.name_plugin(&req, &mut started.record);
             let message = shape::shut_down(&req.tool);
             let late = Finished::failed(&call_id, ErrorKind::Cancelled, message);
             return self.record(&req, started, late);
         }
         if let Some(deadline) = req.deadline.filter(|d| d.at() <= std::time::Instant::now()) {
             // A batch's later call whose deadline passed while earlier ones ran.
+            self.name_plugin(&req, &mut started.record);
             let message = shape::request_timeout(&req.tool, deadline.limit());
             let late = Finished::failed(&call_id, ErrorKind::Timeout, message);
             return self.record(&req, started, late);

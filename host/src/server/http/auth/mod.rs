@@ -175,7 +175,7 @@ pub(crate) fn authenticator(
     shared: &crate::server::shared::Shared,
     server: &ServerConfig,
 ) -> Option<Arc<Authenticator>> {
-    let config = shared.pipeline.registry().config();
+    let config = shared.pipeline.config();
     Authenticator::new(server, config.auth.as_ref(), &config.callers).map(Arc::new)
 }
 
