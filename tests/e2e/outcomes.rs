@@ -11,7 +11,7 @@ use toolhost::exec::{
     Answer, ApprovalRequest, Approver, CallOutcome, CallRequest, Deadline, Pipeline,
 };
 
-use crate::daemon::{Daemon, HttpSession, http};
+use crate::daemon::{Daemon, HttpSession, Reply, http};
 use crate::harness::Env;
 
 const TOKEN: &str = "sesame-outcomes";
@@ -54,6 +54,16 @@ fn errors_counted(addr: SocketAddr, tool: &str, kind: &str) -> u64 {
         .lines()
         .find_map(|l| l.strip_prefix(&wanted))
         .map_or(0, |n| n.trim().parse().unwrap())
+}
+
+/// `message` posted to the batch API at `path`, with the token.
+fn post_batch(addr: SocketAddr, path: &str, message: &Value) -> Reply {
+    let auth = bearer();
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    http(addr, "POST", path, &headers, message.to_string().as_bytes())
 }
 
 /// Waits (bounded) until the audit log has a begin line for `tool`.
@@ -113,16 +123,7 @@ fn once_shutdown_starts_every_front_end_refuses_a_call_as_busy_recorded_with_its
         "role": "assistant",
         "content": [{"type": "tool_use", "id": "b1", "name": "echo", "input": {"text": "batch"}}]
     });
-    let reply = http(
-        addr,
-        "POST",
-        "/v1/tool-calls",
-        &[
-            ("Authorization", &auth),
-            ("Content-Type", "application/json"),
-        ],
-        message.to_string().as_bytes(),
-    );
+    let reply = post_batch(addr, "/v1/tool-calls", &message);
     assert_eq!(reply.status, 503, "{}", reply.text());
     assert_eq!(reply.header("retry-after"), Some("1"));
     let body: Value = serde_json::from_str(&reply.text()).unwrap();
@@ -190,7 +191,6 @@ fn a_batch_past_the_request_timeout_ends_as_timeout_everywhere() {
         &[("OUTCOMES_TOKEN", TOKEN)],
     );
     let addr = d.http.unwrap();
-    let auth = bearer();
     // `spin` runs until stopped; with one call at a time, `sleep` starts only after it ends.
     let message = json!({
         "role": "assistant",
@@ -199,16 +199,7 @@ fn a_batch_past_the_request_timeout_ends_as_timeout_everywhere() {
             {"type": "tool_use", "id": "e", "name": "sleep", "input": {"ms": 10}}
         ]
     });
-    let reply = http(
-        addr,
-        "POST",
-        "/v1/tool-calls?concurrency=1",
-        &[
-            ("Authorization", &auth),
-            ("Content-Type", "application/json"),
-        ],
-        message.to_string().as_bytes(),
-    );
+    let reply = post_batch(addr, "/v1/tool-calls?concurrency=1", &message);
     assert_eq!(reply.status, 200, "{}", reply.text());
     let body: Value = serde_json::from_str(&reply.text()).unwrap();
     for result in body["content"].as_array().unwrap() {
@@ -244,16 +235,7 @@ fn a_batch_entry_that_does_not_parse_is_recorded_with_its_caller_under_no_made_u
         "tool_calls": [{"id": "c1", "type": "function",
             "function": {"name": "made_up_tool_name_1234", "arguments": "{not json"}}]
     });
-    let reply = http(
-        addr,
-        "POST",
-        "/v1/tool-calls",
-        &[
-            ("Authorization", &auth),
-            ("Content-Type", "application/json"),
-        ],
-        message.to_string().as_bytes(),
-    );
+    let reply = post_batch(addr, "/v1/tool-calls", &message);
     assert_eq!(reply.status, 200, "{}", reply.text());
     let body: Value = serde_json::from_str(&reply.text()).unwrap();
     assert!(

@@ -13,6 +13,7 @@ mod recorder;
 mod request;
 mod shape;
 mod timing;
+mod validation;
 mod view;
 
 pub use self::admission::{Deadline, Stopping, Ticket};

@@ -18,13 +18,12 @@ use super::request::CallRequest;
 use super::shape;
 use super::timing::{Stage, StageTimes};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
-use crate::registry::{Catalog, Registry, Tool};
+use crate::registry::{Catalog, Registry};
 use crate::stats::Stats;
 use toolhost_policy::breaker::Lowered;
 use toolhost_policy::call::{CallOutcome, ErrorKind};
 use toolhost_policy::caller::{Access, NO_PROFILE};
 use toolhost_policy::config::Config;
-use toolhost_policy::gate::defaults;
 use toolhost_policy::task::owner_of;
 
 /// Runs calls. Shared by every front end (`Arc<Pipeline>`); all methods take `&self`.
@@ -372,58 +371,5 @@ impl Pipeline {
             .await;
         finished.admitted = Some(admitted);
         finished
-    }
-
-    /// The validate stage: `input` checked against `tool`'s schema (coercions noted on
-    /// `record`), with the schema's defaults filled in, since the gate judges and the tool gets
-    /// what the tool would use.
-    async fn validate(
-        &self,
-        tool: &Arc<Tool>,
-        input: Value,
-        req: &CallRequest,
-        record: &mut AuditRecord,
-    ) -> Result<Value, Finished> {
-        let fail =
-            |kind: ErrorKind, content: String| Finished::failed(&record.call_id, kind, content);
-        // Schemas the cache vouched for compile here if the warm-up has not reached them yet.
-        let quick = tool
-            .schemas
-            .ready()
-            .is_some_and(|s| s.input.is_quick(&input));
-        let (checked, limits) = (tool.clone(), tool.plugin.policy.input);
-        let check = self.checks.run(quick, move || {
-            let schemas = checked.schemas.get(&checked.spec).map_err(str::to_owned)?;
-            Ok::<_, String>(schemas.input.check(&checked.spec.name, input, &limits))
-        });
-        let validated = tokio::select! {
-            checked = check => match checked {
-                Ok(Ok(Ok(v))) => v,
-                Ok(Ok(Err(e))) => return Err(fail(ErrorKind::InvalidInput, e.to_string())),
-                Ok(Err(broken)) => return Err(fail(
-                    ErrorKind::Internal,
-                    format!("The schemas of '{}' did not compile: {broken}", tool.spec.name),
-                )),
-                Err(u) => {
-                    let what = format!("the input of '{}'", tool.spec.name);
-                    return Err(fail(u.kind(), u.message(&what)));
-                }
-            },
-            () = req.cancel.cancelled() => {
-                return Err(fail(ErrorKind::Cancelled, shape::cancelled(&req.tool)));
-            }
-        };
-        record.coercions = validated
-            .coercions
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        let mut input = validated.input;
-        for pointer in defaults::fill(&tool.spec.input_schema, &mut input) {
-            record
-                .coercions
-                .push(format!("{pointer}: the schema's default filled in"));
-        }
-        Ok(input)
     }
 }
