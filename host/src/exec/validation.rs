@@ -33,7 +33,7 @@ impl Pipeline {
             .ready()
             .is_some_and(|s| s.input.is_quick(&input));
         let (checked, limits) = (tool.clone(), tool.plugin.policy.input);
-        let check = self.checks.run(quick, move || {
+        let check = self.checks().run(quick, move || {
             let schemas = checked.schemas.get(&checked.spec).map_err(str::to_owned)?;
             Ok::<_, String>(schemas.input.check(&checked.spec.name, input, &limits))
         });
