@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost::exec::{
@@ -12,7 +12,7 @@ use toolhost::exec::{
 };
 
 use crate::daemon::{Daemon, HttpSession, Reply, http};
-use crate::harness::Env;
+use crate::harness::{EVENT_WAIT, Env, wait_until};
 
 const TOKEN: &str = "sesame-outcomes";
 
@@ -66,26 +66,11 @@ fn post_batch(addr: SocketAddr, path: &str, message: &Value) -> Reply {
     http(addr, "POST", path, &headers, message.to_string().as_bytes())
 }
 
-/// Waits (bounded) until the audit log has a begin line for `tool`.
-fn wait_for_begin(env: &Env, tool: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !env
-        .audit_lines()
-        .iter()
-        .any(|l| l["event"] == "begin" && l["tool"] == tool)
-    {
-        assert!(Instant::now() < deadline, "no begin line for {tool}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Waits (bounded) until `/ready` says the daemon is stopping.
 fn wait_until_stopping(addr: SocketAddr) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while http(addr, "GET", "/ready", &[], b"").status != 503 {
-        assert!(Instant::now() < deadline, "the daemon never began to stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("/ready to say the daemon is stopping", EVENT_WAIT, || {
+        http(addr, "GET", "/ready", &[], b"").status == 503
+    });
 }
 
 #[test]
@@ -107,7 +92,7 @@ fn once_shutdown_starts_every_front_end_refuses_a_call_as_busy_recorded_with_its
         "jsonrpc": "2.0", "id": slow, "method": "tools/call",
         "params": { "name": "sleep", "arguments": { "ms": 4000 } }
     }));
-    wait_for_begin(&env, "sleep");
+    env.wait_for_begin("sleep", |l| l["tool"] == "sleep");
     d.signal("TERM");
     wait_until_stopping(addr);
 

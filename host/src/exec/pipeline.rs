@@ -18,7 +18,7 @@ use super::request::CallRequest;
 use super::shape;
 use super::timing::{Stage, StageTimes};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
-use crate::registry::{Catalog, Registry};
+use crate::registry::{Catalog, Registry, Tool};
 use crate::stats::Stats;
 use toolhost_policy::breaker::Lowered;
 use toolhost_policy::call::{CallOutcome, ErrorKind};
@@ -175,9 +175,7 @@ impl Pipeline {
             .get(&req.tool)
             .filter(|_| self.sees(req.caller.as_deref(), &req.tool))
         {
-            record.plugin = Some(tool.plugin.name.clone());
-            record.plugin_digest = Some(tool.plugin.provenance.digest.as_str().to_owned());
-            record.plugin_source = Some(tool.plugin.provenance.source.clone());
+            note_plugin(record, tool);
         }
     }
 
@@ -306,9 +304,7 @@ impl Pipeline {
         };
         drop(catalog);
         let plugin = &tool.plugin;
-        record.plugin = Some(plugin.name.clone());
-        record.plugin_digest = Some(plugin.provenance.digest.as_str().to_owned());
-        record.plugin_source = Some(plugin.provenance.source.clone());
+        note_plugin(record, &tool);
         clock.mark(Stage::Find);
 
         // Validate (coercions included), off the runtime unless surely quick.
@@ -372,4 +368,12 @@ impl Pipeline {
         finished.admitted = Some(admitted);
         finished
     }
+}
+
+/// Names `tool`'s plugin, its digest and source on `record`.
+fn note_plugin(record: &mut AuditRecord, tool: &Tool) {
+    let plugin = &tool.plugin;
+    record.plugin = Some(plugin.name.clone());
+    record.plugin_digest = Some(plugin.provenance.digest.as_str().to_owned());
+    record.plugin_source = Some(plugin.provenance.source.clone());
 }
