@@ -1,0 +1,136 @@
+// The live state shared by every tab: waiting questions, running and recent calls, kept current by
+// one EventSource. On every (re)connection the lists are fetched again, so nothing missed while
+// the stream was down stays missing.
+import { useEffect, useReducer, useState } from 'preact/hooks';
+import { get } from './api.js';
+import { announce } from './notice.js';
+
+export const RECENT_CAP = 200;
+
+const empty = { approvals: [], running: [], recent: [] };
+
+function without(list, key, id) {
+  return list.filter((item) => item[key] !== id);
+}
+
+function reduce(state, action) {
+  switch (action.type) {
+    case 'approvals':
+      return { ...state, approvals: action.approvals };
+    case 'calls':
+      return { ...state, running: action.running, recent: action.recent.slice(0, RECENT_CAP) };
+    case 'question': {
+      const q = action.question;
+      const running = state.running.map((r) => (r.call_id === q.call_id ? { ...r, waiting: true } : r));
+      return { ...state, running, approvals: [...without(state.approvals, 'id', q.id), q] };
+    }
+    case 'answered': {
+      const q = state.approvals.find((a) => a.id === action.id);
+      const running = q
+        ? state.running.map((r) => (r.call_id === q.call_id ? { ...r, waiting: false } : r))
+        : state.running;
+      return { ...state, running, approvals: without(state.approvals, 'id', action.id) };
+    }
+    case 'started':
+      return { ...state, running: [...without(state.running, 'call_id', action.call.call_id), action.call] };
+    case 'ended': {
+      const r = action.record;
+      const recent = [r, ...without(state.recent, 'call_id', r.call_id)].slice(0, RECENT_CAP);
+      return { ...state, running: without(state.running, 'call_id', r.call_id), recent };
+    }
+    default:
+      return state;
+  }
+}
+
+function parse(event) {
+  try {
+    return JSON.parse(event.data);
+  } catch (_) {
+    return null;
+  }
+}
+
+/** Live lists while `enabled` (signed in); `status` is connecting | live | reconnecting | closed. */
+export function useLive(enabled) {
+  const [state, dispatch] = useReducer(reduce, empty);
+  const [status, setStatus] = useState('connecting');
+  const [error, setError] = useState('');
+  const [generation, setGeneration] = useState(0);
+
+  useEffect(() => {
+    if (!enabled) return undefined;
+    let stopped = false;
+
+    const refetch = async () => {
+      try {
+        const [a, c] = await Promise.all([get('approvals'), get('calls')]);
+        if (stopped) return;
+        dispatch({ type: 'approvals', approvals: (a && a.approvals) || [] });
+        dispatch({ type: 'calls', running: (c && c.running) || [], recent: (c && c.recent) || [] });
+        setError('');
+      } catch (e) {
+        if (!stopped) setError(e.message);
+      }
+    };
+
+    refetch();
+    const source = new EventSource('/console/api/events', { withCredentials: false });
+    let opened = false;
+    source.onopen = () => {
+      setStatus('live');
+      // The first open follows the fetch above; a later one is a reconnection: catch up.
+      if (opened) refetch();
+      opened = true;
+    };
+    source.onerror = () => {
+      setStatus(source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting');
+    };
+    source.addEventListener('question', (e) => {
+      const question = parse(e);
+      if (!question || question.id === undefined) return;
+      dispatch({ type: 'question', question });
+      announce(question);
+    });
+    source.addEventListener('answered', (e) => {
+      const a = parse(e);
+      if (a && a.id !== undefined) dispatch({ type: 'answered', id: a.id });
+    });
+    source.addEventListener('started', (e) => {
+      const call = parse(e);
+      if (call && call.call_id !== undefined) dispatch({ type: 'started', call });
+    });
+    source.addEventListener('ended', (e) => {
+      const record = parse(e);
+      if (record && record.call_id !== undefined) dispatch({ type: 'ended', record });
+    });
+
+    return () => {
+      stopped = true;
+      source.close();
+    };
+  }, [enabled, generation]);
+
+  return {
+    ...state,
+    status,
+    error,
+    /** Drops one question locally (after this operator answered it). */
+    answered: (id) => dispatch({ type: 'answered', id }),
+    /** Opens a new stream after it was closed for good. */
+    reconnect: () => {
+      setStatus('connecting');
+      setGeneration((g) => g + 1);
+    },
+  };
+}
+
+/** The current time in ms, updated every `ms` milliseconds. */
+export function useNow(ms = 1000) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), ms);
+    return () => clearInterval(timer);
+  }, [ms]);
+  return now;
+}
