@@ -89,7 +89,10 @@ export function Audit() {
                 placeholder={f.hint}
                 list={f.list}
                 data-testid={`filter-${f.name}`}
-                onInput={(e) => setForm({ ...form, [f.name]: e.currentTarget.value })}
+                onInput={(e) => {
+                  const value = e.currentTarget.value;
+                  setForm((prev) => ({ ...prev, [f.name]: value }));
+                }}
               />
             </label>
           ))}
