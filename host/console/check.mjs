@@ -22,6 +22,7 @@ const SINKS = [
   [/\bset(Timeout|Interval)\s*\(\s*['"`]/, 'string timer'],
   [/\.setAttribute\s*\(\s*['"`](on|href|src|style)/i, 'setAttribute of an event, link or style'],
   [/\bwindow\s*\.\s*open\s*\(/, 'window.open'],
+  [/\.\s*(href|src|action|srcset)\s*=(?!=)/, 'assignment of a link or source'],
   [/<(iframe|object|embed|frame|base)\b/i, 'embedding element'],
   [/\blocation\s*(\.\s*href\s*)?=(?!=)(?!\s*['"`]#)/, 'navigation to a computed URL'],
 ];

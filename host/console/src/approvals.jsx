@@ -98,6 +98,26 @@ function Question({ question, now, onAnswered }) {
   );
 }
 
+const ANSWER_CLASS = { approved: 'ok', declined: 'bad', unanswered: 'warn' };
+
+/** The last questions answered (here, elsewhere, or by nobody), from the `answered` events. */
+function Answers({ answers }) {
+  return (
+    <section aria-labelledby="answers-title">
+      <h3 id="answers-title">Recently answered</h3>
+      <ul class="answers">
+        {answers.map((a) => (
+          <li key={a.id} data-testid="answered-note" data-question-id={String(a.id)}>
+            <span class={ANSWER_CLASS[a.answer] || 'warn'} data-testid="answered-answer">{fmt.text(a.answer)}</span>
+            {a.tool !== undefined ? <span>{` ${fmt.text(a.tool)}`}</span> : null}
+            {a.operator ? <span class="muted">{` by ${fmt.text(a.operator)}`}</span> : null}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
 export function Approvals({ live }) {
   const now = useNow(1000);
   const list = live.approvals;
@@ -113,6 +133,7 @@ export function Approvals({ live }) {
       ) : (
         list.map((q) => <Question key={q.id} question={q} now={now} onAnswered={live.answered} />)
       )}
+      {live.answers.length ? <Answers answers={live.answers} /> : null}
     </section>
   );
 }

@@ -4,6 +4,12 @@ import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 
 const HEIGHT = 180;
+// Readable on light and dark backgrounds alike (canvas text does not follow CSS colors).
+const AXIS = {
+  stroke: '#8b949e',
+  grid: { stroke: 'rgba(139, 148, 158, 0.25)', width: 1 },
+  ticks: { stroke: 'rgba(139, 148, 158, 0.4)', width: 1 },
+};
 
 function width(el) {
   return Math.max(240, Math.floor((el && el.clientWidth) || 480));
@@ -21,7 +27,7 @@ export function Chart({ title, series, data, testid, yLabel }) {
       width: width(el),
       height: HEIGHT,
       scales: { x: { time: true } },
-      axes: [{}, { label: yLabel, size: 60 }],
+      axes: [AXIS, { ...AXIS, label: yLabel, size: 60 }],
       series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.stroke, width: 1.5, spanGaps: false }))],
       legend: { live: true },
     };

@@ -7,7 +7,8 @@ import { announce } from './notice.js';
 
 export const RECENT_CAP = 200;
 
-const empty = { approvals: [], running: [], recent: [] };
+const empty = { approvals: [], running: [], recent: [], answers: [] };
+const ANSWERS_CAP = 10;
 
 function without(list, key, id) {
   return list.filter((item) => item[key] !== id);
@@ -29,7 +30,9 @@ function reduce(state, action) {
       const running = q
         ? state.running.map((r) => (r.call_id === q.call_id ? { ...r, waiting: false } : r))
         : state.running;
-      return { ...state, running, approvals: without(state.approvals, 'id', action.id) };
+      const note = action.note && { ...action.note, tool: q ? q.tool : undefined };
+      const answers = note ? [note, ...without(state.answers, 'id', note.id)].slice(0, ANSWERS_CAP) : state.answers;
+      return { ...state, running, answers, approvals: without(state.approvals, 'id', action.id) };
     }
     case 'started':
       return { ...state, running: [...without(state.running, 'call_id', action.call.call_id), action.call] };
@@ -94,7 +97,7 @@ export function useLive(enabled) {
     });
     source.addEventListener('answered', (e) => {
       const a = parse(e);
-      if (a && a.id !== undefined) dispatch({ type: 'answered', id: a.id });
+      if (a && a.id !== undefined) dispatch({ type: 'answered', id: a.id, note: a });
     });
     source.addEventListener('started', (e) => {
       const call = parse(e);
