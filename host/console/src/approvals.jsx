@@ -29,7 +29,7 @@ function Question({ question, now, onAnswered }) {
     setError('');
     try {
       await post(`approvals/${seg(question.id)}`, { answer: value, input_sha256: question.input_sha256 });
-      onAnswered(question.id);
+      onAnswered(question.id, value);
     } catch (e) {
       setError(e.message);
       setBusy(false);

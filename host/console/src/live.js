@@ -30,7 +30,10 @@ function reduce(state, action) {
       const running = q
         ? state.running.map((r) => (r.call_id === q.call_id ? { ...r, waiting: false } : r))
         : state.running;
-      const note = action.note && { ...action.note, tool: q ? q.tool : undefined };
+      // This operator's own answer removes the card at once; the event that follows keeps its tool.
+      const earlier = state.answers.find((a) => a.id === action.id);
+      const tool = q ? q.tool : earlier && earlier.tool;
+      const note = action.note && { ...action.note, tool };
       const answers = note ? [note, ...without(state.answers, 'id', note.id)].slice(0, ANSWERS_CAP) : state.answers;
       return { ...state, running, answers, approvals: without(state.approvals, 'id', action.id) };
     }
@@ -118,8 +121,9 @@ export function useLive(enabled) {
     ...state,
     status,
     error,
-    /** Drops one question locally (after this operator answered it). */
-    answered: (id) => dispatch({ type: 'answered', id }),
+    /** Drops one question locally after this operator answered it ('approve' or 'deny'). */
+    answered: (id, answer) =>
+      dispatch({ type: 'answered', id, note: { id, answer: answer === 'approve' ? 'approved' : 'declined' } }),
     /** Opens a new stream after it was closed for good. */
     reconnect: () => {
       setStatus('connecting');
