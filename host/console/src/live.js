@@ -90,7 +90,10 @@ export function useLive(enabled) {
       opened = true;
     };
     source.onerror = () => {
-      setStatus(source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting');
+      const closed = source.readyState === EventSource.CLOSED;
+      setStatus(closed ? 'closed' : 'reconnecting');
+      // The browser gives up on a non-200 answer: if the session ended, the 401 signs the page out.
+      if (closed) get('session').catch(() => {});
     };
     source.addEventListener('question', (e) => {
       const question = parse(e);
