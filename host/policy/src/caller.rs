@@ -110,6 +110,17 @@ pub struct RawProfile {
     pub fuel: Option<u64>,
     /// Guest memory per call, in MiB, at most.
     pub memory_mb: Option<u64>,
+    /// `"operator"`: the caller may use the console (answer approvals, cancel calls, read the
+    /// whole audit log). Absent: an ordinary caller, who sees nothing of it.
+    pub role: Option<Role>,
+}
+
+/// What a profile's caller may do beyond calling tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Runs the daemon: the console and its API.
+    Operator,
 }
 
 /// A profile, compiled.
@@ -127,6 +138,8 @@ pub struct Profile {
     pub fuel: Option<u64>,
     /// Its cap on a call's guest memory, in MiB.
     pub memory_mb: Option<u64>,
+    /// Its role, if any.
+    pub role: Option<Role>,
 }
 
 impl Profile {
@@ -203,6 +216,16 @@ impl Profiles {
         self.list.is_empty()
     }
 
+    /// Whether `caller` is an operator: with no profiles configured every authenticated caller is
+    /// (HTTP is theirs alone); otherwise only one whose profile says `role = "operator"`.
+    pub fn is_operator(&self, caller: &Caller) -> bool {
+        match self.access(caller) {
+            Access::Unprofiled => true,
+            Access::Profile(p) => p.role == Some(Role::Operator),
+            Access::Denied => false,
+        }
+    }
+
     /// What `caller` gets.
     pub fn access(&self, caller: &Caller) -> Access<'_> {
         if self.list.is_empty() {
@@ -257,6 +280,7 @@ fn compile(index: usize, p: &RawProfile) -> Result<Profile, ProfileError> {
             ask: p.ask.clone(),
             deny: p.deny.clone(),
         })?,
+        role: p.role,
         timeout_ms: p.timeout_ms,
         fuel: p.fuel,
         memory_mb: p.memory_mb.map(|mb| mb.min(4096)),

@@ -9,6 +9,7 @@
 
 mod auth;
 mod breaker;
+mod console;
 mod flags;
 mod grants;
 mod host_state;
@@ -23,6 +24,7 @@ mod tools;
 
 pub use self::auth::{ALGORITHMS, AuthConfig, Introspection, RawAuth, RawIntrospection};
 pub use self::breaker::RawBreaker;
+pub use self::console::{ApprovalRoute, ConsoleOptions};
 pub use self::flags::Overrides;
 pub use self::grants::RawDir;
 pub use self::network::{RawNetwork, RawSecret};

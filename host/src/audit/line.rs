@@ -231,8 +231,14 @@ impl Line {
             Decision::Allowed { by } => ("{\"kind\":\"allowed\"", Some(("by", by))),
             Decision::Denied { by } => ("{\"kind\":\"denied\"", Some(("by", by))),
             Decision::Asking => ("{\"kind\":\"asking\"", None),
-            Decision::Asked { answer: true } => ("{\"kind\":\"asked\",\"answer\":true", None),
-            Decision::Asked { answer: false } => ("{\"kind\":\"asked\",\"answer\":false", None),
+            Decision::Asked { answer, operator } => (
+                if *answer {
+                    "{\"kind\":\"asked\",\"answer\":true"
+                } else {
+                    "{\"kind\":\"asked\",\"answer\":false"
+                },
+                operator.as_ref().map(|o| ("operator", o)),
+            ),
             Decision::Unanswered { why } => ("{\"kind\":\"unanswered\"", Some(("why", why))),
             Decision::Mismatched => ("{\"kind\":\"mismatched\"", None),
             Decision::Deferred => ("{\"kind\":\"deferred\"", None),

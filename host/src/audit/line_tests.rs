@@ -100,8 +100,14 @@ fn every_decision_outcome_and_absent_field_is_written_as_serde_writes_it() {
             by: "rule deny: x".into(),
         },
         Decision::Asking,
-        Decision::Asked { answer: true },
-        Decision::Asked { answer: false },
+        Decision::Asked {
+            answer: true,
+            operator: None,
+        },
+        Decision::Asked {
+            answer: false,
+            operator: Some("sub=\"m\u{e9}\\\"lo\"".into()),
+        },
         Decision::Unanswered {
             why: "the question timed out after 60 s".into(),
         },

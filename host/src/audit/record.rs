@@ -195,6 +195,9 @@ pub enum Decision {
     Asked {
         /// True when the approver allowed the call.
         answer: bool,
+        /// The operator who answered in the console; absent when the client's user did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        operator: Option<String>,
     },
     /// The gate asked, and nobody answered: the question timed out or could not be put. The call
     /// did not run; nobody declined it.
@@ -426,7 +429,10 @@ pub(super) mod tests {
             Decision::Denied {
                 by: "rule deny: x".into(),
             },
-            Decision::Asked { answer: false },
+            Decision::Asked {
+                answer: false,
+                operator: Some("sub=\"alice\"".into()),
+            },
             Decision::NotReached,
         ];
         for (decision, input) in
@@ -452,7 +458,11 @@ pub(super) mod tests {
     fn not_reached_is_tagged_like_the_other_decisions() {
         let text = serde_json::to_string(&Decision::NotReached).unwrap();
         assert_eq!(text, r#"{"kind":"not_reached"}"#);
-        let text = serde_json::to_string(&Decision::Asked { answer: true }).unwrap();
+        let text = serde_json::to_string(&Decision::Asked {
+            answer: true,
+            operator: None,
+        })
+        .unwrap();
         assert_eq!(text, r#"{"kind":"asked","answer":true}"#);
     }
 

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use super::health::Asker;
+use super::live::caller_name;
 use super::pipeline::Pipeline;
 use super::recorder::Finished;
 use super::request::CallRequest;
@@ -13,7 +14,7 @@ use super::shape::{self, audit_unavailable};
 use super::timing::{Stage, Stopwatch};
 use crate::audit::{AuditRecord, Decision as AuditDecision};
 use crate::registry::Tool;
-use toolhost_policy::call::{Answer, ApprovalRequest, ErrorKind};
+use toolhost_policy::call::{Answer, ApprovalRequest, Approver, ErrorKind};
 use toolhost_policy::gate::{Decision, Permissions};
 
 /// What the gate let through.
@@ -61,7 +62,10 @@ impl Pipeline {
         if let Some((kind, message)) = self.health().refusal(tool, asker, record) {
             return Err(fail(kind, message));
         }
-        let Some(approver) = &req.approver else {
+        let route = self.config().console.approvals;
+        let client = req.approver.as_ref().filter(|_| route.asks_client());
+        let console = route.asks_console() && self.questions().is_open();
+        if client.is_none() && !console {
             record.decision = AuditDecision::Denied {
                 by: format!("{by} (no approver)"),
             };
@@ -70,7 +74,7 @@ impl Pipeline {
                 ErrorKind::Denied,
                 format!("Permission denied: {message}"),
             ));
-        };
+        }
         let request = ApprovalRequest {
             tool: name.clone(),
             plugin: tool.plugin.name.clone(),
@@ -89,18 +93,29 @@ impl Pipeline {
             return Err(fail(ErrorKind::AuditUnavailable, audit_unavailable()));
         }
         clock.mark(Stage::Gate);
-        let answer = tokio::select! {
-            a = approver.approve(&request) => Some(a),
+        self.live().set_waiting(&call_id, true);
+        let asked = tokio::select! {
+            a = self.ask(req, &call_id, &request, client, console) => Some(a),
             () = req.cancel.cancelled() => None,
         };
+        self.live().set_waiting(&call_id, false);
         clock.mark(Stage::Approval);
-        let Some(answer) = answer else {
+        let Some((answer, operator)) = asked else {
             return Err(fail(ErrorKind::Cancelled, shape::cancelled(name)));
         };
         let (decision, ended) = match answer {
-            Answer::Approved => (AuditDecision::Asked { answer: true }, Ok(Passed::Approved)),
+            Answer::Approved => (
+                AuditDecision::Asked {
+                    answer: true,
+                    operator,
+                },
+                Ok(Passed::Approved),
+            ),
             Answer::Declined => (
-                AuditDecision::Asked { answer: false },
+                AuditDecision::Asked {
+                    answer: false,
+                    operator,
+                },
                 Err(shape::declined(name)),
             ),
             Answer::Unanswered(why) => {
@@ -111,5 +126,48 @@ impl Pipeline {
         };
         record.decision = decision;
         ended.map_err(|message| fail(ErrorKind::Denied, message))
+    }
+
+    /// Put `request` to the client's approver and to the console, as the policy routes it; the
+    /// first answer wins, and a side that cannot answer (its question timed out, the client
+    /// failed) leaves the question to the other. With the answer, the operator who gave it.
+    async fn ask(
+        &self,
+        req: &CallRequest,
+        call_id: &str,
+        request: &ApprovalRequest,
+        client: Option<&std::sync::Arc<dyn Approver>>,
+        console: bool,
+    ) -> (Answer, Option<String>) {
+        let caller = caller_name(req.caller.as_deref());
+        let timeout = self.config().server.approval_timeout;
+        let from_client = async {
+            match client {
+                Some(a) => (a.approve(request).await, None),
+                None => std::future::pending().await,
+            }
+        };
+        let from_console = async {
+            if console {
+                let call = (call_id, caller.as_str(), req.origin);
+                self.questions()
+                    .ask(self.live(), call, request, timeout)
+                    .await
+            } else {
+                std::future::pending().await
+            }
+        };
+        tokio::pin!(from_client, from_console);
+        let (mut client_open, mut console_open) = (client.is_some(), console);
+        loop {
+            let answer = tokio::select! {
+                a = &mut from_client, if client_open => { client_open = false; a }
+                a = &mut from_console, if console_open => { console_open = false; a }
+            };
+            let undecided = matches!(answer.0, Answer::Unanswered(_));
+            if !undecided || !(client_open || console_open) {
+                return answer;
+            }
+        }
     }
 }

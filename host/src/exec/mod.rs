@@ -7,7 +7,9 @@ mod checks;
 mod execution;
 mod gate;
 mod health;
+mod live;
 mod pipeline;
+mod questions;
 mod quiet;
 mod recorder;
 mod request;
@@ -18,7 +20,9 @@ mod view;
 
 pub use self::admission::{Deadline, Stopping, Ticket};
 pub use self::health::ToolsHealth;
+pub use self::live::{Live, LiveEvent, NotRunning, RECENT, RunningView, caller_name};
 pub use self::pipeline::Pipeline;
+pub use self::questions::{AnswerError, Question, Questions, Subject, Verdict, digest};
 pub use self::request::CallRequest;
 pub use self::timing::StageTimes;
 pub use toolhost_policy::call::{

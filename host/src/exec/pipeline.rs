@@ -12,6 +12,8 @@ use super::admission::{Admission, Stopping, Ticket};
 use super::checks::Checks;
 use super::gate::Passed;
 use super::health::{Asker, ToolsHealth};
+use super::live::Live;
+use super::questions::Questions;
 use super::quiet::Slots;
 use super::recorder::{Finished, Started};
 use super::request::CallRequest;
@@ -40,6 +42,10 @@ pub struct Pipeline {
     health: ToolsHealth,
     /// Whether new work is taken, what is in flight, and the shutdown's cancellation.
     admission: Admission,
+    /// Calls running and recently ended, for the console.
+    live: Live,
+    /// Questions waiting for the console's operators.
+    questions: Questions,
 }
 
 /// Why a call stopped before it ended by itself, when the pipeline stopped it.
@@ -69,6 +75,8 @@ impl Pipeline {
             checks: Checks::new(),
             health: ToolsHealth::default(),
             admission: Admission::new(),
+            live: Live::default(),
+            questions: Questions::default(),
         }
     }
 
@@ -100,6 +108,16 @@ impl Pipeline {
     /// The audit log.
     pub fn audit(&self) -> &AuditLog {
         &self.audit
+    }
+
+    /// Calls running and recently ended; an operator cancels a call here.
+    pub fn live(&self) -> &Live {
+        &self.live
+    }
+
+    /// The console's approval queue.
+    pub fn questions(&self) -> &Questions {
+        &self.questions
     }
 
     pub(super) fn checks(&self) -> &Checks {
@@ -213,6 +231,11 @@ impl Pipeline {
         let caller = req.cancel.clone();
         let stop = caller.child_token();
         req.cancel = stop.clone();
+        let listed = self.live.start(
+            &call_id,
+            (&req.tool, req.caller.as_ref(), req.origin),
+            stop.clone(),
+        );
         let mut stopped = None;
         let mut finished = {
             let Started { record, clock, .. } = &mut started;
@@ -251,6 +274,14 @@ impl Pipeline {
                     (ErrorKind::Timeout, shape::request_timeout(&req.tool, limit))
                 }
                 Some(Stopped::Shutdown) => (ErrorKind::Cancelled, shape::shut_down(&req.tool)),
+                None if listed.cancelled_by().is_some() => {
+                    let operator = listed.cancelled_by().unwrap_or_default();
+                    finished.detail = Some(format!("cancelled by the operator {operator}"));
+                    (
+                        ErrorKind::Cancelled,
+                        shape::cancelled_by_operator(&req.tool),
+                    )
+                }
                 None if req.approver.as_ref().is_some_and(|a| a.deferred()) => {
                     started.record.decision = AuditDecision::Deferred;
                     (ErrorKind::InputRequired, shape::input_required(&req.tool))

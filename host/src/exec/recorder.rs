@@ -86,6 +86,7 @@ impl Pipeline {
         record.detail = finished.detail.take();
         record.finish(kind, elapsed);
         let _ = self.audit().write(&record); // failures are logged by the writer; `run` refuses when configured to
+        self.live().end(&record);
         // Metrics are labelled by catalogue names only: a call that found no tool (a made-up or
         // hidden name, or one refused before the lookup) counts under one fixed label, so that
         // no client can grow `/metrics` by what it sends. The plugin is named once found.

@@ -189,6 +189,14 @@ pub(super) fn cancelled(tool: &str) -> String {
     format!("The call to '{tool}' was cancelled.")
 }
 
+/// The message for a call an operator stopped from the console.
+pub(super) fn cancelled_by_operator(tool: &str) -> String {
+    format!(
+        "The call to '{tool}' was stopped by toolhost's operator before it finished; do not call \
+         it again with the same input unless the user asks you to."
+    )
+}
+
 /// The message for a call stopped because the daemon shut down before it finished.
 pub(super) fn shut_down(tool: &str) -> String {
     format!(

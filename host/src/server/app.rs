@@ -1,5 +1,6 @@
 //! The HTTP app of the daemon, assembled: Streamable HTTP MCP at `/mcp` (from [`super::mcp`]), the
-//! batch API under `/v1/` (from [`super::batch`]), `GET /health`, `/ready` and `/metrics` (from
+//! batch API under `/v1/` (from [`super::batch`]), the console under `/console/` (from
+//! [`super::console`]), `GET /health`, `/ready` and `/metrics` (from
 //! [`super::ops`]), all behind [`guarded`].
 //!
 //! Every route sits behind the [`Guard`] (Host, Origin, bearer token). `/mcp` is rmcp's service:
@@ -29,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 
 use super::batch;
+use super::console::{self, Console};
 use super::http::auth;
 use super::http::body::{self, BodyDeadlines};
 use super::http::guard::{self, Guard};
@@ -48,6 +50,7 @@ const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 pub(crate) fn app(
     shared: Arc<Shared>,
     states: Arc<RequestStates>,
+    console: Option<Arc<Console>>,
     config: &ServerConfig,
     mcp_stop: CancellationToken,
 ) -> Router {
@@ -104,11 +107,14 @@ pub(crate) fn app(
             legacy::tasks,
         ))
         .service(mcp);
-    let routes = Router::new()
+    let mut routes = Router::new()
         .route_service("/mcp", mcp)
         .merge(plain)
-        .merge(batch::routes(shared.clone(), config))
-        .fallback(not_found);
+        .merge(batch::routes(shared.clone(), config));
+    if let Some(console) = console {
+        routes = routes.merge(console::routes(console));
+    }
+    let routes = routes.fallback(not_found);
     guarded(routes, guard, &shared, config)
 }
 
@@ -236,6 +242,6 @@ async fn time_limit(State(limit): State<Duration>, request: Request, next: Next)
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "not found: MCP is at /mcp; see also /v1/tool-calls, /v1/tools, /health and /metrics",
+        "not found: MCP is at /mcp; see also /v1/tool-calls, /v1/tools, /console/, /health and /metrics",
     )
 }

@@ -11,6 +11,7 @@ use toolhost_policy::config::ServerConfig;
 
 use super::app;
 use super::batch;
+use super::console::Console;
 use super::http::guard::Guard;
 use super::mcp::{McpServer, RequestStates};
 use super::shared::Shared;
@@ -25,13 +26,18 @@ pub struct Server {
     /// handed to every [`McpServer`] rather than kept in [`Shared`].
     pub(crate) states: Arc<RequestStates>,
     pub(crate) config: Arc<ServerConfig>,
+    /// The operator's console and who is signed in to it; `None` when `[console]` turns it off.
+    pub(crate) console: Option<Arc<Console>>,
 }
 
 impl Server {
     /// The server state for `pipeline`, limited and guarded as `config` says, without tasks.
     pub fn new(pipeline: Arc<crate::exec::Pipeline>, config: ServerConfig) -> Self {
+        let console_on = pipeline.config().console.enabled;
+        let shared = Arc::new(Shared::new(pipeline, &config));
         Self {
-            shared: Arc::new(Shared::new(pipeline, &config)),
+            console: console_on.then(|| Arc::new(Console::new(shared.clone()))),
+            shared,
             states: Arc::new(RequestStates::new(config.state_key.as_ref())),
             config: Arc::new(config),
         }
@@ -57,6 +63,7 @@ impl Server {
         app::app(
             self.shared.clone(),
             self.states.clone(),
+            self.console.clone(),
             &self.config,
             tokio_util::sync::CancellationToken::new(),
         )
@@ -70,6 +77,12 @@ impl Server {
             &self.shared,
             &self.config,
         )
+    }
+
+    /// A one-time console sign-in link's path and query (`/console/signin?token=…`), when the
+    /// console is on.
+    pub fn console_sign_in_path(&self) -> Option<String> {
+        self.console.as_ref().map(|c| c.sign_in_path())
     }
 
     /// An MCP handler for one in-process transport (a call has no deadline beyond the plugin's).

@@ -18,6 +18,7 @@
 //!   `/metrics`) and puts routes behind the guard.
 //! - `mcp`: the MCP front end (handler, approvals, tasks, the 2025-11-25 wire); knows no batch.
 //! - `batch`: the batch API under `/v1/`; knows no MCP.
+//! - `console`: the operator's web console and its API under `/console/`; knows no MCP, no batch.
 //! - `http`: HTTP plumbing (guard, auth, body deadlines, listener, error replies); knows no MCP,
 //!   no batch.
 //! - `shared`: the state they all share; imports none of them.
@@ -26,6 +27,7 @@
 
 mod app;
 mod batch;
+mod console;
 mod daemon;
 mod http;
 mod mcp;

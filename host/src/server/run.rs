@@ -60,6 +60,25 @@ pub enum ServeError {
     NoTransport,
 }
 
+/// Tell the person starting the daemon where the console is, and on loopback without `[auth]`
+/// give them the one-time link that signs a browser in.
+fn announce_console(console: &super::console::Console, local: SocketAddr, auth: bool) {
+    if auth {
+        eprintln!(
+            "toolhost: console at http://{local}/console/ (sign in with your identity provider)"
+        );
+    } else if local.ip().is_loopback() {
+        eprintln!(
+            "toolhost: console sign-in link (once): http://{local}{}",
+            console.sign_in_path()
+        );
+    } else {
+        eprintln!(
+            "toolhost: console at http://{local}/console/ for operators' bearer tokens (no sign-in link off loopback)"
+        );
+    }
+}
+
 /// Serve until a signal (or, on stdio alone, until the client closes stdin).
 pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeError> {
     if !options.stdio && options.http.is_none() {
@@ -69,6 +88,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         shared,
         states,
         config,
+        console,
     } = server;
     let pipeline = shared.pipeline.clone();
     let gauged = pipeline.clone();
@@ -114,7 +134,16 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
                 .map_err(|source| ServeError::Bind { addr, source })?;
             // On stderr: the one line a person starting the daemon needs (and tests read the port from).
             eprintln!("toolhost: serving {tools} tools over MCP at http://{local}/mcp");
-            let app = app::app(shared.clone(), states.clone(), &config, mcp_stop.clone());
+            if let Some(console) = &console {
+                announce_console(console, local, pipeline.config().auth.is_some());
+            }
+            let app = app::app(
+                shared.clone(),
+                states.clone(),
+                console.clone(),
+                &config,
+                mcp_stop.clone(),
+            );
             let limits = ConnLimits {
                 read_timeout: config.read_timeout,
                 max_connections: config.max_connections,

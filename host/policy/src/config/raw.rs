@@ -61,6 +61,9 @@ pub struct RawConfig {
     /// When a failing tool is suspended: the default for every tool.
     #[serde(default)]
     pub breaker: super::RawBreaker,
+    /// The operator's console.
+    #[serde(default)]
+    pub console: super::ConsoleOptions,
 }
 
 /// Limits as written; every field optional so that plugins inherit the global ones.

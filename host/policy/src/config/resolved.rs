@@ -112,6 +112,8 @@ pub struct Config {
     pub state: super::StateStore,
     /// How long tasks are kept, and how clients poll them.
     pub tasks: super::TaskOptions,
+    /// The operator's console.
+    pub console: super::ConsoleOptions,
 }
 
 impl Config {
@@ -340,6 +342,7 @@ impl Config {
             telemetry: raw.telemetry,
             state,
             tasks,
+            console: raw.console,
         })
     }
 

@@ -4,6 +4,7 @@
 //! and `WWW-Authenticate: Bearer resource_metadata="…"` (RFC 9728), one without the required scope
 //! or without a `[[callers]]` profile with 403, and hands the [`Caller`] of any other to the routes
 //! in the request's extensions. The protected-resource metadata itself is served here, unguarded.
+//! The console's browsers come without a token: it checks their sessions itself.
 
 mod introspect;
 mod keys;
@@ -203,6 +204,12 @@ pub(crate) async fn authenticated(
             Ok(caller) => request.extensions_mut().insert(Arc::new(caller)).map(drop),
             Err(_) => request.extensions_mut().insert(Unauthenticated).map(drop),
         };
+        return next.run(request).await;
+    }
+    if request.uri().path().starts_with("/console")
+        && !request.headers().contains_key(header::AUTHORIZATION)
+    {
+        // A browser: the console signs its operators in with a session of its own.
         return next.run(request).await;
     }
     match auth.authenticate(request.headers()).await {

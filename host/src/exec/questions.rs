@@ -1,0 +1,278 @@
+//! The console's approval queue: every `ask` the gate puts to the console waits here, whatever
+//! front end the call came from, until an operator answers it, the call goes away, or the
+//! question times out. An answer names the input it was given for (its SHA-256), so an operator
+//! can never approve an input they were not shown, and each question takes one answer: a second
+//! (a replayed request, a second operator) is told it came too late.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::live::{Live, LiveEvent};
+use toolhost_policy::call::{Answer, ApprovalRequest};
+
+/// How many answered questions are remembered, to tell a replay from an unknown id.
+const REMEMBERED: usize = 4096;
+
+/// A question as the console shows it: everything the operator needs to decide.
+#[derive(Debug, Clone, Serialize)]
+pub struct Question {
+    /// Unguessable: the id is the capability to answer (with the operator's session).
+    pub id: String,
+    /// The call's audit id.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// Its plugin.
+    pub plugin: String,
+    /// The permission subject, in full.
+    pub subject: Option<Subject>,
+    /// The input exactly as it will run (after coercions).
+    pub input: Value,
+    /// SHA-256 of `input` as JSON: an answer must name it.
+    pub input_sha256: String,
+    /// The rule or mode that asked.
+    pub reason: String,
+    /// Who called.
+    pub caller: String,
+    /// Which front end the call came from.
+    pub origin: &'static str,
+    /// When the question was put.
+    pub asked_at: DateTime<Utc>,
+    /// When it ends unanswered.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// The permission subject: a JSON pointer into the input and the value there.
+#[derive(Debug, Clone, Serialize)]
+pub struct Subject {
+    /// The pointer (`/path`).
+    pub pointer: String,
+    /// The value it points at.
+    pub value: Value,
+}
+
+/// An operator's answer.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// Whether the call may run.
+    pub approve: bool,
+    /// Who answered, as the audit log names them.
+    pub operator: String,
+}
+
+/// Why an answer was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerError {
+    /// No question has this id.
+    #[error("no question {0} is waiting")]
+    Unknown(String),
+    /// The question was answered already, ended unanswered, or its call went away.
+    #[error("question {0} was already answered or has ended")]
+    Ended(String),
+    /// The answer names another input than the waiting call's.
+    #[error("the answer was given for another input than the one waiting; reload and look again")]
+    Mismatched,
+}
+
+struct Waiting {
+    question: Arc<Question>,
+    reply: oneshot::Sender<Verdict>,
+}
+
+/// The queue. Closed (asks nothing) until the console is served.
+pub struct Questions {
+    open: AtomicBool,
+    waiting: Mutex<HashMap<String, Waiting>>,
+    ended: Mutex<VecDeque<String>>,
+}
+
+impl Default for Questions {
+    fn default() -> Self {
+        Self {
+            open: AtomicBool::new(false),
+            waiting: Mutex::new(HashMap::new()),
+            ended: Mutex::new(VecDeque::new()),
+        }
+    }
+}
+
+impl Questions {
+    /// Start taking questions: the console is served.
+    pub fn open(&self) {
+        self.open.store(true, Ordering::Release);
+    }
+
+    /// Whether questions go to the console.
+    pub fn is_open(&self) -> bool {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// The questions waiting now, oldest first.
+    pub fn waiting(&self) -> Vec<Arc<Question>> {
+        let waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut list: Vec<_> = waiting.values().map(|w| w.question.clone()).collect();
+        list.sort_by_key(|q| q.asked_at);
+        list
+    }
+
+    /// Answer question `id` for the input whose digest is `input_sha256`.
+    pub fn answer(
+        &self,
+        id: &str,
+        input_sha256: &str,
+        verdict: Verdict,
+    ) -> Result<(), AnswerError> {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(w) = waiting.get(id) else {
+            let ended = self.ended.lock().unwrap_or_else(PoisonError::into_inner);
+            return Err(if ended.iter().any(|e| e == id) {
+                AnswerError::Ended(id.to_owned())
+            } else {
+                AnswerError::Unknown(id.to_owned())
+            });
+        };
+        if w.question.input_sha256 != input_sha256 {
+            return Err(AnswerError::Mismatched);
+        }
+        let Some(w) = waiting.remove(id) else {
+            return Err(AnswerError::Unknown(id.to_owned()));
+        };
+        drop(waiting);
+        self.remember(id);
+        // The call may have gone this instant; its question is then simply over.
+        w.reply
+            .send(verdict)
+            .map_err(|_| AnswerError::Ended(id.to_owned()))
+    }
+
+    fn remember(&self, id: &str) {
+        let mut ended = self.ended.lock().unwrap_or_else(PoisonError::into_inner);
+        if ended.len() == REMEMBERED {
+            ended.pop_front();
+        }
+        ended.push_back(id.to_owned());
+    }
+
+    /// Put `request` (the call `call_id` by `caller` from `origin`) to the console and wait up to
+    /// `timeout` for an operator. Dropping the future withdraws the question.
+    pub(super) async fn ask(
+        &self,
+        live: &Live,
+        call: (&str, &str, &'static str),
+        request: &ApprovalRequest,
+        timeout: Duration,
+    ) -> (Answer, Option<String>) {
+        let (call_id, caller, origin) = call;
+        let now = Utc::now();
+        let question = Arc::new(Question {
+            id: new_id(),
+            call_id: call_id.to_owned(),
+            tool: request.tool.clone(),
+            plugin: request.plugin.clone(),
+            subject: request.subject.as_ref().map(|(pointer, value)| Subject {
+                pointer: pointer.clone(),
+                value: value.clone(),
+            }),
+            input: request.input.clone(),
+            input_sha256: digest(&request.input),
+            reason: request.reason.clone(),
+            caller: caller.to_owned(),
+            origin,
+            asked_at: now,
+            expires_at: now + chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::MAX),
+        });
+        let (reply, answered) = oneshot::channel();
+        let id = question.id.clone();
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                id.clone(),
+                Waiting {
+                    question: question.clone(),
+                    reply,
+                },
+            );
+        live.publish(|| LiveEvent::Question(question));
+        let _withdraw = Withdraw {
+            questions: self,
+            live,
+            id: &id,
+        };
+        match tokio::time::timeout(timeout, answered).await {
+            Ok(Ok(verdict)) => {
+                live.publish(|| LiveEvent::Answered {
+                    id: id.clone(),
+                    answer: if verdict.approve {
+                        "approved"
+                    } else {
+                        "declined"
+                    },
+                    operator: Some(verdict.operator.clone()),
+                });
+                (Answer::from_yes(verdict.approve), Some(verdict.operator))
+            }
+            Ok(Err(_)) => (
+                Answer::Unanswered("the console's question was withdrawn".into()),
+                None,
+            ),
+            Err(_) => (
+                Answer::Unanswered(format!(
+                    "no operator answered in the console within {} s",
+                    timeout.as_secs()
+                )),
+                None,
+            ),
+        }
+    }
+}
+
+/// Takes a question off the queue when its call stops waiting, however that happens.
+struct Withdraw<'a> {
+    questions: &'a Questions,
+    live: &'a Live,
+    id: &'a str,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        let removed = self
+            .questions
+            .waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(self.id);
+        if removed.is_some() {
+            self.questions.remember(self.id);
+            self.live.publish(|| LiveEvent::Answered {
+                id: self.id.to_owned(),
+                answer: "unanswered",
+                operator: None,
+            });
+        }
+    }
+}
+
+/// SHA-256 of `value` as compact JSON, in hex: what an answer names.
+pub fn digest(value: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// 128 random bits, hex.
+fn new_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).unwrap_or_default();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

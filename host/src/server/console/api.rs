@@ -1,0 +1,220 @@
+//! The console's JSON API (docs/console.md): the page uses nothing else, so `curl` and scripts
+//! can do all it does. Approvals and cancellations go to the pipeline, which decides and records
+//! them; these routes only translate.
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Json, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::Console;
+use super::access::Operator;
+use super::session::set_cookie;
+use crate::audit::AuditRecord;
+use crate::exec::{AnswerError, Verdict};
+use crate::registry::PluginStatus;
+use crate::server::http::reply::error;
+
+/// `GET session`: who is signed in, and the token the page's actions carry.
+pub(super) async fn session(Extension(op): Extension<Operator>) -> Response {
+    Json(json!({ "operator": op.name, "csrf": op.csrf })).into_response()
+}
+
+/// `POST signout`.
+pub(super) async fn sign_out(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
+    console.sessions.close(&headers);
+    let mut response = Json(json!({ "signed_out": true })).into_response();
+    if let Ok(v) = HeaderValue::from_str(&set_cookie(None)) {
+        response.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    response
+}
+
+/// `GET approvals`.
+pub(super) async fn approvals(State(console): State<Arc<Console>>) -> Response {
+    let waiting = console.pipeline().questions().waiting();
+    Json(json!({ "approvals": waiting })).into_response()
+}
+
+/// The body of `POST approvals/{id}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AnswerBody {
+    answer: AnswerWord,
+    input_sha256: String,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum AnswerWord {
+    Approve,
+    Deny,
+}
+
+/// `POST approvals/{id}`: an operator's answer, for the input they were shown.
+pub(super) async fn answer(
+    State(console): State<Arc<Console>>,
+    Extension(op): Extension<Operator>,
+    Path(id): Path<String>,
+    body: Result<Json<AnswerBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let Json(body) = match body {
+        Ok(body) => body,
+        Err(e) => {
+            let why = format!(
+                "{}; send {{\"answer\": \"approve\" | \"deny\", \"input_sha256\": \"…\"}}",
+                e.body_text()
+            );
+            return error(StatusCode::BAD_REQUEST, why);
+        }
+    };
+    let verdict = Verdict {
+        approve: matches!(body.answer, AnswerWord::Approve),
+        operator: op.name,
+    };
+    match console
+        .pipeline()
+        .questions()
+        .answer(&id, &body.input_sha256, verdict)
+    {
+        Ok(()) => Json(json!({ "answered": true })).into_response(),
+        Err(e @ AnswerError::Unknown(_)) => error(StatusCode::NOT_FOUND, e.to_string()),
+        Err(e @ (AnswerError::Ended(_) | AnswerError::Mismatched)) => {
+            error(StatusCode::CONFLICT, e.to_string())
+        }
+    }
+}
+
+/// `GET calls`: calls in flight and the last ended ones.
+pub(super) async fn calls(State(console): State<Arc<Console>>) -> Response {
+    let live = console.pipeline().live();
+    let recent: Vec<Value> = live
+        .recent()
+        .iter()
+        .map(|r| console.as_written(r))
+        .collect();
+    Json(json!({ "running": live.running(), "recent": recent })).into_response()
+}
+
+/// `GET calls/{call_id}`: the call's end record, else what runs.
+pub(super) async fn call(
+    State(console): State<Arc<Console>>,
+    Path(call_id): Path<String>,
+) -> Response {
+    let live = console.pipeline().live();
+    if let Some(record) = live.find(&call_id) {
+        return Json(console.as_written(&record)).into_response();
+    }
+    if let Some(running) = live.running().into_iter().find(|r| r.call_id == call_id) {
+        return Json(json!({ "running": running })).into_response();
+    }
+    match console.audit_record(&call_id).await {
+        Some(record) => Json(record).into_response(),
+        None => error(StatusCode::NOT_FOUND, format!("no call {call_id} is known")),
+    }
+}
+
+/// `POST calls/{call_id}/cancel`.
+pub(super) async fn cancel(
+    State(console): State<Arc<Console>>,
+    Extension(op): Extension<Operator>,
+    Path(call_id): Path<String>,
+) -> Response {
+    match console.pipeline().live().cancel(&call_id, &op.name) {
+        Ok(()) => (StatusCode::ACCEPTED, Json(json!({ "cancelled": true }))).into_response(),
+        Err(e) => error(StatusCode::NOT_FOUND, e.to_string()),
+    }
+}
+
+/// `GET health`: tools with their stats and breakers, plugins with provenance, grants and limits,
+/// rejected plugins with why.
+pub(super) async fn health(State(console): State<Arc<Console>>) -> Response {
+    let pipeline = console.pipeline();
+    let catalog = pipeline.catalog();
+    let stats = pipeline.stats().snapshot();
+    let breakers = pipeline.health().health(None, |_| true);
+    let tools: Vec<Value> = catalog
+        .tools
+        .values()
+        .map(|t| {
+            let name = &t.spec.name;
+            let s = stats.iter().find(|s| &s.tool == name);
+            json!({
+                "name": name,
+                "plugin": t.plugin.name,
+                "description": t.spec.description,
+                "calls": s.map_or(0, |s| s.calls),
+                "errors": s.map_or(0, |s| s.calls - s.successes),
+                "p50_ms": s.map(|s| s.p50.as_secs_f64() * 1000.0),
+                "p99_ms": s.map(|s| s.p99.as_secs_f64() * 1000.0),
+                "breaker": breakers.get(name.as_str()),
+            })
+        })
+        .collect();
+    let mut plugins = Vec::new();
+    let mut rejected = Vec::new();
+    for (name, status) in &catalog.plugins {
+        match status {
+            PluginStatus::Loaded { .. } => {
+                let policy = catalog
+                    .tools
+                    .values()
+                    .find(|t| &t.plugin.name == name)
+                    .map(|t| grants(&t.plugin));
+                plugins.push(json!({ "name": name, "status": status, "policy": policy }));
+            }
+            PluginStatus::Rejected { .. } => {
+                rejected.push(json!({ "name": name, "status": status }))
+            }
+        }
+    }
+    Json(json!({
+        "tools": tools,
+        "plugins": plugins,
+        "rejected": rejected,
+        "running": pipeline.running(),
+        "in_flight": pipeline.in_flight(),
+    }))
+    .into_response()
+}
+
+/// A plugin's grants and limits as an operator reads them: names of env variables and secrets,
+/// never their values.
+fn grants(plugin: &crate::registry::LoadedPlugin) -> Value {
+    let p = &plugin.policy;
+    let g = &p.grants;
+    json!({
+        "dirs": g.dirs.iter().map(|d| json!({
+            "host": d.host, "guest": d.guest, "read_only": d.read_only, "exclude": d.exclude,
+        })).collect::<Vec<_>>(),
+        "env": g.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+        "secrets": g.secrets.iter().map(|s| &s.name).collect::<Vec<_>>(),
+        "network": g.network.as_ref().map(|n| json!({
+            "allow": n.allow.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "allow_private": n.allow_private,
+        })),
+        "limits": {
+            "timeout_ms": p.limits.timeout.as_millis() as u64,
+            "fuel": p.limits.fuel,
+            "memory_bytes": p.limits.memory_bytes,
+            "output_bytes": p.output_bytes,
+        },
+    })
+}
+
+impl Console {
+    /// A record as the audit log has it: without the input unless the log keeps inputs.
+    pub(super) fn as_written(&self, record: &AuditRecord) -> Value {
+        let mut value = serde_json::to_value(record).unwrap_or(Value::Null);
+        if !self.pipeline().audit().includes_input()
+            && let Some(o) = value.as_object_mut()
+        {
+            o.remove("input");
+        }
+        value
+    }
+}
