@@ -6,6 +6,8 @@
 #   postgresql        the shared state store of tests/e2e/state.rs and tests/e2e/fleet.rs (the server
 #                     binaries, /usr/lib/postgresql/<major>/bin; tests/e2e/services.rs runs initdb)
 #   haproxy           the load balancer in front of several daemons in tests/e2e/fleet.rs
+#   chromium          the headless browser of the console's tests (tests/console/), driven by npm's
+#                     playwright-core
 # Root, or passwordless sudo, installs what is missing (about 20 s); otherwise the script says what to
 # install and exits 0, and the tests that need it print SKIPPED (or fail, with TOOLHOST_REQUIRE_SERVICES).
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
@@ -17,6 +19,7 @@ command -v curl >/dev/null 2>&1 || missing+=(curl)
 [ -x /usr/bin/prometheus ] || command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 [ -x /usr/sbin/haproxy ] || command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && { echo "services: ready"; exit 0; }
 
 sudo=""
