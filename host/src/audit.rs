@@ -26,6 +26,7 @@ mod begin;
 mod breaker;
 mod hash;
 mod line;
+pub mod query;
 mod reader;
 mod record;
 mod summary;
