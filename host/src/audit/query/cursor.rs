@@ -15,7 +15,7 @@ const CHECK_BYTES: u64 = 256;
 ///
 /// The log is append-only, so an offset taken once stays valid as records are appended: new
 /// records go after it and never shift it. What can break it is rotation or rewriting, so a
-/// cursor also carries the file's inode (on unix) and a hash of the [`CHECK_BYTES`] bytes before
+/// cursor also carries the file's inode (on unix) and a hash of the 256 bytes before
 /// the offset; [`query`](super::query) refuses a cursor whose file no longer has them, with
 /// [`QueryError::StaleCursor`](super::QueryError::StaleCursor), instead of serving records from
 /// the middle of another file's line.

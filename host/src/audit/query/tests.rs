@@ -21,9 +21,9 @@ fn record(i: usize) -> AuditRecord {
     record.ts_start += chrono::Duration::seconds(i as i64);
     record.ts_end = record.ts_start;
     if let Some(caller) = &mut record.caller {
-        caller.subject = if i % 2 == 0 { "alice" } else { "bob" }.into();
+        caller.subject = if i.is_multiple_of(2) { "alice" } else { "bob" }.into();
     }
-    if i % 5 == 0 {
+    if i.is_multiple_of(5) {
         record.outcome = Outcome::Error;
         record.error_kind = Some(ErrorKind::Timeout);
         record.decision = Decision::Denied { by: "rule".into() };
@@ -44,8 +44,7 @@ fn append(path: &Path, records: impl IntoIterator<Item = AuditRecord>) {
             .trim_start_matches('c')
             .parse::<usize>()
             .unwrap_or(1)
-            % 2
-            == 0
+            .is_multiple_of(2)
         {
             file.write_all(&line::begin(&record, false).unwrap())
                 .unwrap();
@@ -127,60 +126,63 @@ fn reads_lines_longer_than_a_block() {
     }
 }
 
+/// Which of `record(0..n)` a filter keeps.
+type Keep = fn(usize) -> bool;
+
 #[test]
 fn filters_by_each_condition() {
     let dir = TestDir::new();
     let path = log(&dir, 100);
     let base = record(0).ts_start;
-    let cases: [(Params, Box<dyn Fn(usize) -> bool>); 9] = [
+    let cases: [(Params, Keep); 9] = [
         (
             Params {
                 tool: Some("grep".into()),
                 ..Params::default()
             },
-            Box::new(|i| i % 4 == 2),
+            |i| i % 4 == 2,
         ),
         (
             Params {
                 outcome: Some("ok".into()),
                 ..Params::default()
             },
-            Box::new(|i| i % 5 != 0),
+            |i| !i.is_multiple_of(5),
         ),
         (
             Params {
                 outcome: Some("error".into()),
                 ..Params::default()
             },
-            Box::new(|i| i % 5 == 0),
+            |i| i.is_multiple_of(5),
         ),
         (
             Params {
                 outcome: Some("timeout".into()),
                 ..Params::default()
             },
-            Box::new(|i| i % 5 == 0),
+            |i| i.is_multiple_of(5),
         ),
         (
             Params {
                 outcome: Some("trap".into()),
                 ..Params::default()
             },
-            Box::new(|_| false),
+            |_| false,
         ),
         (
             Params {
                 caller: Some("lic".into()),
                 ..Params::default()
             },
-            Box::new(|i| i % 2 == 0),
+            |i| i.is_multiple_of(2),
         ),
         (
             Params {
                 decision: Some("denied".into()),
                 ..Params::default()
             },
-            Box::new(|i| i % 5 == 0),
+            |i| i.is_multiple_of(5),
         ),
         (
             Params {
@@ -188,7 +190,7 @@ fn filters_by_each_condition() {
                 until: Some((base + chrono::Duration::seconds(20)).to_rfc3339()),
                 ..Params::default()
             },
-            Box::new(|i| (10..20).contains(&i)),
+            |i| (10..20).contains(&i),
         ),
         (
             Params {
@@ -197,7 +199,7 @@ fn filters_by_each_condition() {
                 caller: Some("bob".into()),
                 ..Params::default()
             },
-            Box::new(|i| i % 4 == 1),
+            |i| i % 4 == 1,
         ),
     ];
     for (params, keep) in cases {
@@ -432,7 +434,10 @@ fn exports_every_match_newest_first_in_chunks() {
                 .to_owned()
         })
         .collect();
-    assert_eq!(found, newest_first((0..2500).filter(|i| i % 5 != 0)));
+    assert_eq!(
+        found,
+        newest_first((0..2500usize).filter(|i| !i.is_multiple_of(5)))
+    );
     let chunks: Vec<Vec<u8>> = Export::new(&path, filter)
         .collect::<Result<_, _>>()
         .unwrap();
