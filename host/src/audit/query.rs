@@ -191,3 +191,7 @@ fn last_byte(mut file: &File, end: u64) -> io::Result<u8> {
 #[cfg(test)]
 #[path = "query/tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "query/filter_tests.rs"]
+mod filter_tests;
