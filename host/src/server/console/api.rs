@@ -151,7 +151,7 @@ pub(super) async fn health(State(console): State<Arc<Console>>) -> Response {
                 "errors": s.map_or(0, |s| s.calls - s.successes),
                 "p50_ms": s.map(|s| s.p50.as_secs_f64() * 1000.0),
                 "p99_ms": s.map(|s| s.p99.as_secs_f64() * 1000.0),
-                "breaker": breakers.get(name.as_str()),
+                "breaker": breakers.get(name.as_str()).map(|h| breaker(&h.breaker)),
             })
         })
         .collect();
@@ -159,17 +159,31 @@ pub(super) async fn health(State(console): State<Arc<Console>>) -> Response {
     let mut rejected = Vec::new();
     for (name, status) in &catalog.plugins {
         match status {
-            PluginStatus::Loaded { .. } => {
-                let policy = catalog
+            PluginStatus::Loaded {
+                provenance, tools, ..
+            } => {
+                let loaded = catalog
                     .tools
                     .values()
                     .find(|t| &t.plugin.name == name)
-                    .map(|t| grants(&t.plugin));
-                plugins.push(json!({ "name": name, "status": status, "policy": policy }));
+                    .map(|t| t.plugin.as_ref());
+                plugins.push(json!({
+                    "name": name,
+                    "source": provenance.source,
+                    "digest": provenance.digest.as_str(),
+                    "signature": provenance.signature,
+                    "tools": tools,
+                    "grants": loaded.map(grants),
+                    "limits": loaded.map(limits),
+                }));
             }
-            PluginStatus::Rejected { .. } => {
-                rejected.push(json!({ "name": name, "status": status }))
-            }
+            PluginStatus::Rejected {
+                file,
+                reason,
+                kept_previous,
+            } => rejected.push(json!({
+                "name": name, "why": reason, "file": file, "kept_previous": kept_previous,
+            })),
         }
     }
     let tasks = match console.shared.tasks() {
@@ -190,6 +204,38 @@ pub(super) async fn health(State(console): State<Arc<Console>>) -> Response {
     .into_response()
 }
 
+/// A breaker as the console shows it: its state, why, and when a trial call may run; the
+/// state's own fields beside them.
+fn breaker(state: &toolhost_policy::breaker::BreakerState) -> Value {
+    use toolhost_policy::breaker::BreakerState as B;
+    let mut value = json!(state);
+    let (reason, retry_in) = match state {
+        B::Open {
+            kind,
+            failures,
+            retry_at_in_s,
+            ..
+        } => (
+            Some(format!("{failures} consecutive {} failures", kind.as_str())),
+            Some(*retry_at_in_s),
+        ),
+        B::HalfOpen { kind, failures, .. } => (
+            Some(format!(
+                "{failures} consecutive {} failures; a trial call decides",
+                kind.as_str()
+            )),
+            None,
+        ),
+        _ => (None, None),
+    };
+    value["reason"] = json!(reason);
+    value["reopens_at"] = json!(
+        retry_in
+            .map(|s| { (chrono::Utc::now() + chrono::Duration::seconds(s as i64)).to_rfc3339() })
+    );
+    value
+}
+
 /// Tasks shown on the health page, newest first.
 const TASKS_SHOWN: usize = 100;
 
@@ -208,11 +254,10 @@ fn task(t: &crate::state::TaskRecord) -> Value {
     })
 }
 
-/// A plugin's grants and limits as an operator reads them: names of env variables and secrets,
-/// never their values.
+/// A plugin's grants as an operator reads them: names of env variables and secrets, never
+/// their values.
 fn grants(plugin: &crate::registry::LoadedPlugin) -> Value {
-    let p = &plugin.policy;
-    let g = &p.grants;
+    let g = &plugin.policy.grants;
     json!({
         "dirs": g.dirs.iter().map(|d| json!({
             "host": d.host, "guest": d.guest, "read_only": d.read_only, "exclude": d.exclude,
@@ -223,12 +268,17 @@ fn grants(plugin: &crate::registry::LoadedPlugin) -> Value {
             "allow": n.allow.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "allow_private": n.allow_private,
         })),
-        "limits": {
-            "timeout_ms": p.limits.timeout.as_millis() as u64,
-            "fuel": p.limits.fuel,
-            "memory_bytes": p.limits.memory_bytes,
-            "output_bytes": p.output_bytes,
-        },
+    })
+}
+
+/// A plugin's per-call limits.
+fn limits(plugin: &crate::registry::LoadedPlugin) -> Value {
+    let p = &plugin.policy;
+    json!({
+        "timeout_ms": u64::try_from(p.limits.timeout.as_millis()).unwrap_or(u64::MAX),
+        "fuel": p.limits.fuel,
+        "memory_bytes": p.limits.memory_bytes,
+        "output_bytes": p.output_bytes,
     })
 }
 
