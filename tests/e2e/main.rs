@@ -20,6 +20,7 @@ mod breaker;
 mod budgets;
 mod cli;
 mod clients;
+mod console;
 mod deadlines;
 mod declarations;
 mod disclosure;

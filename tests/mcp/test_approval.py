@@ -66,6 +66,9 @@ async def test_declined_call_is_denied(ws, era, action, content):
 
 
 async def test_without_elicitation_the_call_is_denied_with_advice(ws, era):
+    # Questions go to the client alone: with the console also asked (the default over HTTP), the
+    # call would wait for an operator instead (tests/console/).
+    ws.write_config('[console]\napprovals = "client"\n')
     transport, mode, _ = era
     async with connect(ws, transport, mode) as client:
         r = await client.call_tool("remember", {"value": "green"})

@@ -80,9 +80,10 @@ impl Running {
     }
 }
 
-/// How the console names a caller: the token's subject and issuer, or the local operator.
+/// How the console names a caller: the token's subject and issuer, or, for a call that came
+/// without a token (stdio, the CLI, HTTP without authentication), that it had none.
 pub fn caller_name(caller: Option<&Caller>) -> String {
-    caller.map_or_else(|| "local operator".to_owned(), ToString::to_string)
+    caller.map_or_else(|| "(no token)".to_owned(), ToString::to_string)
 }
 
 /// Calls running and recently ended, and their followers.

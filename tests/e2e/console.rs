@@ -1,0 +1,344 @@
+//! The console's API as an attacker meets it (the page itself is tested in a real browser,
+//! tests/console/): a caller without the operator role sees nothing; a session comes only from the
+//! one-time link; an answer needs the session's anti-CSRF token, the console's own origin and the
+//! digest of the input waiting, and is taken once; an operator's cancel stops a running call. Each
+//! answer reaches the waiting client and the audit log names the operator.
+
+use std::net::SocketAddr;
+use std::thread;
+
+use serde_json::{Value, json};
+
+use crate::daemon::{Daemon, http};
+use crate::harness::{EVENT_WAIT, Env, wait_for};
+use crate::issuer::{Alg, Issuer, now};
+
+const ASKING: &str = "[permissions]\nask = [\"echo\"]\n[server]\napproval-timeout-ms = 30000\n";
+
+fn batch(addr: SocketAddr, tool: &str, input: Value) -> Value {
+    let body = json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": tool, "input": input}
+    ]});
+    let reply = http(
+        addr,
+        "POST",
+        "/v1/tool-calls?format=anthropic",
+        &[("Content-Type", "application/json")],
+        body.to_string().as_bytes(),
+    );
+    serde_json::from_slice(&reply.body).expect("a JSON batch answer")
+}
+
+/// A browser's session: the cookie from the one-time link, and the session's CSRF token.
+struct Browser {
+    addr: SocketAddr,
+    cookie: String,
+    csrf: String,
+}
+
+impl Browser {
+    fn sign_in(daemon: &Daemon) -> Self {
+        let addr = daemon.http.unwrap();
+        let link = sign_in_link(daemon);
+        let reply = http(addr, "GET", &link, &[], b"");
+        assert_eq!(
+            reply.status,
+            303,
+            "{}",
+            String::from_utf8_lossy(&reply.body)
+        );
+        let set = reply.header("set-cookie").expect("a session cookie");
+        assert!(
+            set.contains("HttpOnly")
+                && set.contains("SameSite=Strict")
+                && set.contains("Path=/console"),
+            "{set}"
+        );
+        let cookie = set.split(';').next().unwrap().to_owned();
+        let again = http(addr, "GET", &link, &[], b"");
+        assert_eq!(again.status, 403, "a sign-in link works once");
+        let session = get(addr, "/console/api/session", &[("Cookie", &cookie)]);
+        let csrf = session["csrf"].as_str().unwrap().to_owned();
+        Self { addr, cookie, csrf }
+    }
+
+    fn get(&self, path: &str) -> Value {
+        get(self.addr, path, &[("Cookie", &self.cookie)])
+    }
+
+    fn post(&self, path: &str, headers: &[(&str, &str)], body: &Value) -> (u16, Value) {
+        let mut all = vec![
+            ("Cookie", self.cookie.as_str()),
+            ("Content-Type", "application/json"),
+        ];
+        all.extend_from_slice(headers);
+        let reply = http(self.addr, "POST", path, &all, body.to_string().as_bytes());
+        let value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
+        (reply.status, value)
+    }
+
+    fn waiting(&self) -> Value {
+        wait_for("a question in the console", EVENT_WAIT, || {
+            self.get("/console/api/approvals")["approvals"]
+                .as_array()
+                .and_then(|a| a.first().cloned())
+        })
+    }
+}
+
+fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Value {
+    let reply = http(addr, "GET", path, headers, b"");
+    assert_eq!(
+        reply.status,
+        200,
+        "GET {path}: {}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    serde_json::from_slice(&reply.body).unwrap()
+}
+
+fn sign_in_link(daemon: &Daemon) -> String {
+    let log = daemon.wait_for_stderr("console sign-in link (once): ");
+    let line = log
+        .lines()
+        .find(|l| l.contains("console sign-in link"))
+        .unwrap();
+    let url = line.rsplit(' ').next().unwrap();
+    url.split_once("/console/")
+        .map(|(_, p)| format!("/console/{p}"))
+        .unwrap()
+}
+
+#[test]
+fn an_answer_needs_the_session_its_token_this_origin_and_the_input_shown_and_counts_once() {
+    let env = Env::new(&["echo"], ASKING);
+    let daemon = Daemon::start_env(&env, &["--no-watch", "--http", "127.0.0.1:0"], &[]);
+    let addr = daemon.http.unwrap();
+    // Nothing without a session: not the API, not a forged cookie.
+    let anonymous = http(addr, "GET", "/console/api/approvals", &[], b"");
+    assert_eq!(anonymous.status, 401);
+    let forged = http(
+        addr,
+        "GET",
+        "/console/api/approvals",
+        &[("Cookie", "toolhost_console=00")],
+        b"",
+    );
+    assert_eq!(forged.status, 401);
+    let browser = Browser::sign_in(&daemon);
+
+    // A client without elicitation (the batch API) waits for the console.
+    let client = thread::spawn(move || batch(addr, "echo", json!({"text": "<b>hi</b>"})));
+    let question = browser.waiting();
+    assert_eq!(question["tool"], "echo");
+    assert_eq!(question["origin"], "batch");
+    assert_eq!(question["input"]["text"], "<b>hi</b>");
+    let id = question["id"].as_str().unwrap();
+    let path = format!("/console/api/approvals/{id}");
+    let digest = question["input_sha256"].as_str().unwrap();
+    let approve = json!({"answer": "approve", "input_sha256": digest});
+    let token = [("X-CSRF-Token", browser.csrf.as_str())];
+
+    // Cross-site: without the token, with another origin, with the browser's cross-site marker.
+    assert_eq!(browser.post(&path, &[], &approve).0, 403);
+    let evil = [
+        ("X-CSRF-Token", browser.csrf.as_str()),
+        ("Origin", "http://127.0.0.1:1"),
+    ];
+    assert_eq!(browser.post(&path, &evil, &approve).0, 403);
+    let sibling = [
+        ("X-CSRF-Token", browser.csrf.as_str()),
+        ("Sec-Fetch-Site", "same-site"),
+    ];
+    assert_eq!(browser.post(&path, &sibling, &approve).0, 403);
+    // An answer for another input than the one waiting.
+    let other = json!({"answer": "approve", "input_sha256": "0".repeat(64)});
+    assert_eq!(browser.post(&path, &token, &other).0, 409);
+    assert_eq!(
+        browser
+            .post("/console/api/approvals/nope", &token, &approve)
+            .0,
+        404
+    );
+    // None of those answered it.
+    assert_eq!(browser.waiting()["id"], question["id"]);
+
+    let (status, body) = browser.post(&path, &token, &approve);
+    assert_eq!(status, 200, "{body}");
+    let (replayed, body) = browser.post(&path, &token, &approve);
+    assert_eq!(replayed, 409, "a replayed answer: {body}");
+
+    let answer = client.join().unwrap();
+    assert_eq!(answer["content"][0]["content"], "<b>hi</b>", "{answer}");
+    let record = env
+        .audit()
+        .into_iter()
+        .find(|r| r["tool"] == "echo")
+        .unwrap();
+    assert_eq!(
+        record["decision"],
+        json!({"kind": "asked", "answer": true, "operator": "local operator"})
+    );
+    let recent = browser.get("/console/api/calls")["recent"].clone();
+    assert_eq!(recent[0]["call_id"], record["call_id"], "{recent}");
+
+    // Signed out, the cookie is worth nothing.
+    let (status, _) = browser.post("/console/api/signout", &token, &json!({}));
+    assert_eq!(status, 200);
+    let after = http(
+        addr,
+        "GET",
+        "/console/api/approvals",
+        &[("Cookie", &browser.cookie)],
+        b"",
+    );
+    assert_eq!(after.status, 401);
+}
+
+#[test]
+fn a_declined_question_and_an_operators_cancel_reach_the_client_and_the_log() {
+    let config = format!("{ASKING}[plugins.hostile.limits]\ntimeout-ms = 60000\n");
+    let env = Env::new(&["echo", "hostile"], &config);
+    let daemon = Daemon::start_env(&env, &["--no-watch", "--http", "127.0.0.1:0"], &[]);
+    let addr = daemon.http.unwrap();
+    let browser = Browser::sign_in(&daemon);
+    let token = [("X-CSRF-Token", browser.csrf.as_str())];
+
+    let client = thread::spawn(move || batch(addr, "echo", json!({"text": "no"})));
+    let question = browser.waiting();
+    let deny = json!({"answer": "deny", "input_sha256": question["input_sha256"]});
+    let path = format!(
+        "/console/api/approvals/{}",
+        question["id"].as_str().unwrap()
+    );
+    assert_eq!(browser.post(&path, &token, &deny).0, 200);
+    let answer = client.join().unwrap();
+    assert_eq!(answer["content"][0]["is_error"], true, "{answer}");
+
+    let client = thread::spawn(move || batch(addr, "sleep", json!({"ms": 50000})));
+    let running = wait_for("the sleep call among the running", EVENT_WAIT, || {
+        let calls = browser.get("/console/api/calls");
+        calls["running"]
+            .as_array()
+            .and_then(|r| r.iter().find(|c| c["tool"] == "sleep").cloned())
+    });
+    let call_id = running["call_id"].as_str().unwrap();
+    let cancel = format!("/console/api/calls/{call_id}/cancel");
+    assert_eq!(browser.post(&cancel, &[], &json!({})).0, 403, "no token");
+    assert_eq!(browser.post(&cancel, &token, &json!({})).0, 202);
+    let answer = client.join().unwrap();
+    let text = answer["content"][0]["content"].as_str().unwrap_or_default();
+    assert!(text.contains("stopped by toolhost's operator"), "{answer}");
+    assert_eq!(
+        browser.post(&cancel, &token, &json!({})).0,
+        404,
+        "no longer running"
+    );
+
+    let records = env.audit();
+    let declined = records.iter().find(|r| r["tool"] == "echo").unwrap();
+    assert_eq!(
+        declined["decision"],
+        json!({"kind": "asked", "answer": false, "operator": "local operator"})
+    );
+    let cancelled = records.iter().find(|r| r["tool"] == "sleep").unwrap();
+    assert_eq!(cancelled["error_kind"], "cancelled");
+    assert_eq!(
+        cancelled["detail"],
+        "cancelled by the operator local operator"
+    );
+}
+
+#[test]
+fn a_caller_without_the_operator_role_sees_nothing_of_the_console() {
+    let issuer = Issuer::start();
+    let audience = "https://tools.example.test/mcp";
+    let config = format!(
+        "[auth]\nissuer = \"{}\"\naudience = \"{audience}\"\n\n\
+         [[callers]]\nname = \"ops\"\nmatch = {{ sub = \"alice\" }}\nrole = \"operator\"\n\n\
+         [[callers]]\nname = \"users\"\nmatch = {{}}\n",
+        issuer.url()
+    );
+    let env = Env::new(&["echo"], &config);
+    let daemon = Daemon::start_env(&env, &["--no-watch", "--http", "127.0.0.1:0"], &[]);
+    let addr = daemon.http.unwrap();
+    let token = |sub: &str| {
+        let claims = json!({"iss": issuer.url(), "aud": audience, "sub": sub,
+                            "iat": now(), "exp": now() + 300});
+        format!("Bearer {}", issuer.sign("rsa-1", Alg::Rs256, &claims))
+    };
+    let (alice, bob) = (token("alice"), token("bob"));
+    for path in [
+        "/console/",
+        "/console/api/approvals",
+        "/console/api/calls",
+        "/console/api/health",
+    ] {
+        let reply = http(addr, "GET", path, &[("Authorization", &bob)], b"");
+        assert_eq!(
+            reply.status,
+            403,
+            "{path}: {}",
+            String::from_utf8_lossy(&reply.body)
+        );
+        assert!(String::from_utf8_lossy(&reply.body).contains("role = \\\"operator\\\""));
+    }
+    let cancel = http(
+        addr,
+        "POST",
+        "/console/api/calls/x/cancel",
+        &[("Authorization", &bob)],
+        b"{}",
+    );
+    assert_eq!(cancel.status, 403);
+    // The operator needs no CSRF token with a bearer token: a browser cannot send one cross-site.
+    let session = get(addr, "/console/api/session", &[("Authorization", &alice)]);
+    assert!(
+        session["operator"].as_str().unwrap().contains("alice"),
+        "{session}"
+    );
+    assert_eq!(session["csrf"], Value::Null);
+    let cancel = http(
+        addr,
+        "POST",
+        "/console/api/calls/x/cancel",
+        &[("Authorization", &alice)],
+        b"{}",
+    );
+    assert_eq!(cancel.status, 404);
+    // With [auth] the daemon prints no sign-in link: browsers sign in with the identity provider.
+    assert!(
+        !daemon.stderr().contains("sign-in link"),
+        "{}",
+        daemon.stderr()
+    );
+}
+
+#[test]
+fn the_page_is_served_with_a_strict_content_security_policy() {
+    let env = Env::new(&["echo"], "");
+    let daemon = Daemon::start_env(&env, &["--no-watch", "--http", "127.0.0.1:0"], &[]);
+    let addr = daemon.http.unwrap();
+    for path in [
+        "/console/",
+        "/console/assets/app.js",
+        "/console/api/session",
+    ] {
+        let reply = http(addr, "GET", path, &[], b"");
+        let csp = reply.header("content-security-policy").unwrap_or_default();
+        assert!(
+            csp.contains("default-src 'none'")
+                && csp.contains("script-src 'self'")
+                && !csp.contains("unsafe-inline")
+                && csp.contains("frame-ancestors 'none'"),
+            "{path}: {csp:?}"
+        );
+        assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+    }
+    let page = http(addr, "GET", "/console/", &[], b"");
+    let html = String::from_utf8_lossy(&page.body);
+    assert!(
+        !html.contains("<script>") && !html.contains("style="),
+        "inline code: {html}"
+    );
+}
