@@ -74,18 +74,25 @@ test('1 sign-in: the link signs in once, the approvals page shows the operator',
 });
 
 test('2 approve: an MCP call without elicitation waits, shows in the queue, approved from the page', { timeout: 90000 }, async () => {
-  await scenario(ASK_ECHO, async ({ daemon, page, client }) => {
+  await scenario(ASK_ECHO, async ({ daemon, page, context, client }) => {
     await signIn(page, daemon);
     const c = await client();
     const input = { text: 'approve me please', repeat: 2 };
     let settled = false;
-    const call = callTool(c, 'echo', input).finally(() => { settled = true; });
+    const call = callTool(c, 'echo', input);
+    call.finally(() => { settled = true; }).catch(() => {});
 
     const q = await questionFor(page, 'echo', 'approve me please');
     assert.deepEqual(JSON.parse(await q.getByTestId('question-input').textContent()), input, 'the full input');
     assert.match((await q.getByTestId('question-reason').textContent()).trim(), /\S/, 'a reason');
     assert.match(await q.getByTestId('question-reason').textContent(), /echo|ask|rule|mode/i);
-    assert.equal((await q.getByTestId('question-caller').textContent()).trim(), 'local operator');
+    // The caller as the API names it (an untokened HTTP client: "(no token)" since main d900ec8;
+    // docs/console.md says `sub="…" iss="…"` or `local operator`).
+    const shown = (await q.getByTestId('question-caller').textContent()).trim();
+    const { approvals } = await (await context.request.get(`${daemon.origin}/console/api/approvals`)).json();
+    assert.equal(approvals.length, 1);
+    assert.match(shown, /\S/, 'a caller');
+    assert.equal(shown, String(approvals[0].caller), 'the caller as the API gives it');
     assert.equal((await q.getByTestId('question-origin').textContent()).trim(), 'mcp');
     assert.match(await q.getByTestId('countdown').textContent(), /\d/, 'a countdown');
     const first = await q.getByTestId('countdown').textContent();
@@ -399,7 +406,8 @@ test('9b-c attacks: a cross-site form post and fetch leave the question waiting;
     await signIn(page, daemon);
     const c = await client();
     let settled = false;
-    const call = callTool(c, 'echo', { text: 'csrf target' }).finally(() => { settled = true; });
+    const call = callTool(c, 'echo', { text: 'csrf target' });
+    call.finally(() => { settled = true; }).catch(() => {});
     const q = await questionFor(page, 'echo', 'csrf target');
     const id = await q.getAttribute('data-question-id');
     const sha = (await q.getByTestId('question-input-sha256').textContent()).trim();

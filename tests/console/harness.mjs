@@ -170,7 +170,11 @@ export async function mcpClient(daemon) {
 
 /** tools/call with a long request timeout (questions and sleeps take a while). */
 export function callTool(client, name, args, options = {}) {
-  return client.callTool({ name, arguments: args }, undefined, { timeout: 120000, ...options });
+  const call = client.callTool({ name, arguments: args }, undefined, { timeout: 120000, ...options });
+  // Handled here too, so that a call left pending by a failed scenario (its client closed in the
+  // clean-up) does not hide the scenario's own error as an unhandled rejection.
+  call.catch(() => {});
+  return call;
 }
 
 export const text = (result) => (result.content || []).filter((b) => b.type === 'text').map((b) => b.text).join('\n');
