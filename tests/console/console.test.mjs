@@ -117,23 +117,26 @@ test('2 approve: an MCP call without elicitation waits, shows in the queue, appr
 });
 
 test('2b a question asked while the live stream is still connecting still shows', { timeout: 90000 }, async () => {
-  await scenario(ASK_ECHO, async ({ daemon, page, client }) => {
-    // Hold the event stream back for 2 s after the page's first fetch of the lists: a question put
-    // in between must not be lost (the page must catch up when the stream opens).
-    let held = false;
+  await scenario(ASK_ECHO, async ({ daemon, page, context, client }) => {
+    // Hold the event stream back until a question was put after the page's first fetch of the
+    // lists: the page must still show it once the stream opens (it must catch up then).
+    let release;
+    const released = new Promise((r) => { release = r; });
     await page.route('**/console/api/events', async (route) => {
-      if (!held) {
-        held = true;
-        await new Promise((r) => setTimeout(r, 2000));
-      }
+      await released;
       await route.continue().catch(() => {});
     });
+    const firstFetch = page.waitForResponse((r) => r.url().endsWith('/console/api/approvals'));
     await signIn(page, daemon);
-    await page.waitForResponse((r) => r.url().endsWith('/console/api/approvals'));
-    await page.waitForTimeout(200);
+    await firstFetch;
     assert.equal((await page.getByTestId('live-status').textContent()).trim(), 'connecting…', 'the stream is held back');
     const c = await client();
     const call = callTool(c, 'echo', { text: 'asked while connecting' });
+    await until(async () => {
+      const { approvals } = await (await context.request.get(`${daemon.origin}/console/api/approvals`)).json();
+      return approvals.length === 1;
+    }, 'the question to be put');
+    release();
     await page.getByTestId('live-status').getByText('live').waitFor();
     const q = await questionFor(page, 'echo', 'asked while connecting');
     await screenshot(page, '02b-question-asked-while-connecting');

@@ -119,6 +119,16 @@ export async function openBrowser() {
     args: CHROMIUM_FLAGS,
     viewport: { width: 1280, height: 900 },
   });
+  // TOOLHOST_CONSOLE_DIST=host/console/dist: the page's assets from that folder instead of the
+  // ones built into the daemon, to try a change to the page without rebuilding the daemon.
+  if (process.env.TOOLHOST_CONSOLE_DIST) {
+    const dist = resolve(process.env.TOOLHOST_CONSOLE_DIST);
+    const types = { js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' };
+    await context.route(/\/console\/assets\/app\.(js|css)$/, (route) => {
+      const ext = route.request().url().split('.').pop();
+      route.fulfill({ status: 200, contentType: types[ext], body: readFileSync(join(dist, `app.${ext}`)) });
+    });
+  }
   const problems = { dialogs: [], csp: [], pageErrors: [] };
   await context.addInitScript(() => {
     window.__cspViolations = [];
