@@ -8,8 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import {
-  auditLines, callTool, endRecord, mcpClient, openBrowser, questionFor, screenshot, session, signIn,
-  startDaemon, text, until,
+  auditLines, callTool, endRecord, mcpClient, openBrowser, questionFor, screenshot, session, shownOrError,
+  signIn, startDaemon, text, until,
 } from './harness.mjs';
 
 const ASK_ECHO = `
@@ -282,7 +282,7 @@ test('7 audit: filters by tool and by outcome find the right records; the export
 
     await signIn(page, daemon);
     await page.getByTestId('tab-audit').click();
-    await page.getByTestId('audit-table').waitFor();
+    await shownOrError(page, page.getByTestId('audit-row'), 'audit-error', 'the newest records on opening the Audit tab');
     await until(async () => (await page.getByTestId('audit-row').count()) >= 4, 'the newest records on opening the Audit tab');
     await screenshot(page, '07-audit-all');
 
@@ -333,7 +333,7 @@ test('8 health: a tool whose breaker opened shows open with its reason', { timeo
     await signIn(page, daemon);
     await page.getByTestId('tab-health').click();
     const spin = page.locator('[data-testid=health-tool][data-tool="spin"]');
-    await spin.waitFor();
+    await shownOrError(page, spin, 'health-error', 'the spin tool on Health');
     assert.equal((await spin.getByTestId('breaker-state').textContent()).trim(), 'open');
     assert.match(await spin.getByTestId('breaker-reason').textContent(), /\w/, 'a reason');
     const echo = page.locator('[data-testid=health-tool][data-tool="echo"]');
@@ -390,7 +390,7 @@ test('9a attacks: markup in an input and in a tool description is shown as text,
     // The description on Health (as the tool name's title).
     await page.getByTestId('tab-health').click();
     const echo = page.locator('[data-testid=health-tool][data-tool="echo"]');
-    await echo.waitFor();
+    await shownOrError(page, echo, 'health-error', 'the echo tool on Health');
     assert.equal(await echo.getByTestId('health-tool-name').getAttribute('title'), DESCRIPTION);
     await screenshot(page, '09a-health-description');
     await assertInert(page);
@@ -446,11 +446,18 @@ test('9b-c attacks: a cross-site form post and fetch leave the question waiting;
     const attack = await context.newPage();
     try {
       const posts = [];
+      const cookies = [];
+      attack.on('request', async (r) => {
+        if (r.url() === target) cookies.push(/toolhost_console=/.test((await r.allHeaders()).cookie || ''));
+      });
       attack.on('response', (r) => { if (r.url() === target) posts.push(r.status()); });
       await attack.goto(evil.url);
       await until(() => posts.length >= 2, 'the attacker\'s form posts to reach the daemon', 10000);
       await attack.waitForTimeout(1000);
       await screenshot(attack, '09b-attacker-page');
+      // Same site (127.0.0.1, another port): the browser sends the SameSite=Strict cookie, so only
+      // the CSRF token and Origin checks stand in the way.
+      assert.ok(cookies.some(Boolean), `the operator's cookie went with a cross-site post (${cookies})`);
       for (const s of posts) assert.ok(s >= 400, `a cross-site post was refused (statuses ${posts})`);
     } finally {
       await attack.close();

@@ -203,3 +203,16 @@ export async function session(context, daemon) {
   if (res.status() !== 200) throw new Error(`GET session: ${res.status()} ${await res.text()}`);
   return res.json();
 }
+
+/**
+ * Waits for `locator` unless the page shows its error (`errorTestId`) first: then fails at once
+ * with the page's message (e.g. a route the daemon does not serve) instead of a timeout.
+ */
+export async function shownOrError(page, locator, errorTestId, what) {
+  const error = page.getByTestId(errorTestId);
+  const which = await Promise.race([
+    locator.first().waitFor().then(() => 'shown'),
+    error.waitFor().then(() => 'error'),
+  ]);
+  if (which === 'error') throw new Error(`${what}: the page shows an error instead: ${(await error.textContent()).trim()}`);
+}
