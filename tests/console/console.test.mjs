@@ -330,6 +330,10 @@ test('8 health: a tool whose breaker opened shows open with its reason', { timeo
     const c = await client();
     const r = await callTool(c, 'spin', {});
     assert.equal(r.isError, true, JSON.stringify(r));
+    assert.equal(r._meta?.['toolhost/errorKind'], 'timeout', JSON.stringify(r));
+    // The back end's side first: the breaker is open, so the next call is refused as suspended.
+    const again = await callTool(c, 'spin', {});
+    assert.equal(again._meta?.['toolhost/errorKind'], 'suspended', JSON.stringify(again));
     await signIn(page, daemon);
     await page.getByTestId('tab-health').click();
     const spin = page.locator('[data-testid=health-tool][data-tool="spin"]');
@@ -358,7 +362,7 @@ async function assertInert(page) {
 }
 
 test('9a attacks: markup in an input and in a tool description is shown as text, never run', { timeout: 90000 }, async () => {
-  const config = `${ASK_ECHO}\n[plugins.echo.tools.echo]\ndescription = '${DESCRIPTION}'\n`;
+  const config = `${ASK_ECHO}\n[plugins.echo.tools.echo]\ndescription = '${DESCRIPTION}'\npermission-subject = "/text"\n`;
   await scenario(config, async ({ daemon, page, problems, client }) => {
     await signIn(page, daemon);
     const c = await client();
@@ -368,6 +372,8 @@ test('9a attacks: markup in an input and in a tool description is shown as text,
     const call = callTool(c, 'echo', { text: PAYLOAD });
     const q = await questionFor(page, 'echo', 'window.__pwned=1');
     assert.equal(JSON.parse(await q.getByTestId('question-input').textContent()).text, PAYLOAD, 'the input as literal text');
+    assert.equal(await q.getByTestId('question-subject-pointer').textContent(), '/text');
+    assert.match(await q.getByTestId('question-subject-value').textContent(), /<script>window\.__pwned=1<\/script> <img src=x onerror=/, 'the permission subject as literal text');
     await assertInert(page);
     await screenshot(page, '09a-question-with-markup');
     const callId = await callIdOf(q);
