@@ -505,6 +505,8 @@ test('9d CSP: the header is on /console/ and the console runs without a violatio
     await signIn(page, daemon);
     for (const tab of ['approvals', 'calls', 'audit', 'health']) {
       await page.getByTestId(`tab-${tab}`).click();
+      // On Health, the charts (uPlot) when the stats route answers.
+      if (tab === 'health') await page.getByTestId('tool-charts').or(page.getByTestId('charts-error')).or(page.getByTestId('health-error')).first().waitFor();
       await page.waitForTimeout(1000);
       await screenshot(page, `09d-${tab}`);
     }

@@ -31,6 +31,11 @@ if [[ ! -d "$here/node_modules" || ! -f "$stamp" || "$(cat "$stamp")" != "$want"
 fi
 
 export TOOLHOST_BIN="${TOOLHOST_BIN:-$root/target/release/toolhost}"
+# TOOLHOST_CONSOLE_DIST (harness.mjs): the page's assets from that folder instead of the daemon's,
+# relative to the directory this was started from (lib.sh moved to the root; cd set OLDPWD).
+if [[ -n "${TOOLHOST_CONSOLE_DIST:-}" && "$TOOLHOST_CONSOLE_DIST" != /* ]]; then
+    export TOOLHOST_CONSOLE_DIST="${OLDPWD:-$root}/$TOOLHOST_CONSOLE_DIST"
+fi
 export TOOLHOST_CHROMIUM="$chromium"
 mkdir -p "$root/target/console-screenshots"
 cd "$here"
