@@ -326,7 +326,7 @@ test('7 audit: filters by tool and by outcome find the right records; the export
 
 test('8 health: a tool whose breaker opened shows open with its reason', { timeout: 90000 }, async () => {
   const config = BYPASS('[breaker]\nfailures = 1\nkinds = ["timeout"]\ncool-down-s = 600\n[plugins.hostile.limits]\ntimeout-ms = 300\n');
-  await scenario(config, async ({ daemon, page, client }) => {
+  await scenario(config, async ({ daemon, page, context, client }) => {
     const c = await client();
     const r = await callTool(c, 'spin', {});
     assert.equal(r.isError, true, JSON.stringify(r));
@@ -338,7 +338,9 @@ test('8 health: a tool whose breaker opened shows open with its reason', { timeo
     await page.getByTestId('tab-health').click();
     const spin = page.locator('[data-testid=health-tool][data-tool="spin"]');
     await shownOrError(page, spin, 'health-error', 'the spin tool on Health');
-    assert.equal((await spin.getByTestId('breaker-state').textContent()).trim(), 'open');
+    const api = await (await context.request.get(`${daemon.origin}/console/api/health`)).json();
+    const said = JSON.stringify((api.tools || []).find((t) => t.name === 'spin')?.breaker);
+    assert.equal((await spin.getByTestId('breaker-state').textContent()).trim(), 'open', `the page's breaker state; the API's breaker: ${said}`);
     assert.match(await spin.getByTestId('breaker-reason').textContent(), /\w/, 'a reason');
     const echo = page.locator('[data-testid=health-tool][data-tool="echo"]');
     assert.equal((await echo.getByTestId('breaker-state').textContent()).trim(), 'closed');
