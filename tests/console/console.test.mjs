@@ -127,7 +127,7 @@ test('2b a question asked while the live stream is still connecting still shows'
       await route.continue().catch(() => {});
     });
     const firstFetch = page.waitForResponse((r) => r.url().endsWith('/console/api/approvals'));
-    await signIn(page, daemon);
+    await signIn(page, daemon, { live: false });
     await firstFetch;
     assert.equal((await page.getByTestId('live-status').textContent()).trim(), 'connecting…', 'the stream is held back');
     const c = await client();

@@ -158,11 +158,15 @@ export async function openBrowser() {
   return { context, page, problems, close };
 }
 
-/** Signs in with the one-time link; the console then shows the operator. */
-export async function signIn(page, daemon) {
+/**
+ * Signs in with the one-time link; the console then shows the operator. Waits for the live stream
+ * too unless `live: false`: a call made before it opens is scenario 2b's subject, not every one's.
+ */
+export async function signIn(page, daemon, { live = true } = {}) {
   const res = await page.goto(daemon.signinLink);
   if (!res || res.status() !== 200) throw new Error(`sign-in answered ${res && res.status()}`);
   await page.getByTestId('operator').waitFor();
+  if (live) await page.getByTestId('live-status').getByText('live', { exact: true }).waitFor();
   return (await page.getByTestId('operator').textContent()).trim();
 }
 
