@@ -286,6 +286,8 @@ test('7 audit: filters by tool and by outcome find the right records; the export
     await until(async () => (await page.getByTestId('audit-row').count()) >= 4, 'the newest records on opening the Audit tab');
     await screenshot(page, '07-audit-all');
 
+    // One row per call: its end record (docs/console.md: a Record is the audit line as written; the
+    // page's outcomes include `unfinished`, a begin line without its end, so calls are paired).
     const rowIds = async () => (await page.getByTestId('audit-row').evaluateAll((rows) => rows.map((r) => r.dataset.callId))).sort();
     const search = async (filters) => {
       await page.getByTestId('audit-reset').click();
