@@ -7,6 +7,8 @@
 #   scripts/bench.sh --json out.json      also write every figure, per round, as JSON
 #   scripts/bench.sh --callgrind [N]      instructions per in-process echo call (valgrind; stable on a
 #                                         noisy machine, where wall-clock figures are not)
+#   scripts/bench.sh --console            the console: the audit browser's first page over 1,000,000
+#                                         records, and a call's end to its event on the live stream
 #   scripts/bench.sh --callgrind-mcp [N]  instructions per echo call in the server over MCP stdio and
 #                                         HTTP: toolhost, the native rmcp server, and the floor (the
 #                                         native server with each call in a fresh sandbox; valgrind)
@@ -42,6 +44,11 @@ if [[ "${1:-}" == "--callgrind" ]]; then
     echo "callgrind: $per instructions per echo call through the whole pipeline (user space; $n calls)"
     echo "profiles: $out/cg.$n (callgrind_annotate --inclusive=yes $out/cg.$n)"
     exit 0
+fi
+
+if [[ "${1:-}" == "--console" ]]; then
+    cargo build --release -p toolhost --bin toolhost --quiet
+    exec python3 "$root/scripts/console-bench.py" --toolhost "$root/target/release/toolhost" "${@:2}"
 fi
 
 if [[ "${1:-}" == "--callgrind-mcp" ]]; then

@@ -20,12 +20,14 @@
 //! `plugin_digest` and `plugin_source` name exactly which component ran: its `sha256:` digest and its
 //! `source` (`oci://…`, `https://…`) or file; lines written before they existed read them as null.
 //! Writers: [`AuditLog`]. Readers: [`read_records`] (which pairs the lines of a call and reports a
-//! begin line without its end as outcome `unfinished`), [`Filter`], [`summarize`], [`render_table`].
+//! begin line without its end as outcome `unfinished`), [`Filter`], [`summarize`], [`render_table`];
+//! and [`query`], which pages the log newest first for the console without reading all of it.
 
 mod begin;
 mod breaker;
 mod hash;
 mod line;
+pub mod query;
 mod reader;
 mod record;
 mod summary;

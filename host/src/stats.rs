@@ -1,15 +1,21 @@
-//! Live per-tool call statistics for the CLI and the daemon's `/metrics`; counts, never decides.
+//! Live per-tool call statistics for the CLI, the daemon's `/metrics` and the console's charts
+//! ([`Stats::series`]); counts, never decides.
 
 mod histogram;
 mod prometheus;
+mod series;
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use self::histogram::{LogHistogram, nearest_rank};
 use self::prometheus::BUCKETS;
 pub use self::prometheus::Exposition;
+use self::series::Series;
+pub use self::series::{INTERVAL_SECS, INTERVALS, Point};
 use toolhost_policy::call::ErrorKind;
 
 /// The one label under which calls that named no tool of the catalogue are counted (an unknown or
@@ -24,7 +30,15 @@ const EXACT_SAMPLES: usize = 256;
 /// Recording a call takes one short lock and allocates only for a tool's first call.
 #[derive(Debug, Default)]
 pub struct Stats {
-    tools: Mutex<BTreeMap<String, Tally>>,
+    tools: Mutex<BTreeMap<String, Tool>>,
+}
+
+/// What is kept for one tool: totals since start, and the last hour by interval. Apart, so that a
+/// snapshot copies the totals only.
+#[derive(Debug)]
+struct Tool {
+    tally: Tally,
+    series: Series,
 }
 
 /// One tool's statistics at the moment of a [`Stats::snapshot`].
@@ -74,7 +88,8 @@ impl Stats {
         Self::default()
     }
 
-    /// Counts one finished call to `tool`.
+    /// Counts one finished call to `tool`, in its totals and in the interval of the wall clock
+    /// it finished in.
     pub fn record(
         &self,
         tool: &str,
@@ -82,16 +97,70 @@ impl Stats {
         duration: Duration,
         fuel: Option<u64>,
     ) {
+        self.record_with(tool, outcome, duration, fuel, Utc::now);
+    }
+
+    /// [`record`](Self::record) at the instant `now`, for tests of the series.
+    #[cfg(test)]
+    fn record_at(
+        &self,
+        tool: &str,
+        outcome: Result<(), ErrorKind>,
+        duration: Duration,
+        now: DateTime<Utc>,
+    ) {
+        self.record_with(tool, outcome, duration, None, || now);
+    }
+
+    /// Reads the clock under the lock, so calls land in intervals in the order they are counted
+    /// (a call never finds its interval closed by a call that took the lock before it).
+    fn record_with(
+        &self,
+        tool: &str,
+        outcome: Result<(), ErrorKind>,
+        duration: Duration,
+        fuel: Option<u64>,
+        clock: impl FnOnce() -> DateTime<Utc>,
+    ) {
         let us = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+        // As `/metrics` counts them: a cancelled call is not an error.
+        let failed = outcome.is_err_and(|kind| kind != ErrorKind::Cancelled);
         let mut tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = clock();
         match tools.get_mut(tool) {
-            Some(tally) => tally.add(outcome, us, fuel),
+            Some(entry) => {
+                entry.tally.add(outcome, us, fuel);
+                entry.series.add(now, failed, us);
+            }
             None => {
-                let mut tally = Tally::default();
-                tally.add(outcome, us, fuel);
-                tools.insert(tool.to_owned(), tally);
+                let mut entry = Tool {
+                    tally: Tally::default(),
+                    series: Series::new(now),
+                };
+                entry.tally.add(outcome, us, fuel);
+                entry.series.add(now, failed, us);
+                tools.insert(tool.to_owned(), entry);
             }
         }
+    }
+
+    /// Each tool's calls, errors and latency percentiles per interval of [`INTERVAL_SECS`], over
+    /// the last [`INTERVALS`], oldest first: one point per interval in which the tool was called.
+    /// Tools not called in that time are left out. `errors` counts failures of every kind but
+    /// `cancelled`, as `/metrics` does (`input_required` is an error there too).
+    pub fn series(&self) -> BTreeMap<String, Vec<Point>> {
+        self.series_at(Utc::now())
+    }
+
+    /// [`series`](Self::series) as of `now`. Percentiles of closed intervals were computed when
+    /// they closed, so the lock is held for a copy of small values and one histogram per tool.
+    fn series_at(&self, now: DateTime<Utc>) -> BTreeMap<String, Vec<Point>> {
+        let tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        tools
+            .iter()
+            .map(|(name, tool)| (name.clone(), tool.series.points(now)))
+            .filter(|(_, points)| !points.is_empty())
+            .collect()
     }
 
     /// Every tool's statistics, sorted by tool name.
@@ -107,7 +176,7 @@ impl Stats {
         let tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
         tools
             .iter()
-            .map(|(tool, tally)| (tool.clone(), tally.clone()))
+            .map(|(tool, entry)| (tool.clone(), entry.tally.clone()))
             .collect()
     }
 }

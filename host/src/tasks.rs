@@ -283,6 +283,11 @@ impl Tasks {
         }
     }
 
+    /// Every owner's live tasks, newest first, at most `limit`: for the operator's console.
+    pub async fn newest(&self, limit: usize) -> Result<Vec<TaskRecord>, TaskError> {
+        Ok(self.store.newest(limit, now_ms()).await?)
+    }
+
     /// `owner`'s tasks, a page after `cursor`; the next cursor when there may be more.
     pub async fn list(
         &self,

@@ -342,3 +342,91 @@ fn the_page_is_served_with_a_strict_content_security_policy() {
         "inline code: {html}"
     );
 }
+
+#[test]
+fn an_operator_signs_in_through_the_identity_provider_with_pkce_and_nobody_else_does() {
+    let issuer = Issuer::start();
+    let audience = "https://tools.example.test/mcp";
+    let config = format!(
+        "[auth]\nissuer = \"{}\"\naudience = \"{audience}\"\n\n\
+         [console]\nclient-id = \"toolhost-console\"\n\n\
+         [[callers]]\nname = \"ops\"\nmatch = {{ sub = \"alice\" }}\nrole = \"operator\"\n\n\
+         [[callers]]\nname = \"users\"\nmatch = {{}}\n",
+        issuer.url()
+    );
+    let env = Env::new(&["echo"], &config);
+    let daemon = Daemon::start_env(&env, &["--no-watch", "--http", "127.0.0.1:0"], &[]);
+    let addr = daemon.http.unwrap();
+    let provider: SocketAddr = issuer.url().trim_start_matches("http://").parse().unwrap();
+    let person = |sub: &str| {
+        let claims = json!({"iss": issuer.url(), "aud": audience, "sub": sub,
+                            "iat": now(), "exp": now() + 300});
+        issuer.sign_in_next_as(issuer.sign("rsa-1", Alg::Rs256, &claims));
+    };
+    let path_of = |url: &str| format!("/{}", url.splitn(4, '/').nth(3).unwrap());
+    // A browser goes to /console/login, signs in at the provider and comes back.
+    let sign_in = || {
+        let login = http(addr, "GET", "/console/login", &[], b"");
+        assert_eq!(
+            login.status,
+            303,
+            "{}",
+            String::from_utf8_lossy(&login.body)
+        );
+        let to = login.header("location").unwrap().to_owned();
+        assert!(
+            to.starts_with(&format!("{}/authorize?", issuer.url())),
+            "{to}"
+        );
+        assert!(
+            to.contains("code_challenge_method=S256") && to.contains("client_id=toolhost-console"),
+            "{to}"
+        );
+        let consent = http(provider, "GET", &path_of(&to), &[], b"");
+        assert_eq!(
+            consent.status,
+            302,
+            "{}",
+            String::from_utf8_lossy(&consent.body)
+        );
+        let back = consent.header("location").unwrap().to_owned();
+        assert!(
+            back.starts_with(&format!("http://{addr}/console/callback?")),
+            "{back}"
+        );
+        let path = path_of(&back);
+        (http(addr, "GET", &path, &[], b""), path)
+    };
+
+    person("alice");
+    let (done, callback) = sign_in();
+    assert_eq!(done.status, 303, "{}", String::from_utf8_lossy(&done.body));
+    let cookie = done
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let session = get(addr, "/console/api/session", &[("Cookie", &cookie)]);
+    assert!(
+        session["operator"].as_str().unwrap().contains("alice"),
+        "{session}"
+    );
+    // The same callback again: its state was spent (and the provider's code too).
+    assert_eq!(http(addr, "GET", &callback, &[], b"").status, 400);
+    // A callback nobody started: a forged state.
+    let forged = http(addr, "GET", "/console/callback?code=x&state=y", &[], b"");
+    assert_eq!(forged.status, 400);
+
+    // Bob signs in at the provider too, and is a caller, but no operator: no session.
+    person("bob");
+    let (refused, _) = sign_in();
+    assert_eq!(
+        refused.status,
+        403,
+        "{}",
+        String::from_utf8_lossy(&refused.body)
+    );
+    assert!(refused.header("set-cookie").is_none());
+}

@@ -62,6 +62,18 @@ struct State {
     served: Vec<Value>,
     /// Opaque tokens the introspection endpoint knows, with their claims.
     opaque: HashMap<String, Value>,
+    /// The access token the next person to sign in at /authorize gets (the test signs it).
+    next_sign_in: Option<String>,
+    /// Codes /authorize handed out and /token has not spent.
+    codes: HashMap<String, Grant>,
+}
+
+/// What an authorization code stands for.
+struct Grant {
+    client_id: String,
+    redirect_uri: String,
+    challenge: String,
+    token: String,
 }
 
 /// State shared between the [`Issuer`] handle and its server thread.
@@ -111,6 +123,8 @@ impl Issuer {
                 keys: HashMap::new(),
                 served: Vec::new(),
                 opaque: HashMap::new(),
+                next_sign_in: None,
+                codes: HashMap::new(),
             }),
             fetches: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
@@ -229,6 +243,12 @@ impl Issuer {
             .opaque
             .insert(token.clone(), claims.clone());
         token
+    }
+
+    /// The person who signs in next at GET /authorize (the authorization code flow with PKCE)
+    /// receives `token`: the test signs it with the claims it wants them to have.
+    pub(crate) fn sign_in_next_as(&self, token: String) {
+        self.shared.state().next_sign_in = Some(token);
     }
 
     /// "http://127.0.0.1:PORT/introspect"
@@ -573,6 +593,13 @@ fn handle(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     if method == "POST" && path == "/introspect" {
         return introspect(&mut stream, shared, &head, &rest);
     }
+    if method == "POST" && path == "/token" {
+        let body = read_body(&mut stream, &head, &rest)?;
+        return token(&mut stream, shared, &body);
+    }
+    if method == "GET" && path == "/authorize" {
+        return authorize(&mut stream, shared, target);
+    }
     if method != "GET" {
         return respond(
             &mut stream,
@@ -593,6 +620,8 @@ fn handle(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
                 "issuer": origin,
                 "jwks_uri": format!("{origin}/jwks.json"),
                 "token_endpoint": format!("{origin}/token"),
+                "authorization_endpoint": format!("{origin}/authorize"),
+                "code_challenge_methods_supported": ["S256"],
                 "response_types_supported": ["code"],
                 "id_token_signing_alg_values_supported": ["RS256", "ES256"],
             });
@@ -654,6 +683,93 @@ fn introspect(
         }
         None => json!({"active": false}),
     };
+    respond(stream, "200 OK", &answer)
+}
+
+/// The form fields of a query string or a form body.
+fn form(text: &str) -> HashMap<String, String> {
+    serde_urlencoded::from_str(text).unwrap_or_default()
+}
+
+/// The request body after the head (`read` is what came with it), by its Content-Length.
+fn read_body(stream: &mut TcpStream, head: &str, read: &[u8]) -> std::io::Result<String> {
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0)
+        .min(MAX_REQUEST);
+    let mut body = read[..read.len().min(len)].to_vec();
+    let mut more = vec![0; len - body.len()];
+    stream.read_exact(&mut more)?;
+    body.extend_from_slice(&more);
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
+/// GET /authorize: the person consents at once (the test chose who they are); PKCE with S256 is
+/// required. Redirects back with a one-time code and the client's `state`.
+fn authorize(stream: &mut TcpStream, shared: &Shared, target: &str) -> std::io::Result<()> {
+    let q = form(target.split_once('?').map_or("", |(_, q)| q));
+    let field = |k: &str| q.get(k).cloned().unwrap_or_default();
+    if field("response_type") != "code" || field("code_challenge_method") != "S256" {
+        return respond(
+            stream,
+            "400 Bad Request",
+            &json!({"error": "invalid_request"}),
+        );
+    }
+    let mut state = shared.state();
+    let Some(token) = state.next_sign_in.take() else {
+        return respond(stream, "403 Forbidden", &json!({"error": "access_denied"}));
+    };
+    let code = format!(
+        "code-{}-{}",
+        shared.files.fetch_add(1, Ordering::SeqCst),
+        now()
+    );
+    state.codes.insert(
+        code.clone(),
+        Grant {
+            client_id: field("client_id"),
+            redirect_uri: field("redirect_uri"),
+            challenge: field("code_challenge"),
+            token,
+        },
+    );
+    drop(state);
+    let back = serde_urlencoded::to_string([("code", code), ("state", field("state"))]).unwrap();
+    let location = format!("{}?{back}", field("redirect_uri"));
+    let response = format!(
+        "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(response.as_bytes())?;
+    stream.flush()
+}
+
+/// POST /token: a code spent once, for the client and redirect URI it was given to, with the
+/// verifier whose SHA-256 (by openssl) is the challenge.
+fn token(stream: &mut TcpStream, shared: &Shared, body: &str) -> std::io::Result<()> {
+    let f = form(body);
+    let field = |k: &str| f.get(k).cloned().unwrap_or_default();
+    let grant = shared.state().codes.remove(&field("code"));
+    let invalid = json!({"error": "invalid_grant"});
+    let Some(grant) = grant.filter(|_| field("grant_type") == "authorization_code") else {
+        return respond(stream, "400 Bad Request", &invalid);
+    };
+    let digest = run(
+        &mut openssl(&["dgst", "-sha256", "-binary"]),
+        Some(field("code_verifier").as_bytes()),
+    );
+    let pkce = URL_SAFE_NO_PAD.encode(digest) == grant.challenge;
+    if !pkce || grant.client_id != field("client_id") || grant.redirect_uri != field("redirect_uri")
+    {
+        return respond(stream, "400 Bad Request", &invalid);
+    }
+    let answer = json!({"access_token": grant.token, "token_type": "Bearer", "expires_in": 300});
     respond(stream, "200 OK", &answer)
 }
 

@@ -36,7 +36,7 @@ impl Server {
         let console_on = pipeline.config().console.enabled;
         let shared = Arc::new(Shared::new(pipeline, &config));
         Self {
-            console: console_on.then(|| Arc::new(Console::new(shared.clone()))),
+            console: console_on.then(|| Arc::new(Console::new(shared.clone(), &config))),
             shared,
             states: Arc::new(RequestStates::new(config.state_key.as_ref())),
             config: Arc::new(config),

@@ -169,6 +169,8 @@ pub trait Store: Send + Sync {
         limit: usize,
         now: i64,
     ) -> Result<Vec<TaskRecord>, StateError>;
+    /// Every owner's live tasks, newest first, at most `limit` (for the operator's console).
+    async fn newest(&self, limit: usize, now: i64) -> Result<Vec<TaskRecord>, StateError>;
     /// Apply `change` to `id` unless it has ended; whether it applied.
     async fn update(&self, id: &str, change: &Change, now: i64) -> Result<bool, StateError>;
     /// Ask the daemon running `id` to cancel it.
@@ -244,6 +246,10 @@ impl<B: Backend> Store for Sql<B> {
         now: i64,
     ) -> Result<Vec<TaskRecord>, StateError> {
         self.0.records(sql::list(owner, after, limit, now)).await
+    }
+
+    async fn newest(&self, limit: usize, now: i64) -> Result<Vec<TaskRecord>, StateError> {
+        self.0.records(sql::newest(limit, now)).await
     }
 
     async fn update(&self, id: &str, change: &Change, now: i64) -> Result<bool, StateError> {

@@ -70,6 +70,19 @@ pub(super) fn list(owner: &str, after: Option<&str>, limit: usize, now: i64) -> 
     }
 }
 
+/// Every owner's live tasks, newest first, at most `limit`: the operator's view.
+pub(super) fn newest(limit: usize, now: i64) -> Statement {
+    Statement {
+        sql: format!(
+            "SELECT {COLUMNS} FROM tasks WHERE expires_ms > ?1 ORDER BY created_ms DESC, id LIMIT ?2"
+        ),
+        params: vec![
+            Param::Int(now),
+            Param::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+        ],
+    }
+}
+
 pub(super) fn update(id: &str, change: &Change, now: i64) -> Statement {
     let (set, mut params, only_waiting) = match change {
         Change::Progress(message) => ("message = ?3", vec![text(message)], false),

@@ -63,16 +63,32 @@ impl LogHistogram {
 
     /// The midpoint of the bucket holding the `percent`th percentile of the `n` values added.
     pub(super) fn percentile(&self, percent: u64, n: u64) -> u64 {
-        let wanted = rank(percent, n);
+        self.percentiles([percent], n)[0]
+    }
+
+    /// [`percentile`](Self::percentile) for each of `percents` (in ascending order), in one pass
+    /// over the buckets; 0 for those not reached (fewer than `n` values added).
+    pub(super) fn percentiles<const N: usize>(&self, percents: [u64; N], n: u64) -> [u64; N] {
+        let mut found = [0; N];
+        let mut next = 0;
         let mut seen = 0;
         for (index, &count) in self.counts.iter().enumerate() {
             seen += count;
-            if seen >= wanted {
+            while next < N && seen >= rank(percents[next], n) {
                 let (low, high) = Self::bounds(index);
-                return low + (high - low) / 2;
+                found[next] = low + (high - low) / 2;
+                next += 1;
+            }
+            if next == N {
+                break;
             }
         }
-        0
+        found
+    }
+
+    /// Forgets every value, keeping the buckets' memory.
+    pub(super) fn clear(&mut self) {
+        self.counts.fill(0);
     }
 }
 

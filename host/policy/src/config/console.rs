@@ -16,6 +16,9 @@ pub struct ConsoleOptions {
     /// a public client), registered at the issuer with the redirect URI
     /// `<origin>/console/callback`.
     pub client_id: Option<String>,
+    /// The redirect URI registered for that client; default `http://<Host>/console/callback`, from
+    /// the request's (guarded) `Host`. Set it when TLS ends in front of the daemon.
+    pub redirect_uri: Option<String>,
 }
 
 fn on() -> bool {
@@ -28,6 +31,7 @@ impl Default for ConsoleOptions {
             enabled: true,
             approvals: ApprovalRoute::default(),
             client_id: None,
+            redirect_uri: None,
         }
     }
 }

@@ -172,14 +172,40 @@ pub(super) async fn health(State(console): State<Arc<Console>>) -> Response {
             }
         }
     }
+    let tasks = match console.shared.tasks() {
+        Some(tasks) => match tasks.newest(TASKS_SHOWN).await {
+            Ok(list) => list.iter().map(task).collect(),
+            Err(e) => vec![json!({ "error": e.to_string() })],
+        },
+        None => Vec::new(),
+    };
     Json(json!({
         "tools": tools,
         "plugins": plugins,
         "rejected": rejected,
+        "tasks": tasks,
         "running": pipeline.running(),
         "in_flight": pipeline.in_flight(),
     }))
     .into_response()
+}
+
+/// Tasks shown on the health page, newest first.
+const TASKS_SHOWN: usize = 100;
+
+/// A task as the console lists it: never its result or its questions' answers.
+fn task(t: &crate::state::TaskRecord) -> Value {
+    let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).map(|t| t.to_rfc3339());
+    json!({
+        "id": t.id,
+        "tool": t.name,
+        "state": t.status,
+        "message": t.message,
+        "owner": t.owner,
+        "daemon": t.daemon,
+        "created_at": at(t.created_ms),
+        "updated_at": at(t.updated_ms),
+    })
 }
 
 /// A plugin's grants and limits as an operator reads them: names of env variables and secrets,

@@ -6,37 +6,50 @@ mod access;
 mod api;
 mod assets;
 mod events;
+mod login;
 mod session;
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Query, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::Value;
 
+use self::login::{Login, LoginError};
 use self::session::{Sessions, set_cookie};
 use super::http::reply::error;
 use super::shared::Shared;
 use crate::exec::Pipeline;
 use toolhost_policy::caller::Caller;
+use toolhost_policy::config::ServerConfig;
 
 /// The console's state: the daemon's shared part and who is signed in.
 pub(crate) struct Console {
     shared: Arc<Shared>,
     sessions: Sessions,
+    /// Signing in through the identity provider, when `[auth]` and a client id are configured.
+    login: Option<Login>,
 }
 
 impl Console {
     /// The console of the daemon that `shared` belongs to.
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, server: &ServerConfig) -> Self {
+        let config = shared.pipeline.config().clone();
+        let login = Login::new(
+            &config.console,
+            config.auth.as_ref(),
+            server,
+            &config.callers,
+        );
         Self {
             shared,
             sessions: Sessions::default(),
+            login,
         }
     }
 
@@ -87,6 +100,8 @@ pub(crate) fn routes(console: Arc<Console>) -> Router {
         .route("/console/assets/app.js", get(assets::app_js))
         .route("/console/assets/app.css", get(assets::app_css))
         .route("/console/signin", get(sign_in))
+        .route("/console/login", get(log_in))
+        .route("/console/callback", get(callback))
         .nest("/console/api", api)
         .with_state(console.clone())
         .layer(middleware::from_fn_with_state(
@@ -130,4 +145,59 @@ async fn sign_in(
         response.headers_mut().insert(header::SET_COOKIE, v);
     }
     response
+}
+
+/// `GET /console/login`: off to the identity provider.
+async fn log_in(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
+    let Some(login) = &console.login else {
+        return refused(&LoginError::NotConfigured);
+    };
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    match login.start(host).await {
+        Ok(url) => Redirect::to(&url).into_response(),
+        Err(e) => refused(&e),
+    }
+}
+
+#[derive(Deserialize)]
+struct Callback {
+    code: String,
+    state: String,
+}
+
+/// `GET /console/callback?code=…&state=…`: back from the identity provider.
+async fn callback(
+    State(console): State<Arc<Console>>,
+    query: Result<Query<Callback>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let Some(login) = &console.login else {
+        return refused(&LoginError::NotConfigured);
+    };
+    let Ok(Query(back)) = query else {
+        return refused(&LoginError::State);
+    };
+    match login.finish(&back.state, &back.code).await {
+        Ok(operator) => {
+            let cookie = console.sessions.open(operator);
+            let mut response = Redirect::to("/console/").into_response();
+            if let Ok(v) = HeaderValue::from_str(&set_cookie(Some(&cookie))) {
+                response.headers_mut().insert(header::SET_COOKIE, v);
+            }
+            response
+        }
+        Err(e) => refused(&e),
+    }
+}
+
+fn refused(e: &LoginError) -> Response {
+    let status = match e {
+        LoginError::NotConfigured => StatusCode::NOT_FOUND,
+        LoginError::Provider(_) => StatusCode::BAD_GATEWAY,
+        LoginError::State => StatusCode::BAD_REQUEST,
+        LoginError::Token(_) | LoginError::NotOperator => StatusCode::FORBIDDEN,
+    };
+    error(status, e.to_string())
 }

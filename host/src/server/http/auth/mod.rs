@@ -117,6 +117,12 @@ impl Authenticator {
             .map(|(_, t)| t.trim())
             .filter(|t| !t.is_empty())
             .ok_or(Refusal::Missing)?;
+        self.verify(given).await
+    }
+
+    /// The caller of the bearer token `given`: the checks of [`Self::authenticate`], for a token
+    /// that came another way (the console's sign-in, from the identity provider).
+    pub(crate) async fn verify(&self, given: &str) -> Result<Caller, Refusal> {
         let caller = match (&self.static_token, &self.oauth) {
             (Some(expected), _) if constant_time_eq(&sha256(given), expected) => {
                 Caller::static_token()
