@@ -430,3 +430,61 @@ fn an_operator_signs_in_through_the_identity_provider_with_pkce_and_nobody_else_
     );
     assert!(refused.header("set-cookie").is_none());
 }
+
+#[test]
+fn the_audit_browser_filters_pages_and_exports_what_ran() {
+    let env = Env::new(&["echo", "math"], "");
+    let daemon = Daemon::start_env(&env, &["--no-watch", "--http", "127.0.0.1:0"], &[]);
+    let addr = daemon.http.unwrap();
+    let browser = Browser::sign_in(&daemon);
+    for i in 0..5 {
+        batch(addr, "echo", json!({"text": format!("call {i}")}));
+    }
+    batch(addr, "nope", json!({}));
+    let echo = browser.get("/console/api/audit?tool=echo&limit=2");
+    assert_eq!(echo["records"].as_array().unwrap().len(), 2, "{echo}");
+    let next = echo["next"].as_str().expect("a cursor to the older ones");
+    let older = browser.get(&format!(
+        "/console/api/audit?tool=echo&limit=10&cursor={next}"
+    ));
+    assert_eq!(older["records"].as_array().unwrap().len(), 3, "{older}");
+    let failed = browser.get("/console/api/audit?outcome=unknown_tool");
+    assert_eq!(failed["records"][0]["tool"], "nope", "{failed}");
+    let searched = browser.get("/console/api/audit?q=CALL%203");
+    assert_eq!(
+        searched["records"].as_array().unwrap().len(),
+        0,
+        "inputs are not in the log: {searched}"
+    );
+    let bad = http(
+        addr,
+        "GET",
+        "/console/api/audit?outcome=great",
+        &[("Cookie", &browser.cookie)],
+        b"",
+    );
+    assert_eq!(bad.status, 400, "{}", String::from_utf8_lossy(&bad.body));
+    let export = http(
+        addr,
+        "GET",
+        "/console/api/audit/export?tool=echo",
+        &[("Cookie", &browser.cookie)],
+        b"",
+    );
+    assert_eq!(export.header("content-type"), Some("application/x-ndjson"));
+    let lines: Vec<Value> = String::from_utf8_lossy(&export.body)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 5);
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["tool"] == "echo" && l["event"] == "end")
+    );
+    let one = lines[0]["call_id"].as_str().unwrap();
+    let found = browser.get(&format!("/console/api/calls/{one}"));
+    assert_eq!(found["call_id"], one);
+    let stats = browser.get("/console/api/stats");
+    assert_eq!(stats["tools"]["echo"][0]["calls"], 5, "{stats}");
+}

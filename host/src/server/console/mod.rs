@@ -5,6 +5,7 @@
 mod access;
 mod api;
 mod assets;
+mod audit;
 mod events;
 mod login;
 mod session;
@@ -18,7 +19,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
-use serde_json::Value;
 
 use self::login::{Login, LoginError};
 use self::session::{Sessions, set_cookie};
@@ -65,11 +65,6 @@ impl Console {
     pub(crate) fn sign_in_path(&self) -> String {
         format!("/console/signin?token={}", self.sessions.new_link())
     }
-
-    /// A call's end record from the audit log, for one no longer among the recent.
-    async fn audit_record(&self, _call_id: &str) -> Option<Value> {
-        None
-    }
 }
 
 /// Every console route: the page and its assets to anyone but a caller without the role (they
@@ -86,6 +81,9 @@ pub(crate) fn routes(console: Arc<Console>) -> Router {
         .route("/calls/{call_id}/cancel", post(api::cancel))
         .route("/events", get(events::events))
         .route("/health", get(api::health))
+        .route("/audit", get(audit::page))
+        .route("/audit/export", get(audit::export))
+        .route("/stats", get(audit::stats))
         .route_layer(middleware::from_fn_with_state(
             console.clone(),
             access::signed_in,

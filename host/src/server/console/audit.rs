@@ -1,0 +1,144 @@
+//! The audit browser's routes: a page of the log, newest first, under filters (read backwards
+//! from a cursor within a scan budget, so the first page never waits on the log's size), the
+//! same records as a JSONL download, and the per-tool series behind the health charts. The
+//! reading is [`crate::audit::query`]'s, off the runtime's threads.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Json, Response};
+use futures_util::stream;
+use serde_json::{Value, json};
+
+use super::Console;
+use crate::audit::query::{self, Export, Params, QueryError};
+use crate::server::http::reply::error;
+
+/// `GET audit?…`: one page.
+pub(super) async fn page(
+    State(console): State<Arc<Console>>,
+    params: Result<Query<Params>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let Ok(Query(params)) = params else {
+        return error(StatusCode::BAD_REQUEST, "the query string does not parse");
+    };
+    let request = match params.parse() {
+        Ok(r) => r,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let Some(path) = console.pipeline().config().audit_path.clone() else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "the audit log is off ([audit] disabled)",
+        );
+    };
+    let read = tokio::task::spawn_blocking(move || {
+        query::query(&path, &request.filter, request.cursor, request.limit)
+    })
+    .await;
+    match read {
+        Ok(Ok(page)) => Json(page).into_response(),
+        Ok(Err(QueryError::Open { source, .. }))
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Json(json!({ "records": [], "next": Value::Null, "scanned_bytes": 0 })).into_response()
+        }
+        Ok(Err(e @ QueryError::StaleCursor)) => error(StatusCode::BAD_REQUEST, e.to_string()),
+        Ok(Err(e)) => {
+            tracing::warn!("console: reading the audit log: {e}");
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the audit log could not be read",
+            )
+        }
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the audit reader failed"),
+    }
+}
+
+/// `GET audit/export?…`: every record the filters match, newest first, as JSONL, streamed.
+pub(super) async fn export(
+    State(console): State<Arc<Console>>,
+    params: Result<Query<Params>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let Ok(Query(params)) = params else {
+        return error(StatusCode::BAD_REQUEST, "the query string does not parse");
+    };
+    let request = match params.parse() {
+        Ok(r) => r,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let Some(path) = console.pipeline().config().audit_path.clone() else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "the audit log is off ([audit] disabled)",
+        );
+    };
+    // Each chunk is read off the runtime; the iterator comes back with it for the next one.
+    let chunks = stream::unfold(
+        Some(Export::new(path, request.filter)),
+        |export| async move {
+            let mut export = export?;
+            let (export, chunk) = tokio::task::spawn_blocking(move || {
+                let chunk = export.next();
+                (export, chunk)
+            })
+            .await
+            .ok()?;
+            match chunk? {
+                Ok(bytes) => Some((Ok::<_, std::io::Error>(bytes), Some(export))),
+                Err(QueryError::Open { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    None
+                }
+                Err(e) => Some((Err(std::io::Error::other(e.to_string())), None)),
+            }
+        },
+    );
+    (
+        [
+            (header::CONTENT_TYPE, "application/x-ndjson"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"toolhost-audit.jsonl\"",
+            ),
+        ],
+        Body::from_stream(chunks),
+    )
+        .into_response()
+}
+
+/// `GET stats`: each tool's calls, errors and latency per interval over the last hour.
+pub(super) async fn stats(State(console): State<Arc<Console>>) -> Response {
+    Json(json!({
+        "interval_s": crate::stats::INTERVAL_SECS,
+        "tools": console.pipeline().stats().series(),
+    }))
+    .into_response()
+}
+
+impl Console {
+    /// A call's end record from the audit log: a search for its id, newest first.
+    pub(super) async fn audit_record(&self, call_id: &str) -> Option<Value> {
+        let path = self.pipeline().config().audit_path.clone()?;
+        let params = Params {
+            q: Some(call_id.to_owned()),
+            limit: Some("1000".to_owned()),
+            ..Params::default()
+        };
+        let request = params.parse().ok()?;
+        let wanted = call_id.to_owned();
+        tokio::task::spawn_blocking(move || {
+            let page = query::query(&path, &request.filter, None, request.limit).ok()?;
+            page.records
+                .iter()
+                .filter_map(|r| serde_json::from_str::<Value>(r.get()).ok())
+                .find(|r| r["call_id"] == wanted.as_str())
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+}
