@@ -28,3 +28,6 @@ tests/mcp/conformance/run.sh
 # Official clients written by others (Python mcp 1.12, TypeScript SDK 1.32 and v2 2.4) over stdio and HTTP: about
 # 20 s, plus their installs on first use (~1.5 min).
 tests/mcp/clients/run.sh
+# The operator's console in a real browser (Debian's Chromium, playwright-core; tests/console/): about
+# 1-2 min, plus the npm install on first use (~10 s); SKIPPED without /usr/bin/chromium.
+tests/console/run.sh

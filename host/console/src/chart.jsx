@@ -64,7 +64,9 @@ export function columns(points, intervalS) {
   const xs = [];
   if (ts.length) {
     const last = ts[ts.length - 1];
-    for (let t = Math.max(ts[0], last - 360 * step); t <= last; t += step) xs.push(t);
+    // The whole last hour up to the newest point, not from the first point: with one point only,
+    // uPlot's own range for the time axis spans years.
+    for (let t = last - 359 * step; t <= last; t += step) xs.push(t);
   }
   const pick = (key, missing) => xs.map((t) => (byT.has(t) ? num(byT.get(t)[key]) : missing));
   return {

@@ -125,18 +125,17 @@ export function Health() {
   const [health, setHealth] = useState(null);
   const [stats, setStats] = useState(null);
   const [error, setError] = useState('');
+  const [statsError, setStatsError] = useState('');
   const [updated, setUpdated] = useState(0);
 
+  // Health and stats apart: a failing stats route (or a slow one) must not hide the breakers.
   const load = async () => {
-    try {
-      const [h, s] = await Promise.all([get('health'), get('stats')]);
-      setHealth(h || {});
-      setStats(s || { interval_s: 10, tools: {} });
-      setError('');
-      setUpdated(Date.now());
-    } catch (e) {
-      setError(e.message);
-    }
+    const [h, s] = await Promise.allSettled([get('health'), get('stats')]);
+    if (h.status === 'fulfilled') setHealth(h.value || {});
+    if (s.status === 'fulfilled') setStats(s.value || { interval_s: 10, tools: {} });
+    setError(h.status === 'rejected' ? h.reason.message : '');
+    setStatsError(s.status === 'rejected' ? s.reason.message : '');
+    if (h.status === 'fulfilled' || s.status === 'fulfilled') setUpdated(Date.now());
   };
   useRefresh(load);
 
@@ -154,7 +153,10 @@ export function Health() {
       {health ? (
         <div>
           <section aria-label="Tools"><h3>Tools</h3><Tools tools={h.tools || []} /></section>
-          <section aria-label="Charts"><h3>Last hour</h3><Charts stats={stats} /></section>
+          <section aria-label="Charts">
+            <h3>Last hour</h3>
+            {statsError ? <p class="error" role="alert" data-testid="charts-error">{statsError}</p> : <Charts stats={stats} />}
+          </section>
           <section aria-label="Plugins"><h3>Plugins</h3><Plugins plugins={h.plugins || []} /></section>
           <section aria-label="Rejected plugins">
             <h3>Rejected plugins</h3>

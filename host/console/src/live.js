@@ -80,14 +80,14 @@ export function useLive(enabled) {
       }
     };
 
+    // The lists at once, and again each time the stream opens, the first time included: what
+    // happened between the first fetch and the stream's start (a question put, a call started or
+    // ended) is sent to no stream, so only a fetch after the open can show it.
     refetch();
     const source = new EventSource('/console/api/events', { withCredentials: false });
-    let opened = false;
     source.onopen = () => {
       setStatus('live');
-      // The first open follows the fetch above; a later one is a reconnection: catch up.
-      if (opened) refetch();
-      opened = true;
+      refetch();
     };
     source.onerror = () => {
       const closed = source.readyState === EventSource.CLOSED;
