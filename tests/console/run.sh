@@ -30,6 +30,15 @@ if [[ ! -d "$here/node_modules" || ! -f "$stamp" || "$(cat "$stamp")" != "$want"
     echo "$want" >"$stamp"
 fi
 
+# The page the daemon embeds must be the one its sources build (host/console/build.sh, deterministic):
+# a change to host/console/src that was not rebuilt and committed fails here.
+"$root/host/console/build.sh" >/dev/null
+if ! git -C "$root" diff --quiet -- host/console/dist; then
+    echo "FAILED: host/console/dist is not what host/console/src builds; run host/console/build.sh and commit dist/" >&2
+    git -C "$root" diff --stat -- host/console/dist >&2
+    exit 1
+fi
+
 export TOOLHOST_BIN="${TOOLHOST_BIN:-$root/target/release/toolhost}"
 # TOOLHOST_CONSOLE_DIST (harness.mjs): the page's assets from that folder instead of the daemon's,
 # relative to the directory this was started from (lib.sh moved to the root; cd set OLDPWD).
