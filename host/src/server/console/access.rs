@@ -73,10 +73,11 @@ pub(super) async fn signed_in(
         );
     };
     let safe = matches!(*request.method(), Method::GET | Method::HEAD);
-    if !safe && let Some(csrf) = &operator.csrf {
-        if let Err(why) = same_site(request.headers(), csrf) {
-            return error(StatusCode::FORBIDDEN, why);
-        }
+    if !safe
+        && let Some(csrf) = &operator.csrf
+        && let Err(why) = same_site(request.headers(), csrf)
+    {
+        return error(StatusCode::FORBIDDEN, why);
     }
     request.extensions_mut().insert(operator);
     next.run(request).await
