@@ -97,6 +97,29 @@ fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Value {
     serde_json::from_slice(&reply.body).unwrap()
 }
 
+const AUDIENCE: &str = "https://tools.example.test/mcp";
+
+/// A daemon behind `issuer` (`[auth]`, plus `more` config), where alice is an operator and every
+/// other caller an ordinary one.
+fn behind(issuer: &Issuer, more: &str) -> (Env, Daemon) {
+    let config = format!(
+        "[auth]\nissuer = \"{}\"\naudience = \"{AUDIENCE}\"\n{more}\n\
+         [[callers]]\nname = \"ops\"\nmatch = {{ sub = \"alice\" }}\nrole = \"operator\"\n\n\
+         [[callers]]\nname = \"users\"\nmatch = {{}}\n",
+        issuer.url()
+    );
+    let env = Env::new(&["echo"], &config);
+    let daemon = Daemon::start_env(&env, &["--no-watch", "--http", "127.0.0.1:0"], &[]);
+    (env, daemon)
+}
+
+/// A token `issuer` signs for `sub`, for this daemon.
+fn token_for(issuer: &Issuer, sub: &str) -> String {
+    let claims = json!({"iss": issuer.url(), "aud": AUDIENCE, "sub": sub,
+                        "iat": now(), "exp": now() + 300});
+    issuer.sign("rsa-1", Alg::Rs256, &claims)
+}
+
 fn sign_in_link(daemon: &Daemon) -> String {
     let log = daemon.wait_for_stderr("console sign-in link (once): ");
     let line = log
@@ -252,21 +275,9 @@ fn a_declined_question_and_an_operators_cancel_reach_the_client_and_the_log() {
 #[test]
 fn a_caller_without_the_operator_role_sees_nothing_of_the_console() {
     let issuer = Issuer::start();
-    let audience = "https://tools.example.test/mcp";
-    let config = format!(
-        "[auth]\nissuer = \"{}\"\naudience = \"{audience}\"\n\n\
-         [[callers]]\nname = \"ops\"\nmatch = {{ sub = \"alice\" }}\nrole = \"operator\"\n\n\
-         [[callers]]\nname = \"users\"\nmatch = {{}}\n",
-        issuer.url()
-    );
-    let env = Env::new(&["echo"], &config);
-    let daemon = Daemon::start_env(&env, &["--no-watch", "--http", "127.0.0.1:0"], &[]);
+    let (_env, daemon) = behind(&issuer, "");
     let addr = daemon.http.unwrap();
-    let token = |sub: &str| {
-        let claims = json!({"iss": issuer.url(), "aud": audience, "sub": sub,
-                            "iat": now(), "exp": now() + 300});
-        format!("Bearer {}", issuer.sign("rsa-1", Alg::Rs256, &claims))
-    };
+    let token = |sub: &str| format!("Bearer {}", token_for(&issuer, sub));
     let (alice, bob) = (token("alice"), token("bob"));
     for path in [
         "/console/",
@@ -346,23 +357,10 @@ fn the_page_is_served_with_a_strict_content_security_policy() {
 #[test]
 fn an_operator_signs_in_through_the_identity_provider_with_pkce_and_nobody_else_does() {
     let issuer = Issuer::start();
-    let audience = "https://tools.example.test/mcp";
-    let config = format!(
-        "[auth]\nissuer = \"{}\"\naudience = \"{audience}\"\n\n\
-         [console]\nclient-id = \"toolhost-console\"\n\n\
-         [[callers]]\nname = \"ops\"\nmatch = {{ sub = \"alice\" }}\nrole = \"operator\"\n\n\
-         [[callers]]\nname = \"users\"\nmatch = {{}}\n",
-        issuer.url()
-    );
-    let env = Env::new(&["echo"], &config);
-    let daemon = Daemon::start_env(&env, &["--no-watch", "--http", "127.0.0.1:0"], &[]);
+    let (_env, daemon) = behind(&issuer, "[console]\nclient-id = \"toolhost-console\"\n");
     let addr = daemon.http.unwrap();
     let provider: SocketAddr = issuer.url().trim_start_matches("http://").parse().unwrap();
-    let person = |sub: &str| {
-        let claims = json!({"iss": issuer.url(), "aud": audience, "sub": sub,
-                            "iat": now(), "exp": now() + 300});
-        issuer.sign_in_next_as(issuer.sign("rsa-1", Alg::Rs256, &claims));
-    };
+    let person = |sub: &str| issuer.sign_in_next_as(token_for(&issuer, sub));
     let path_of = |url: &str| format!("/{}", url.splitn(4, '/').nth(3).unwrap());
     // A browser goes to /console/login, signs in at the provider and comes back.
     let sign_in = || {

@@ -661,15 +661,7 @@ fn introspect(
             &json!({"error": "invalid_client"}),
         );
     }
-    let len: usize = header("content-length")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-        .min(MAX_REQUEST);
-    let mut body = read[..read.len().min(len)].to_vec();
-    let mut more = vec![0; len - body.len()];
-    stream.read_exact(&mut more)?;
-    body.extend_from_slice(&more);
-    let body = String::from_utf8_lossy(&body);
+    let body = read_body(stream, head, read)?;
     let token = body
         .split('&')
         .find_map(|kv| kv.strip_prefix("token="))

@@ -13,26 +13,46 @@ use futures_util::stream;
 use serde_json::{Value, json};
 
 use super::Console;
-use crate::audit::query::{self, Export, Params, QueryError};
+use axum::extract::rejection::QueryRejection;
+
+use crate::audit::query::{self, Export, Params, QueryError, Request};
 use crate::server::http::reply::error;
+
+/// A validated query of the log, and the log's path; or the answer that says why not.
+type Asked = Result<(Request, std::path::PathBuf), Response>;
+
+fn asked(console: &Console, params: Result<Query<Params>, QueryRejection>) -> Asked {
+    let Ok(Query(params)) = params else {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            "the query string does not parse",
+        ));
+    };
+    let request = params
+        .parse()
+        .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))?;
+    let path = console
+        .pipeline()
+        .config()
+        .audit_path
+        .clone()
+        .ok_or_else(|| {
+            error(
+                StatusCode::NOT_FOUND,
+                "the audit log is off ([audit] disabled)",
+            )
+        })?;
+    Ok((request, path))
+}
 
 /// `GET audit?…`: one page.
 pub(super) async fn page(
     State(console): State<Arc<Console>>,
-    params: Result<Query<Params>, axum::extract::rejection::QueryRejection>,
+    params: Result<Query<Params>, QueryRejection>,
 ) -> Response {
-    let Ok(Query(params)) = params else {
-        return error(StatusCode::BAD_REQUEST, "the query string does not parse");
-    };
-    let request = match params.parse() {
-        Ok(r) => r,
-        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
-    };
-    let Some(path) = console.pipeline().config().audit_path.clone() else {
-        return error(
-            StatusCode::NOT_FOUND,
-            "the audit log is off ([audit] disabled)",
-        );
+    let (request, path) = match asked(&console, params) {
+        Ok(asked) => asked,
+        Err(answer) => return answer,
     };
     let read = tokio::task::spawn_blocking(move || {
         query::query(&path, &request.filter, request.cursor, request.limit)
@@ -60,20 +80,11 @@ pub(super) async fn page(
 /// `GET audit/export?…`: every record the filters match, newest first, as JSONL, streamed.
 pub(super) async fn export(
     State(console): State<Arc<Console>>,
-    params: Result<Query<Params>, axum::extract::rejection::QueryRejection>,
+    params: Result<Query<Params>, QueryRejection>,
 ) -> Response {
-    let Ok(Query(params)) = params else {
-        return error(StatusCode::BAD_REQUEST, "the query string does not parse");
-    };
-    let request = match params.parse() {
-        Ok(r) => r,
-        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
-    };
-    let Some(path) = console.pipeline().config().audit_path.clone() else {
-        return error(
-            StatusCode::NOT_FOUND,
-            "the audit log is off ([audit] disabled)",
-        );
+    let (request, path) = match asked(&console, params) {
+        Ok(asked) => asked,
+        Err(answer) => return answer,
     };
     // Each chunk is read off the runtime; the iterator comes back with it for the next one.
     let chunks = stream::unfold(
