@@ -19,14 +19,14 @@ use crate::audit::query::{self, Export, Params, QueryError, Request};
 use crate::server::http::reply::error;
 
 /// A validated query of the log, and the log's path; or the answer that says why not.
-type Asked = Result<(Request, std::path::PathBuf), Response>;
+type Asked = Result<(Request, std::path::PathBuf), Box<Response>>;
 
 fn asked(console: &Console, params: Result<Query<Params>, QueryRejection>) -> Asked {
     let Ok(Query(params)) = params else {
-        return Err(error(
+        return Err(Box::new(error(
             StatusCode::BAD_REQUEST,
             "the query string does not parse",
-        ));
+        )));
     };
     let request = params
         .parse()
@@ -52,7 +52,7 @@ pub(super) async fn page(
 ) -> Response {
     let (request, path) = match asked(&console, params) {
         Ok(asked) => asked,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     let read = tokio::task::spawn_blocking(move || {
         query::query(&path, &request.filter, request.cursor, request.limit)
@@ -84,7 +84,7 @@ pub(super) async fn export(
 ) -> Response {
     let (request, path) = match asked(&console, params) {
         Ok(asked) => asked,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     // Each chunk is read off the runtime; the iterator comes back with it for the next one.
     let chunks = stream::unfold(
