@@ -3,5 +3,7 @@
 # Default: MCP over Streamable HTTP on 127.0.0.1:8750. Pass `--stdio` (or any serve flags) to change it.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
-build_plugins_and_host
+# The build's output goes to stderr: with --stdio, stdout is the MCP channel, and nothing but MCP
+# may go there.
+build_plugins_and_host >&2
 exec target/release/toolhost serve "${@:---http}"

@@ -62,8 +62,9 @@ pub(super) enum Command {
         /// Serve MCP on stdin/stdout (the default when --http is not given).
         #[arg(long)]
         stdio: bool,
-        /// Serve Streamable HTTP at /mcp (with /health and /metrics) on ADDR
-        /// [default: `server.http` in the config, else 127.0.0.1:8750].
+        /// Serve Streamable HTTP at /mcp (with /health, /metrics and /console/) on ADDR: IP:PORT,
+        /// or PORT or localhost:PORT for loopback [default: `server.http` in the config, else
+        /// 127.0.0.1:8750].
         #[arg(long, value_name = "ADDR", num_args = 0..=1)]
         http: Option<Option<String>>,
         /// Do not reload plugins when the plugins folder changes.

@@ -68,6 +68,8 @@ pub(super) fn resolve_pool(
 
 /// Check `[server]`; `oauth` says whether `[auth]` guards HTTP (enough, like a token, to serve
 /// beyond loopback).
+///
+/// [`listen_address`] reads the address.
 pub(super) fn resolve_server(
     raw: &RawServer,
     o: &Overrides,
@@ -78,9 +80,7 @@ pub(super) fn resolve_server(
         .clone()
         .or_else(|| raw.http.clone())
         .unwrap_or_else(|| "127.0.0.1:8750".into());
-    let http: SocketAddr = http_text
-        .parse()
-        .map_err(|e| invalid("server.http", format!("{http_text:?}: {e}")))?;
+    let http = listen_address(&http_text).map_err(|e| invalid("server.http", e))?;
     let token = match &raw.token_env {
         Some(var) => Some(std::env::var(var).map_err(|_| {
             invalid(
@@ -135,10 +135,50 @@ pub(super) fn resolve_server(
     })
 }
 
+/// The address `--http` or `server.http` names: `IP:PORT` (`[::1]:PORT` for IPv6), or for the
+/// loopback interface a bare `PORT`, `:PORT` or `localhost:PORT`. No name is looked up: the
+/// daemon binds exactly what was written.
+fn listen_address(text: &str) -> Result<SocketAddr, String> {
+    let text = text.trim();
+    let port = text
+        .strip_prefix("localhost:")
+        .or_else(|| text.strip_prefix(':'))
+        .unwrap_or(text);
+    if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
+        return match port.parse::<u16>() {
+            Ok(port) => Ok(SocketAddr::from(([127, 0, 0, 1], port))),
+            Err(_) => Err(format!("{text:?}: a port is a number from 0 to 65535")),
+        };
+    }
+    text.parse().map_err(|_| {
+        format!(
+            "{text:?} is not an address to listen on: write IP:PORT (127.0.0.1:8750, [::1]:8750, \
+             0.0.0.0:8750), or PORT or localhost:PORT for this machine alone"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::Config;
+
+    #[test]
+    fn a_port_alone_or_on_localhost_listens_on_loopback() {
+        let loopback = |port| SocketAddr::from(([127, 0, 0, 1], port));
+        assert_eq!(listen_address("8763"), Ok(loopback(8763)));
+        assert_eq!(listen_address(":8763"), Ok(loopback(8763)));
+        assert_eq!(listen_address("localhost:8763"), Ok(loopback(8763)));
+        assert_eq!(listen_address(" 127.0.0.1:0 "), Ok(loopback(0)));
+        assert_eq!(
+            listen_address("[::1]:9").unwrap(),
+            "[::1]:9".parse::<SocketAddr>().unwrap()
+        );
+        for bad in ["", "localhost", "99999", "localhost:x", "example.com:80", "8763.evil"] {
+            let e = listen_address(bad).unwrap_err();
+            assert!(e.contains("IP:PORT") || e.contains("port is a number"), "{bad}: {e}");
+        }
+    }
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         let raw = toml::from_str(text).unwrap();
