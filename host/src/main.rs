@@ -45,8 +45,7 @@ fn main() -> ExitCode {
             let code = failure.exit_code();
             // Exit 0 for a failure is a reader that closed stdout: nothing worth saying.
             if code != 0 {
-                // The failure and its causes, one after another, as anyhow shows a chain.
-                let message = format!("{:#}", anyhow::Error::from(failure));
+                let message = chain(&anyhow::Error::from(failure));
                 eprintln!("toolhost: {}", toolhost_policy::text::multi_line(&message));
             }
             ExitCode::from(code)
@@ -57,6 +56,24 @@ fn main() -> ExitCode {
     // dropping the runtime would wait for it forever.
     runtime.shutdown_timeout(EXIT_GRACE);
     code
+}
+
+/// The failure and its causes, one after another, as anyhow shows a chain; a cause that its
+/// effect's message already ends with (an error type that both shows and exposes its source) is
+/// said once, not twice.
+fn chain(failure: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in failure.chain() {
+        let text = cause.to_string();
+        if message.ends_with(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
 }
 
 /// How long the process waits at exit for blocking threads still running.
