@@ -174,9 +174,19 @@ mod tests {
             listen_address("[::1]:9").unwrap(),
             "[::1]:9".parse::<SocketAddr>().unwrap()
         );
-        for bad in ["", "localhost", "99999", "localhost:x", "example.com:80", "8763.evil"] {
+        for bad in [
+            "",
+            "localhost",
+            "99999",
+            "localhost:x",
+            "example.com:80",
+            "8763.evil",
+        ] {
             let e = listen_address(bad).unwrap_err();
-            assert!(e.contains("IP:PORT") || e.contains("port is a number"), "{bad}: {e}");
+            assert!(
+                e.contains("IP:PORT") || e.contains("port is a number"),
+                "{bad}: {e}"
+            );
         }
     }
 
