@@ -28,10 +28,9 @@ use rmcp::model::{
 use rmcp::service::{Peer, RoleServer, ServiceError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
-use crate::exec::{Answer, ApprovalRequest, Approver};
+use crate::exec::{Answer, ApprovalRequest, Approver, digest};
 use crate::state::Store;
 use toolhost_policy::config::StateKey;
 
@@ -76,14 +75,6 @@ pub(super) fn approves(result: &ElicitResult) -> bool {
             .and_then(|c| c.get("approve"))
             .and_then(Value::as_bool)
             .unwrap_or(true)
-}
-
-fn digest(value: &Value) -> String {
-    let bytes = serde_json::to_vec(value).unwrap_or_default();
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// Binds a sealed state to one tool and its exact arguments.
