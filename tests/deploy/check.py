@@ -22,29 +22,42 @@ import argparse
 import os
 import re
 import shlex
+import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import render  # noqa: E402 - beside this file
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 MANIFESTS = DEPLOY / "kubernetes"
+OVERLAYS = MANIFESTS / "overlays"
+PROMETHEUS_SCRAPE = DEPLOY / "prometheus" / "scrape.yaml"
 DOCKERFILE = DEPLOY / "Dockerfile"
 # The Kubernetes release whose schemas the manifests are checked against. Every field used here
 # exists since 1.27 or earlier; validating against an older supported minor than the newest keeps
 # the files usable on clusters that lag behind.
 KUBERNETES = "1.33.0"
 
+NAMESPACE = "toolhost"
 NAME_LABEL = "app.kubernetes.io/name"
 APP = "toolhost"
 UID = 10001
 STATE_DIR = "/var/lib/toolhost"
 CONFIG_DIR = "/etc/toolhost"
 CONFIG_KEY = "toolhost.toml"
+IMAGE_PLUGINS = "/opt/toolhost/plugins"
 PORT = 8750
 # run.rs: after the grace period, cancelled calls get CANCEL_WAIT (5 s) and the transports
 # CLOSE_WAIT (5 s), plus a 300 ms flush.
@@ -85,24 +98,52 @@ def dig(obj: object, *path: str | int, default: object = None) -> object:
     return obj
 
 
-def load_manifests(report: Report) -> dict[str, dict]:
-    """file name -> its one object, for every manifest but kustomization.yaml."""
+def overlays() -> list[Path]:
+    return sorted(p for p in OVERLAYS.iterdir() if (p / "kustomization.yaml").is_file())
+
+
+def render_overlay(report: Report, overlay: Path) -> dict[str, dict]:
+    """"overlays/NAME: Kind/name" -> object, for every object the overlay renders to."""
+    label = overlay.relative_to(MANIFESTS).as_posix()
+    try:
+        rendered = render.render(overlay)
+    except (render.RenderError, OSError, yaml.YAMLError) as e:
+        report.fail(label, f"does not render: {e}")
+        return {}
     objects: dict[str, dict] = {}
-    for path in sorted(MANIFESTS.glob("*.yaml")):
-        if path.name == "kustomization.yaml":
-            continue
-        try:
-            docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
-        except yaml.YAMLError as e:
-            report.fail(path.name, f"not valid YAML: {e}")
-            continue
-        if report.check(len(docs) == 1, path.name, f"one object per file, found {len(docs)}"):
-            objects[path.name] = docs[0]
+    for obj in rendered:
+        key = f"{label}: {obj.get('kind')}/{dig(obj, 'metadata', 'name')}"
+        report.check(key not in objects, key, "defined twice")
+        objects[key] = obj
     return objects
 
 
 def where(file: str, obj: dict) -> str:
-    return f"{file}: {obj.get('kind')}/{dig(obj, 'metadata', 'name')}"
+    return file
+
+
+def label_of(objects: dict[str, dict]) -> str:
+    return next(iter(objects), "?").split(":")[0]
+
+
+def check_against_kubectl(report: Report, overlay: Path, objects: dict[str, dict]) -> None:
+    """The renderer agrees with kustomize itself (kubectl kustomize), where kubectl is installed."""
+    kubectl = shutil.which("kubectl")
+    label = overlay.relative_to(MANIFESTS).as_posix()
+    if not kubectl:
+        print(f"    SKIP {label}: no kubectl to compare the rendering with")
+        return
+    run = subprocess.run([kubectl, "kustomize", str(overlay)], capture_output=True, text=True, timeout=60)
+    if not report.check(run.returncode == 0, label, f"kubectl kustomize failed: {run.stderr.strip()}"):
+        return
+    theirs = render.canonical([d for d in yaml.safe_load_all(run.stdout) if d])
+    mine = render.canonical(list(objects.values()))
+    for key in sorted(set(theirs) | set(mine)):
+        report.check(
+            theirs.get(key) == mine.get(key),
+            label,
+            f"{key}: tests/deploy/render.py and `kubectl kustomize` disagree",
+        )
 
 
 # --- (a) schemas ----------------------------------------------------------------------------------
@@ -133,7 +174,7 @@ def by_kind(objects: dict[str, dict], kind: str) -> list[tuple[str, dict]]:
 
 def one(report: Report, objects: dict[str, dict], kind: str) -> tuple[str, dict] | None:
     found = by_kind(objects, kind)
-    if report.check(len(found) == 1, "deploy/kubernetes", f"exactly one {kind}, found {len(found)}"):
+    if report.check(len(found) == 1, label_of(objects), f"exactly one {kind}, found {len(found)}"):
         return found[0]
     return None
 
@@ -145,37 +186,71 @@ def selects(selector: object, labels: dict) -> bool:
     )
 
 
-def check_kustomization(report: Report, objects: dict[str, dict]) -> str | None:
-    """Every listed file exists and every manifest is listed; returns the namespace."""
-    file = "kustomization.yaml"
-    path = MANIFESTS / file
-    if not report.check(path.is_file(), file, "missing"):
-        return None
-    k = yaml.safe_load(path.read_text()) or {}
-    listed = k.get("resources") or []
-    for name in listed:
-        report.check((MANIFESTS / name).is_file(), file, f"lists {name}, which does not exist")
-    on_disk = {p.name for p in MANIFESTS.glob("*.yaml")} - {file}
-    for name in sorted(on_disk - set(listed)):
-        report.fail(file, f"{name} is not listed in resources, so `kubectl apply -k` skips it")
-    return k.get("namespace")
+def check_kustomizations(report: Report) -> None:
+    """In every kustomization folder, each YAML file is used (a resource or a patch): one that is
+    not would be skipped by `kubectl apply -k` without a word."""
+    for k_path in sorted(MANIFESTS.rglob("kustomization.yaml")):
+        folder = k_path.parent
+        label = k_path.relative_to(MANIFESTS).as_posix()
+        k = yaml.safe_load(k_path.read_text()) or {}
+        used = set(k.get("resources") or []) | {p.get("path") for p in k.get("patches") or []}
+        for name in sorted(p.name for p in folder.glob("*.yaml")):
+            if name != "kustomization.yaml" and name not in used:
+                report.fail(label, f"{name} is neither a resource nor a patch, so `kubectl apply -k` skips it")
+        report.check(
+            k.get("kind") == "Component" or k.get("namespace") == NAMESPACE,
+            label,
+            f"namespace must be {NAMESPACE} (the allowed-hosts name it)",
+        )
 
 
 def check_config(report: Report, objects: dict[str, dict]) -> tuple[dict | None, str | None]:
-    """The ConfigMap holds a toolhost.toml that parses; returns it and the ConfigMap's name."""
-    found = one(report, objects, "ConfigMap")
-    if found is None:
+    """The ConfigMap holding toolhost.toml parses; returns the config and the ConfigMap's name."""
+    found = [(f, o) for f, o in by_kind(objects, "ConfigMap") if CONFIG_KEY in (o.get("data") or {})]
+    if not report.check(len(found) == 1, label_of(objects), f"exactly one ConfigMap with data.{CONFIG_KEY}"):
         return None, None
-    file, cm = found
+    file, cm = found[0]
     w = where(file, cm)
     text = dig(cm, "data", CONFIG_KEY)
-    if not report.check(isinstance(text, str), w, f"data.{CONFIG_KEY} missing"):
-        return None, cm["metadata"]["name"]
     try:
         return tomllib.loads(text), cm["metadata"]["name"]
     except tomllib.TOMLDecodeError as e:
         report.fail(w, f"data.{CONFIG_KEY} is not valid TOML: {e}")
         return None, cm["metadata"]["name"]
+
+
+def config_text(objects: dict[str, dict], key: str = CONFIG_KEY) -> str | None:
+    texts = [dig(o, "data", key) for _, o in by_kind(objects, "ConfigMap") if key in (o.get("data") or {})]
+    return texts[0] if len(texts) == 1 else None
+
+
+def shared_store(config: dict) -> bool:
+    """Whether the config names a shared (PostgreSQL) state store, rather than the embedded one."""
+    state = config.get("state") or {}
+    return bool(state.get("url") or state.get("url-env"))
+
+
+def check_container_security(report: Report, cw: str, c: dict) -> None:
+    """The restricted Pod Security Standard and a read-only root, for one container."""
+    sc = c.get("securityContext") or {}
+    report.check(
+        sc.get("readOnlyRootFilesystem") is True,
+        cw,
+        "securityContext.readOnlyRootFilesystem must be true",
+    )
+    report.check(
+        sc.get("allowPrivilegeEscalation") is False,
+        cw,
+        "securityContext.allowPrivilegeEscalation must be false",
+    )
+    report.check(sc.get("privileged") in (None, False), cw, "must not be privileged")
+    report.check(
+        "ALL" in (dig(sc, "capabilities", "drop") or []),
+        cw,
+        "securityContext.capabilities.drop must include ALL",
+    )
+    report.check(not dig(sc, "capabilities", "add"), cw, "must not add capabilities")
+    report.check(sc.get("runAsUser") in (None, UID), cw, f"container runAsUser overrides the pod's {UID}")
 
 
 def check_properties(report: Report, objects: dict[str, dict]) -> None:
@@ -185,10 +260,14 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
             where(file, obj),
             f"metadata.labels must carry {NAME_LABEL}: {APP}",
         )
-    namespace = check_kustomization(report, objects)
+    label = label_of(objects)
+    namespace = NAMESPACE
     config, configmap_name = check_config(report, objects)
     config = config or {}
     server = config.get("server") or {}
+    shared = shared_store(config)
+    configmaps = {dig(o, "metadata", "name") for _, o in by_kind(objects, "ConfigMap")}
+    claims = {dig(o, "metadata", "name"): o for _, o in by_kind(objects, "PersistentVolumeClaim")}
 
     # The Secret: placeholders only, and every variable the config reads from it.
     secret_name, secret_keys = None, set()
@@ -211,14 +290,29 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
         report.check(
             len(state_key.encode()) >= 32, w, "TOOLHOST_STATE_KEY's placeholder is shorter than 32 bytes"
         )
-    for setting, var in [
+    needed = [
         ("server.token-env", server.get("token-env")),
         ("server.state-key-env", server.get("state-key-env")),
-        ("state.url-env", dig(config, "state", "url-env")),
-    ]:
-        if report.check(var, "configmap.yaml", f"{setting} must be set"):
+    ]
+    if shared:
+        needed.append(("state.url-env", dig(config, "state", "url-env")))
+    else:
+        # The embedded store: one SQLite file on the pod's volume, no URL anywhere.
+        report.check(
+            not dig(config, "state", "url") and "TOOLHOST_STATE_URL" not in secret_keys,
+            label,
+            "an embedded-store overlay must not name a PostgreSQL URL",
+        )
+        db = dig(config, "state", "path") or str(Path(str(dig(config, "audit", "path") or "")).parent / "state.db")
+        report.check(
+            db.startswith(STATE_DIR + "/"),
+            label,
+            f"the SQLite state file {db!r} must be under {STATE_DIR}, on the volume",
+        )
+    for setting, var in needed:
+        if report.check(var, label, f"{setting} must be set"):
             report.check(
-                var in secret_keys, "secret.yaml", f"{setting} names {var}, which the Secret does not define"
+                var in secret_keys, label, f"{setting} names {var}, which the Secret does not define"
             )
 
     # The config's paths and address fit the pod.
@@ -228,14 +322,14 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
     ]:
         report.check(
             isinstance(value, str) and value.startswith(STATE_DIR + "/"),
-            "configmap.yaml",
+            label,
             f"{setting} = {value!r} must be under {STATE_DIR}, the only writable path",
         )
     http = str(server.get("http", ""))
     report.check(
-        http == f"0.0.0.0:{PORT}", "configmap.yaml", f"server.http = {http!r}, expected 0.0.0.0:{PORT}"
+        http == f"0.0.0.0:{PORT}", label, f"server.http = {http!r}, expected 0.0.0.0:{PORT}"
     )
-    report.check(config.get("limits"), "configmap.yaml", "a [limits] block is expected")
+    report.check(config.get("limits"), label, "a [limits] block is expected")
 
     deployment_found = one(report, objects, "Deployment")
     if deployment_found is None:
@@ -252,13 +346,25 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
         w,
         "spec.selector does not match the pod labels",
     )
-    report.check((spec.get("replicas") or 0) >= 3, w, "at least 3 replicas")
-    report.check(dig(spec, "strategy", "type") == "RollingUpdate", w, "strategy must be RollingUpdate")
-    report.check(
-        dig(spec, "strategy", "rollingUpdate", "maxUnavailable") in (0, "0%"),
-        w,
-        "strategy.rollingUpdate.maxUnavailable must be 0",
-    )
+    if shared:
+        report.check((spec.get("replicas") or 0) >= 3, w, "at least 3 replicas")
+        report.check(dig(spec, "strategy", "type") == "RollingUpdate", w, "strategy must be RollingUpdate")
+        report.check(
+            dig(spec, "strategy", "rollingUpdate", "maxUnavailable") in (0, "0%"),
+            w,
+            "strategy.rollingUpdate.maxUnavailable must be 0",
+        )
+    else:
+        # One SQLite file, one writer: never two pods, not even during a rollout.
+        report.check(spec.get("replicas") == 1, w, "the embedded store takes exactly 1 replica")
+        report.check(
+            dig(spec, "strategy", "type") == "Recreate",
+            w,
+            "strategy must be Recreate (a rolling update would run two pods on one SQLite file)",
+        )
+        report.check(
+            not by_kind(objects, "HorizontalPodAutoscaler"), w, "no HPA may scale the embedded store"
+        )
 
     # Pod security.
     psc = pod.get("securityContext") or {}
@@ -274,10 +380,10 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
 
     sa_name = pod.get("serviceAccountName")
     sa = [o for _, o in by_kind(objects, "ServiceAccount") if dig(o, "metadata", "name") == sa_name]
-    if report.check(sa, w, f"serviceAccountName {sa_name!r} names no ServiceAccount in deploy/kubernetes"):
+    if report.check(sa, w, f"serviceAccountName {sa_name!r} names no ServiceAccount in {label}"):
         report.check(
             sa[0].get("automountServiceAccountToken") is False,
-            "serviceaccount.yaml",
+            label,
             "automountServiceAccountToken must be false",
         )
 
@@ -286,35 +392,42 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
     config_volumes = {n for n, v in volumes.items() if dig(v, "configMap", "name") == configmap_name}
     report.check(config_volumes, w, f"no volume mounts the ConfigMap {configmap_name!r}")
     for n, v in volumes.items():
-        if "configMap" in v and n not in config_volumes:
-            report.fail(
-                w, f"volume {n} names ConfigMap {dig(v, 'configMap', 'name')!r}, which does not exist"
+        ref = dig(v, "configMap", "name")
+        if ref is not None and ref not in configmaps and dig(v, "configMap", "optional") is not True:
+            report.fail(w, f"volume {n} names ConfigMap {ref!r}, which does not exist and is not optional")
+        claim = dig(v, "persistentVolumeClaim", "claimName")
+        if claim is not None and report.check(
+            claim in claims, w, f"volume {n} names PersistentVolumeClaim {claim!r}, which does not exist"
+        ):
+            report.check(
+                dig(claims[claim], "spec", "accessModes") == ["ReadWriteOnce"],
+                w,
+                f"PersistentVolumeClaim {claim} must be ReadWriteOnce (one pod writes it)",
             )
 
     containers = pod.get("containers") or []
+    init_containers = pod.get("initContainers") or []
     report.check(len(containers) == 1, w, f"one container expected, found {len(containers)}")
+    image = dig(containers, 0, "image")
+    for c in init_containers:
+        cw = f"{w}: initContainer {c.get('name')}"
+        check_container_security(report, cw, c)
+        report.check(c.get("image") == image, cw, f"image {c.get('image')!r} differs from the daemon's {image!r}")
+        report.check(
+            not c.get("command") and c.get("args"), cw, "args for the image's ENTRYPOINT (toolhost) expected"
+        )
+        report.check(
+            "memory" in dig(c, "resources", "limits", default={}), cw, "resources.limits.memory must be set"
+        )
+        for ref in [dig(e, "secretRef", "name") for e in c.get("envFrom") or []]:
+            optional = any(dig(e, "secretRef", "optional") for e in c.get("envFrom") or []
+                           if dig(e, "secretRef", "name") == ref)
+            report.check(
+                ref == secret_name or optional, cw, f"envFrom names Secret {ref!r}, which does not exist"
+            )
     for c in containers:
         cw = f"{w}: container {c.get('name')}"
-        sc = c.get("securityContext") or {}
-        report.check(
-            sc.get("readOnlyRootFilesystem") is True,
-            cw,
-            "securityContext.readOnlyRootFilesystem must be true",
-        )
-        report.check(
-            sc.get("allowPrivilegeEscalation") is False,
-            cw,
-            "securityContext.allowPrivilegeEscalation must be false",
-        )
-        report.check(sc.get("privileged") in (None, False), cw, "must not be privileged")
-        report.check(
-            "ALL" in (dig(sc, "capabilities", "drop") or []),
-            cw,
-            "securityContext.capabilities.drop must include ALL",
-        )
-        report.check(not dig(sc, "capabilities", "add"), cw, "must not add capabilities")
-        report.check(sc.get("runAsUser") in (None, UID), cw, f"container runAsUser overrides the pod's {UID}")
-
+        check_container_security(report, cw, c)
         ports = {p.get("name"): p for p in c.get("ports") or []}
         report.check(
             dig(ports, "http", "containerPort") == PORT,
@@ -368,18 +481,33 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
                 report.fail(cw, f"envFrom names Secret {ref!r}, which does not exist")
 
         mounts = {m.get("mountPath"): m for m in c.get("volumeMounts") or []}
-        m = mounts.get(CONFIG_DIR)
+        # The config: the ConfigMap's folder at /etc/toolhost, or its one file mounted there.
+        m = mounts.get(f"{CONFIG_DIR}/{CONFIG_KEY}")
+        if not (m and m.get("name") in config_volumes and m.get("subPath") == CONFIG_KEY):
+            m = mounts.get(CONFIG_DIR)
         if report.check(
-            m and m.get("name") in config_volumes, cw, f"the ConfigMap must be mounted at {CONFIG_DIR}"
+            m and m.get("name") in config_volumes,
+            cw,
+            f"the ConfigMap must be mounted at {CONFIG_DIR} (or its {CONFIG_KEY} at {CONFIG_DIR}/{CONFIG_KEY})",
         ):
-            report.check(m.get("readOnly") is True, cw, f"{CONFIG_DIR} must be mounted readOnly")
-        for path in (STATE_DIR, "/tmp"):
-            m = mounts.get(path)
+            report.check(m.get("readOnly") is True, cw, f"the config must be mounted readOnly")
+        for path, m in mounts.items():
+            if path.startswith(CONFIG_DIR):
+                report.check(m.get("readOnly") is True, cw, f"{path}: the daemon mounts {CONFIG_DIR} read-only")
+        state = volumes.get(dig(mounts, STATE_DIR, "name"), {})
+        if shared:
+            report.check("emptyDir" in state, cw, f"{STATE_DIR} must be an emptyDir (the root is read-only)")
+        else:
             report.check(
-                m and "emptyDir" in volumes.get(m.get("name"), {}),
+                "persistentVolumeClaim" in state,
                 cw,
-                f"{path} must be an emptyDir (the root is read-only)",
+                f"{STATE_DIR} must be a PersistentVolumeClaim: the SQLite state file must outlive the pod",
             )
+        report.check(
+            "emptyDir" in volumes.get(dig(mounts, "/tmp", "name"), {}),
+            cw,
+            "/tmp must be an emptyDir (the root is read-only)",
+        )
 
         # Shutdown: the endpoint goes first (preStop), then the daemon drains within the grace period.
         sleep = prestop_sleep(c)
@@ -400,7 +528,8 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
 
     spread = pod.get("topologySpreadConstraints") or []
     report.check(
-        any(
+        not shared
+        or any(
             t.get("topologyKey") == "kubernetes.io/hostname"
             and selects(dig(t, "labelSelector", "matchLabels"), pod_labels)
             for t in spread
@@ -444,9 +573,11 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
             }
             missing = sorted(expected - hosts)
             report.check(
-                not missing, "configmap.yaml", f"server.allowed-hosts lacks the Service's names {missing}"
+                not missing, label, f"server.allowed-hosts lacks the Service's names {missing}"
             )
 
+    if not shared:
+        return
     found = one(report, objects, "PodDisruptionBudget")
     if found:
         file, pdb = found
@@ -523,6 +654,30 @@ def prestop_sleep(container: dict) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def check_oauth_overlay(report: Report) -> None:
+    """overlays/single-oauth's toolhost.toml is overlays/single's plus [auth], [[callers]] and the
+    ingress host: the two files must not drift apart."""
+    label = "overlays/single-oauth/toolhost.toml"
+    single = tomllib.loads((OVERLAYS / "single" / CONFIG_KEY).read_text())
+    oauth = tomllib.loads((OVERLAYS / "single-oauth" / CONFIG_KEY).read_text())
+    report.check(dig(oauth, "auth", "issuer") and dig(oauth, "auth", "audience"), label, "[auth] issuer and audience")
+    extra = set(dig(oauth, "server", "allowed-hosts", default=[])) - set(
+        dig(single, "server", "allowed-hosts", default=[])
+    )
+    audience_host = re.sub(r"^https://([^/:]+).*", r"\1", str(dig(oauth, "auth", "audience")))
+    report.check(extra == {audience_host}, label, f"allowed-hosts must add the audience's host only, adds {extra}")
+    if oauth.get("callers"):
+        report.check(
+            any(dig(c, "match", "sub") == "static-token" for c in oauth["callers"]),
+            label,
+            "with [[callers]], the static token (operators, the Prometheus scrape) needs a profile",
+        )
+    for config in (single, oauth):
+        config.pop("auth", None), config.pop("callers", None)
+        (config.get("server") or {}).pop("allowed-hosts", None)
+    report.check(single == oauth, label, "differs from overlays/single/toolhost.toml beyond [auth], [[callers]] and allowed-hosts")
 
 
 # --- (c) Dockerfile -------------------------------------------------------------------------------
@@ -609,7 +764,7 @@ def check_dockerfile(report: Report, objects: dict[str, dict]) -> None:
 # --- (d) the config in the real binary ------------------------------------------------------------
 
 
-def check_binary(report: Report, required: bool) -> None:
+def binary_or_skip(report: Report, required: bool) -> Path | None:
     bin_env = os.environ.get("TOOLHOST_BIN", "")
     binary = Path(bin_env) if bin_env else None
     if binary is None or not (binary.is_file() and os.access(binary, os.X_OK)):
@@ -619,43 +774,140 @@ def check_binary(report: Report, required: bool) -> None:
         if required:
             report.fail("config", f"{why}: --config-only needs the binary (cargo build --release)")
         else:
-            print(f"SKIP (d) the ConfigMap's toolhost.toml in the binary: {why}")
-        return
-    cm = [o for o in load_manifests(Report()).values() if o.get("kind") == "ConfigMap"]
-    text = dig(cm[0], "data", CONFIG_KEY) if cm else None
-    if not report.check(isinstance(text, str), "configmap.yaml", f"no ConfigMap with data.{CONFIG_KEY}"):
-        return
-    with tempfile.TemporaryDirectory(prefix="toolhost-deploy-") as tmp:
-        tmp_path = Path(tmp)
-        # The pod's writable state dir becomes a temp dir, so that loading creates nothing outside it;
-        # everything else is the file exactly as the pods read it.
-        state = tmp_path / "state"
-        state.mkdir()
-        config = tmp_path / CONFIG_KEY
-        config.write_text(text.replace(STATE_DIR, str(state)))
-        plugins = tmp_path / "plugins"
-        plugins.mkdir()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLHOST_")}
-        env.update(PLACEHOLDER_ENV)
-        command = [str(binary), "--config", str(config), "--plugins", str(plugins), "list"]
-        print(
-            f"(d) {' '.join(f'{k}={shlex.quote(v)}' for k, v in PLACEHOLDER_ENV.items())} {shlex.join(command)}"
+            print(f"SKIP (d) the overlays' toolhost.toml in the binary: {why}")
+        return None
+    return binary
+
+
+class Pod:
+    """An overlay's pod mapped into a temp dir: /etc/toolhost, /var/lib/toolhost and the plugins
+    folder become folders under it; everything else in the config is exactly as the pod reads it."""
+
+    def __init__(self, tmp: Path, objects: dict[str, dict]) -> None:
+        self.etc, self.state, self.plugins = tmp / "etc", tmp / "state", tmp / "plugins"
+        for d in (self.etc, self.state, self.plugins):
+            d.mkdir()
+        self.config = self.etc / CONFIG_KEY
+        self.config.write_text(self.map(config_text(objects) or ""))
+        lock = config_text(objects, "toolhost.lock")
+        if lock is not None:
+            (self.etc / "toolhost.lock").write_text(lock)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLHOST_")}
+        self.env.update(PLACEHOLDER_ENV)
+
+    def map(self, text: str) -> str:
+        return (
+            text.replace(f"{CONFIG_DIR}/", f"{self.etc}/")
+            .replace(STATE_DIR, str(self.state))
+            .replace(IMAGE_PLUGINS, str(self.plugins))
         )
-        print(f"    ({STATE_DIR} in the config rewritten to {state})")
+
+    def args(self, args: list[str]) -> list[str]:
+        return [self.map(a) for a in args]
+
+    def run(self, report: Report, where: str, command: list[str]) -> bool:
+        print(f"    $ {shlex.join(command)}")
         try:
-            run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+            run = subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired:
-            report.fail("config", "toolhost list did not finish within 120 s")
-            return
+            report.fail(where, f"{shlex.join(command)} did not finish within 120 s")
+            return False
         for stream in (run.stdout, run.stderr):
-            for line in stream.rstrip().splitlines():
+            for line in stream.rstrip().splitlines()[:20]:
                 print(f"    | {line}")
-        if report.check(
-            run.returncode == 0,
-            "config",
-            f"`toolhost list` with the ConfigMap's toolhost.toml exited {run.returncode}, expected 0",
-        ):
-            print("    ok")
+        return report.check(run.returncode == 0, where, f"{shlex.join(command)} exited {run.returncode}, expected 0")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(port: int, path: str, host: str, token: str | None = None) -> tuple[int, str]:
+    headers = {"Host": host}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=5) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except OSError as e:
+        return 0, str(e)
+
+
+def serve_and_probe(report: Report, binary: Path, pod: Pod, where: str, service_host: str) -> None:
+    """The daemon, started as the image's CMD starts it but on 127.0.0.1, becomes Ready (/ready 200
+    with the probes' `Host: localhost`) and serves /metrics the way the documented scrape reads it."""
+    port = free_port()
+    command = [str(binary), "--config", str(pod.config), "--plugins", str(pod.plugins)]
+    command += ["serve", "--http", f"127.0.0.1:{port}"]
+    print(f"    $ {shlex.join(command)}")
+    log = pod.state.parent / "serve.log"
+    with open(log, "w") as out:
+        daemon = subprocess.Popen(command, env=pod.env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+    try:
+        deadline = time.monotonic() + 60
+        status, body = 0, ""
+        while time.monotonic() < deadline and daemon.poll() is None:
+            status, body = get(port, "/ready", "localhost")
+            if status == 200:
+                break
+            time.sleep(0.2)
+        ok = report.check(status == 200, where, f"/ready answered {status} {body.strip()!r}, expected 200")
+        if ok:
+            print(f"    /ready: 200 {body.strip()}")
+            report.check(
+                (pod.state / "state.db").is_file() or any(pod.state.glob("*.db")),
+                where,
+                f"no SQLite state file under the mapped {STATE_DIR}",
+            )
+            token = PLACEHOLDER_ENV["TOOLHOST_TOKEN"]
+            status, body = get(port, "/metrics", service_host, token)
+            report.check(
+                status == 200 and "toolhost_tools" in body,
+                where,
+                f"/metrics with the token and Host {service_host} answered {status}, expected 200",
+            )
+            status, _ = get(port, "/metrics", service_host)
+            report.check(status == 401, where, f"/metrics without a token answered {status}, expected 401")
+            # What a scrape of the pod's own address gets: the Host guard refuses it.
+            status, _ = get(port, "/metrics", f"10.0.0.7:{PORT}", token)
+            report.check(status == 403, where, f"/metrics with a pod IP as Host answered {status}, expected 403")
+            print(f"    /metrics: 200 with the token via {service_host}, 401 without, 403 via a pod IP")
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+    if report.failures and not ok:
+        for line in log.read_text().splitlines()[-20:]:
+            print(f"    | {line}")
+
+
+def check_binary(report: Report, binary: Path, overlay: Path, objects: dict[str, dict]) -> None:
+    """The overlay's toolhost.toml loads (`toolhost list`); its init containers' command lines run;
+    on the embedded store, the daemon serves and becomes Ready."""
+    label = overlay.relative_to(MANIFESTS).as_posix()
+    if not report.check(config_text(objects) is not None, label, f"no ConfigMap with data.{CONFIG_KEY}"):
+        return
+    config = tomllib.loads(config_text(objects) or "")
+    dep = [o for _, o in by_kind(objects, "Deployment")]
+    pod_spec = dig(dep, 0, "spec", "template", "spec", default={})
+    with tempfile.TemporaryDirectory(prefix="toolhost-deploy-") as tmp:
+        pod = Pod(Path(tmp), objects)
+        print(f"(d) {label}: {CONFIG_DIR}, {STATE_DIR} and {IMAGE_PLUGINS} mapped into {tmp}")
+        for c in pod_spec.get("initContainers") or []:
+            # The init container's own command line, run before the daemon as in the pod.
+            pod.run(report, f"{label}: initContainer {c.get('name')}", [str(binary)] + pod.args(c.get("args") or []))
+        command = [str(binary), "--config", str(pod.config), "--plugins", str(pod.plugins), "list"]
+        pod.run(report, label, command)
+        if not shared_store(config):
+            serve_and_probe(report, binary, pod, label, f"{APP}.{NAMESPACE}.svc:{PORT}")
 
 
 # --- main -----------------------------------------------------------------------------------------
@@ -671,29 +923,39 @@ def main() -> int:
     args = parser.parse_args()
     report = Report()
 
+    rendered = {overlay: render_overlay(report, overlay) for overlay in overlays()}
+    report.check(rendered, "deploy/kubernetes/overlays", "no overlay found")
     if not args.config_only:
-        objects = load_manifests(report)
         import kubernetes_validate
 
-        print(
+        def step(title: str, run) -> None:
+            print(title)
+            before = len(report.failures)
+            run()
+            print(f"    {'ok' if len(report.failures) == before else 'FAILED'}")
+
+        names = ", ".join(o.relative_to(MANIFESTS).as_posix() for o in rendered)
+        step(
             f"(a) kubernetes-validate {kubernetes_validate.__version__}, Kubernetes {KUBERNETES} schemas, "
-            f"strict: {', '.join(objects)}"
+            f"strict, every object of {names} (rendered by tests/deploy/render.py)",
+            lambda: [check_schemas(report, objects) for objects in rendered.values()],
         )
-        before = len(report.failures)
-        check_schemas(report, objects)
-        print(f"    {'ok' if len(report.failures) == before else 'FAILED'}")
+        step(
+            "(b) production properties and cross-references, per overlay; the renderer against kubectl kustomize",
+            lambda: (
+                check_kustomizations(report),
+                [check_properties(report, objects) for objects in rendered.values()],
+                check_oauth_overlay(report),
+                [check_against_kubectl(report, o, objects) for o, objects in rendered.items()],
+            ),
+        )
+        every = {k: v for objects in rendered.values() for k, v in objects.items()}
+        step("(c) deploy/Dockerfile", lambda: check_dockerfile(report, every))
 
-        print("(b) production properties and cross-references")
-        before = len(report.failures)
-        check_properties(report, objects)
-        print(f"    {'ok' if len(report.failures) == before else 'FAILED'}")
-
-        print("(c) deploy/Dockerfile")
-        before = len(report.failures)
-        check_dockerfile(report, objects)
-        print(f"    {'ok' if len(report.failures) == before else 'FAILED'}")
-
-    check_binary(report, required=args.config_only)
+    binary = binary_or_skip(report, required=args.config_only)
+    if binary is not None:
+        for overlay, objects in rendered.items():
+            check_binary(report, binary, overlay, objects)
 
     if report.failures:
         print(f"tests/deploy: {len(report.failures)} check(s) failed")
