@@ -19,6 +19,7 @@ status is 1 when any check failed, 2 on bad usage.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
@@ -786,7 +787,7 @@ class Pod:
     def __init__(self, tmp: Path, objects: dict[str, dict]) -> None:
         self.etc, self.state, self.plugins = tmp / "etc", tmp / "state", tmp / "plugins"
         for d in (self.etc, self.state, self.plugins):
-            d.mkdir()
+            d.mkdir(parents=True)
         self.config = self.etc / CONFIG_KEY
         self.config.write_text(self.map(config_text(objects) or ""))
         lock = config_text(objects, "toolhost.lock")
@@ -910,6 +911,161 @@ def check_binary(report: Report, binary: Path, overlay: Path, objects: dict[str,
             serve_and_probe(report, binary, pod, label, f"{APP}.{NAMESPACE}.svc:{PORT}")
 
 
+# --- (e) registry plugins through the init container, against a real registry -------------------
+
+
+class Registry:
+    """Debian's docker-registry (the CNCF distribution server) on a free 127.0.0.1 port, with its
+    storage under `dir`; stopped by stop()."""
+
+    def __init__(self, binary: str, dir: Path) -> None:
+        (dir / "config.yml").write_text(
+            "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: true\n"
+            f"storage:\n  filesystem:\n    rootdirectory: {dir / 'data'}\nhttp:\n  addr: 127.0.0.1:0\n"
+        )
+        self.log = dir / "registry.log"
+        with open(self.log, "w") as out:
+            self.child = subprocess.Popen(
+                [binary, "serve", str(dir / "config.yml")], stdin=subprocess.DEVNULL, stdout=out, stderr=out
+            )
+        self.addr = ""
+        deadline = time.monotonic() + 30
+        while not self.addr and time.monotonic() < deadline and self.child.poll() is None:
+            m = re.search(r"listening on (127\.0\.0\.1:\d+)", self.log.read_text())
+            self.addr = m.group(1) if m else ""
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.child.terminate()
+        try:
+            self.child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.child.kill()
+            self.child.wait()
+
+
+def unwritable_lock(tmp: Path, pod: Pod) -> list[str]:
+    """Make the pod's config folder read-only and its store writable, as the registry-plugins
+    component mounts them, for an unprivileged user; returns the prefix that runs a command as one
+    (setpriv to nobody when this runs as root, whom permissions would not stop)."""
+    store = pod.etc / ".toolhost/store"
+    store.mkdir(parents=True, exist_ok=True)
+    for d in [pod.etc / ".toolhost", store]:
+        d.chmod(0o777)
+    for d in [tmp, pod.etc.parent]:
+        d.chmod(0o755)
+    pod.etc.chmod(0o555)
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+
+
+def check_registry_plugins(report: Report, binary: Path, overlay: Path, objects: dict[str, dict]) -> None:
+    """The init container's exact command line pulls a signed plugin that the committed lock names
+    from a real registry, verifying its signature and digests; the daemon then lists it with the
+    registry gone; a lock whose digest does not match makes the init container fail."""
+    label = overlay.relative_to(MANIFESTS).as_posix()
+    pod_spec = dig([o for _, o in by_kind(objects, "Deployment")], 0, "spec", "template", "spec", default={})
+    pulls = [c for c in pod_spec.get("initContainers") or [] if "pull" in (c.get("args") or [])]
+    if not pulls:
+        return
+    required = os.environ.get("TOOLHOST_REQUIRE_SERVICES") == "1"
+    registry_bin = shutil.which("docker-registry") or ("/usr/bin/docker-registry" if Path("/usr/bin/docker-registry").exists() else None)
+    plugin = Path(os.environ.get("TOOLHOST_PLUGINS_DIR", ROOT / "plugins")) / "echo.wasm"
+    for missing, why in [(registry_bin is None, "docker-registry is not installed (scripts/services.sh)"),
+                         (not plugin.is_file(), f"{plugin} is missing (scripts/build-plugins.sh)")]:
+        if missing:
+            if required:
+                report.fail(label, f"(e) {why}")
+            else:
+                print(f"SKIP (e) {label}: {why}")
+            return
+    key, public = ROOT / "tests/golden/cosign/signer.key", ROOT / "tests/golden/cosign/signer.pub"
+    with tempfile.TemporaryDirectory(prefix="toolhost-deploy-registry-") as tmp:
+        tmp = Path(tmp)
+        (tmp / "registry").mkdir()
+        registry = Registry(registry_bin, tmp / "registry")
+        try:
+            if not report.check(registry.addr, label, f"(e) docker-registry did not start: {registry.log.read_text()[-500:]}"):
+                return
+            addr = registry.addr
+            target = f"oci://{addr}/tools/echo:1.0"
+            print(f"(e) {label}: a signed echo.wasm at {target} (docker-registry on 127.0.0.1)")
+            sources = (
+                f'\n[plugins.remote-echo]\nsource = "{target}"\n'
+                f'\n[trust."{addr}/tools"]\nkeys = ["trust/signer.pub"]\n'
+                f'\n[registries."{addr}"]\ninsecure = true\n'
+            )
+            # The publisher pushes and signs; the operator pulls once beside the config and commits
+            # the lock; the pod's init container pulls by that lock.
+            dev = Pod(tmp / "dev", objects)
+            dev.config.write_text(dev.config.read_text() + sources)
+            (dev.etc / "trust").mkdir()
+            shutil.copy(public, dev.etc / "trust/signer.pub")
+            (dev.etc / "toolhost.lock").unlink(missing_ok=True)
+            cli = [str(binary), "--config", str(dev.config)]
+            if not (
+                dev.run(report, label, cli + ["push", str(plugin), target])
+                and dev.run(report, label, cli + ["sign", target, "--key", str(key)])
+                and dev.run(report, label, cli + ["pull"])
+            ):
+                return
+            lock = (dev.etc / "toolhost.lock").read_text()
+            pod = Pod(tmp / "pod", objects)
+            pod.config.write_text(pod.config.read_text() + sources)
+            (pod.etc / "trust").mkdir()
+            shutil.copy(public, pod.etc / "trust/signer.pub")
+            (pod.etc / "toolhost.lock").write_text(lock)
+            as_user = unwritable_lock(tmp, pod)
+            for c in pulls:
+                pod.run(report, f"{label}: initContainer {c.get('name')}", as_user + [str(binary)] + pod.args(c["args"]))
+            pod.etc.chmod(0o755)
+            report.check(
+                (pod.etc / ".toolhost/store").is_dir(), label, "(e) the init container left no store beside the config"
+            )
+            report.check((pod.etc / "toolhost.lock").read_text() == lock, label, "(e) the init container changed the lock")
+            # A lock naming another component digest. pull re-resolves the locked manifest and would
+            # correct the entry, but in the pod the lock is a read-only file (a ConfigMap subPath), so
+            # the write fails and so does the init container: the daemon never starts on bytes the
+            # committed lock does not name. Here the lock is made unwritable the same way for an
+            # unprivileged user: the config folder is read-only (the store beside it stays writable),
+            # as it was for the pull above, which needed no write to a lock that matched.
+            bad = Pod(tmp / "bad", objects)
+            bad.config.write_text(bad.config.read_text() + sources)
+            (bad.etc / "trust").mkdir()
+            shutil.copy(public, bad.etc / "trust/signer.pub")
+            forged = re.sub(r'component = "sha256:[0-9a-f]{64}"', 'component = "sha256:' + "0" * 64 + '"', lock)
+            report.check(forged != lock, label, "(e) the lock has no component digest to alter")
+            (bad.etc / "toolhost.lock").write_text(forged)
+            as_user = unwritable_lock(tmp, bad)
+            command = as_user + [str(binary)] + bad.args(pulls[0]["args"])
+            print(f"    $ {shlex.join(command)}   # a forged lock, unwritable")
+            run = subprocess.run(command, env=bad.env, capture_output=True, text=True, timeout=120)
+            bad.etc.chmod(0o755)
+            report.check(
+                run.returncode != 0 and "toolhost.lock" in run.stderr and (bad.etc / "toolhost.lock").read_text() == forged,
+                label,
+                f"(e) the init container must fail on a lock it cannot keep; exit {run.returncode}",
+            )
+            print(f"    exit {run.returncode}: {(run.stderr or run.stdout).strip().splitlines()[-1:]}")
+        finally:
+            registry.stop()
+        # Offline: the daemon loads the pulled plugin from the store, its signature verified.
+        run = subprocess.run(
+            [str(binary), "--config", str(pod.config), "--plugins", str(pod.plugins), "list", "--json"],
+            env=pod.env, capture_output=True, text=True, timeout=120,
+        )
+        try:
+            listed = json.loads(run.stdout)
+        except json.JSONDecodeError:
+            listed = {}
+        entry = dig(listed, "plugins", "remote-echo", default={})
+        report.check(
+            run.returncode == 0 and dig(entry, "provenance", "signature", "status") == "verified",
+            label,
+            f"(e) with the registry stopped, `toolhost list` should load remote-echo, signature verified; got {entry or run.stderr.strip()}",
+        )
+        print(f"    registry stopped; list: remote-echo {dig(entry, 'status')}, signature {dig(entry, 'provenance', 'signature', 'status')}")
+
+
 # --- main -----------------------------------------------------------------------------------------
 
 
@@ -956,6 +1112,8 @@ def main() -> int:
     if binary is not None:
         for overlay, objects in rendered.items():
             check_binary(report, binary, overlay, objects)
+        for overlay, objects in rendered.items():
+            check_registry_plugins(report, binary, overlay, objects)
 
     if report.failures:
         print(f"tests/deploy: {len(report.failures)} check(s) failed")
