@@ -681,6 +681,58 @@ def check_oauth_overlay(report: Report) -> None:
     report.check(single == oauth, label, "differs from overlays/single/toolhost.toml beyond [auth], [[callers]] and allowed-hosts")
 
 
+def scrape_target() -> str | None:
+    """The one target of deploy/prometheus/scrape.yaml, `host:port`."""
+    try:
+        jobs = (yaml.safe_load(PROMETHEUS_SCRAPE.read_text()) or {}).get("scrape_configs") or []
+        return jobs[0]["static_configs"][0]["targets"][0]
+    except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError):
+        return None
+
+
+def check_prometheus(report: Report, rendered: dict[Path, dict[str, dict]]) -> None:
+    """deploy/prometheus/scrape.yaml: one job, the Service's name (which the daemon allows as Host)
+    and port, the token from a file named after the Secret's key; promtool accepts it."""
+    w = PROMETHEUS_SCRAPE.relative_to(ROOT).as_posix()
+    if not report.check(PROMETHEUS_SCRAPE.is_file(), w, "missing"):
+        return
+    jobs = (yaml.safe_load(PROMETHEUS_SCRAPE.read_text()) or {}).get("scrape_configs") or []
+    if not report.check(len(jobs) == 1, w, f"one scrape job expected, found {len(jobs)}"):
+        return
+    job = jobs[0]
+    report.check(job.get("metrics_path", "/metrics") == "/metrics", w, "metrics_path must be /metrics")
+    target = scrape_target() or ""
+    host, _, port = target.rpartition(":")
+    report.check(port == str(PORT), w, f"target {target!r} must use port {PORT}")
+    credentials = dig(job, "authorization", "credentials_file") or ""
+    for overlay, objects in rendered.items():
+        config = tomllib.loads(config_text(objects) or "")
+        if shared_store(config):
+            continue  # several replicas behind the Service: see deploy/README.md, "Metrics"
+        label = overlay.relative_to(MANIFESTS).as_posix()
+        report.check(
+            host in dig(config, "server", "allowed-hosts", default=[]),
+            w,
+            f"target host {host!r} is not in {label}'s server.allowed-hosts: the daemon would answer 403",
+        )
+        report.check(
+            Path(credentials).name == dig(config, "server", "token-env"),
+            w,
+            f"authorization.credentials_file must be the Secret's key {dig(config, 'server', 'token-env')}",
+        )
+    promtool = shutil.which("promtool")
+    if not promtool:
+        print(f"    SKIP promtool check config {w}: promtool is not installed")
+        return
+    with tempfile.TemporaryDirectory(prefix="toolhost-deploy-prom-") as tmp:
+        token = Path(tmp) / "TOOLHOST_TOKEN"
+        token.write_text("x")
+        config = Path(tmp) / "prometheus.yml"
+        config.write_text(PROMETHEUS_SCRAPE.read_text().replace(credentials, str(token)))
+        run = subprocess.run([promtool, "check", "config", str(config)], capture_output=True, text=True, timeout=60)
+        report.check(run.returncode == 0, w, f"promtool check config: {(run.stdout + run.stderr).strip()}")
+
+
 # --- (c) Dockerfile -------------------------------------------------------------------------------
 
 
@@ -908,7 +960,8 @@ def check_binary(report: Report, binary: Path, overlay: Path, objects: dict[str,
         command = [str(binary), "--config", str(pod.config), "--plugins", str(pod.plugins), "list"]
         pod.run(report, label, command)
         if not shared_store(config):
-            serve_and_probe(report, binary, pod, label, f"{APP}.{NAMESPACE}.svc:{PORT}")
+            # /metrics as deploy/prometheus/scrape.yaml reads it: by the Service's name, with the token.
+            serve_and_probe(report, binary, pod, label, scrape_target() or f"{APP}.{NAMESPACE}.svc:{PORT}")
 
 
 # --- (e) registry plugins through the init container, against a real registry -------------------
@@ -1107,6 +1160,7 @@ def main() -> int:
         )
         every = {k: v for objects in rendered.values() for k, v in objects.items()}
         step("(c) deploy/Dockerfile", lambda: check_dockerfile(report, every))
+        step("(c) deploy/prometheus/scrape.yaml", lambda: check_prometheus(report, rendered))
 
     binary = binary_or_skip(report, required=args.config_only)
     if binary is not None:
