@@ -19,6 +19,7 @@ status is 1 when any check failed, 2 on bad usage.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -28,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import tomllib
@@ -1119,6 +1121,153 @@ def check_registry_plugins(report: Report, binary: Path, overlay: Path, objects:
         print(f"    registry stopped; list: remote-echo {dig(entry, 'status')}, signature {dig(entry, 'provenance', 'signature', 'status')}")
 
 
+# --- (f) the release: scripts/release.sh and .github/workflows/release.yml -----------------------
+
+WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
+TRIPLE = "x86_64-unknown-linux-gnu"
+EXAMPLES = ["echo", "math", "fs", "fetch", "github"]
+
+
+def cargo_version() -> str:
+    version = tomllib.loads((ROOT / "host" / "Cargo.toml").read_text())["package"]["version"]
+    if isinstance(version, dict):
+        version = tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["package"]["version"]
+    return version
+
+
+def check_workflow(report: Report) -> None:
+    """The release workflow parses and has the steps it must: on a v* tag, release.sh with the tag,
+    the example plugins, the dist binary, the archive and SHA256SUMS published, and the image from
+    deploy/Dockerfile pushed to ghcr.io."""
+    w = WORKFLOW.relative_to(ROOT).as_posix()
+    if not report.check(WORKFLOW.is_file(), w, "missing"):
+        return
+    try:
+        doc = yaml.safe_load(WORKFLOW.read_text()) or {}
+    except yaml.YAMLError as e:
+        report.fail(w, f"not valid YAML: {e}")
+        return
+    trigger = doc.get("on", doc.get(True)) or {}  # YAML 1.1 reads a bare `on` as true
+    report.check("v*" in (dig(trigger, "push", "tags") or []), w, "must run on push of tags v*")
+    steps = [(job, s) for job, j in (doc.get("jobs") or {}).items() for s in j.get("steps") or []]
+    runs = "\n".join(str(s.get("run", "")) for _, s in steps)
+    for needle, why in [
+        ("scripts/build-plugins.sh --langs none", "build the example plugins"),
+        ("--profile dist", "build the binary with the dist profile"),
+        ("scripts/release.sh", "package with scripts/release.sh"),
+        ('--tag "$GITHUB_REF_NAME"', "pass the tag to release.sh (it must name host/Cargo.toml's version)"),
+        ("dist/SHA256SUMS", "publish SHA256SUMS beside the archive"),
+        ("gh release create", "create the GitHub release"),
+    ]:
+        report.check(needle in runs, w, f"a step must {why} (`{needle}`)")
+    for job, s in steps:
+        report.check(s.get("name"), w, f"job {job}: every step needs a name")
+    pushes = [s for _, s in steps if str(s.get("uses", "")).startswith("docker/build-push-action@")]
+    if report.check(pushes, w, "a step must build the image with docker/build-push-action"):
+        with_ = pushes[0].get("with") or {}
+        report.check(with_.get("file") == "deploy/Dockerfile", w, "the image builds from deploy/Dockerfile")
+        report.check(with_.get("push") is True, w, "the image must be pushed")
+    meta = [s for _, s in steps if str(s.get("uses", "")).startswith("docker/metadata-action@")]
+    report.check(
+        meta and str(dig(meta[0], "with", "images")).startswith("ghcr.io/"), w, "the image goes to ghcr.io"
+    )
+    report.check(
+        dig(doc, "jobs", "image", "permissions", "packages") == "write", w, "the image job needs packages: write"
+    )
+
+
+def check_release(report: Report, binary: Path) -> None:
+    """scripts/release.sh packages the binary and the example plugins; the archive unpacks to the
+    promised layout, its checksums hold, and the unpacked binary runs and loads the plugins."""
+    plugins = Path(os.environ.get("TOOLHOST_PLUGINS_DIR", ROOT / "plugins"))
+    w = "scripts/release.sh"
+    missing = [p for p in EXAMPLES if not (plugins / f"{p}.wasm").is_file()]
+    if missing:
+        why = f"{plugins} lacks {', '.join(missing)} (scripts/build-plugins.sh)"
+        if os.environ.get("TOOLHOST_REQUIRE_SERVICES") == "1":
+            report.fail(w, why)
+        else:
+            print(f"SKIP (f) {w}: {why}")
+        return
+    version = cargo_version()
+    name = f"toolhost-{version}-{TRIPLE}"
+    with tempfile.TemporaryDirectory(prefix="toolhost-deploy-release-") as tmp:
+        tmp = Path(tmp)
+        # The dist profile strips its binary; a stripped copy of the release build packs in seconds
+        # (the release build's line tables make it 287 MB).
+        stripped = tmp / "toolhost"
+        subprocess.run(["strip", "-o", str(stripped), str(binary)], check=True)
+        out = tmp / "out"
+        script = str(ROOT / "scripts" / "release.sh")
+        command = [script, "--binary", str(stripped), "--plugins", str(plugins), "--out", str(out)]
+        wrong = subprocess.run(command + ["--tag", "v0.0.0-not-this"], capture_output=True, text=True, timeout=60)
+        report.check(wrong.returncode != 0 and "v0.0.0-not-this" in wrong.stderr, w, "accepted a tag that is not the version")
+        print(f"(f) $ {shlex.join(command + ['--tag', f'v{version}'])}")
+        run = subprocess.run(command + ["--tag", f"v{version}"], capture_output=True, text=True, timeout=300)
+        for line in (run.stdout + run.stderr).strip().splitlines():
+            print(f"    | {line}")
+        if not report.check(run.returncode == 0, w, f"exited {run.returncode}"):
+            return
+        archive = out / f"{name}.tar.gz"
+        if not report.check(archive.is_file(), w, f"no {archive.name} in --out"):
+            return
+        sums = (out / "SHA256SUMS").read_text().split()
+        report.check(
+            sums == [hashlib.sha256(archive.read_bytes()).hexdigest(), archive.name],
+            w,
+            "SHA256SUMS beside the archive does not match it",
+        )
+        with tarfile.open(archive) as tar:
+            members = {m.name: m for m in tar.getmembers()}
+            report.check(
+                all(n == name or n.startswith(name + "/") for n in members), w, f"every entry must be under {name}/"
+            )
+            files = {n[len(name) + 1 :] for n, m in members.items() if m.isfile()}
+            expected = {"toolhost", "README.md", "SHA256SUMS"} | {f"plugins/{p}.wasm" for p in EXAMPLES}
+            report.check(files == expected, w, f"archive files {sorted(files)}, expected {sorted(expected)}")
+            report.check(
+                all(m.uid == 0 and m.gid == 0 for m in members.values()), w, "entries must be owned by 0:0"
+            )
+            # Entries were checked above; the "data" filter where this Python has it (3.11.4 on).
+            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            tar.extractall(tmp / "unpacked", **safe)
+        top = tmp / "unpacked" / name
+        listed = {}
+        for line in (top / "SHA256SUMS").read_text().splitlines():
+            digest, _, file = line.partition("  ")
+            listed[file] = digest
+        report.check(set(listed) == expected - {"SHA256SUMS"}, w, f"SHA256SUMS lists {sorted(listed)}")
+        for file, digest in listed.items():
+            report.check(
+                hashlib.sha256((top / file).read_bytes()).hexdigest() == digest, w, f"{file}: checksum mismatch"
+            )
+        report.check(os.access(top / "toolhost", os.X_OK), w, "the unpacked toolhost is not executable")
+        version_run = subprocess.run([str(top / "toolhost"), "--version"], capture_output=True, text=True, timeout=30)
+        report.check(
+            version_run.stdout.strip() == f"toolhost {version}",
+            w,
+            f"the unpacked `toolhost --version` says {version_run.stdout.strip()!r}, expected 'toolhost {version}'",
+        )
+        print(f"    unpacked: {len(files)} files, checksums ok; ./toolhost --version: {version_run.stdout.strip()}")
+        # The unpacked binary loads the unpacked plugins (its compile cache under the temp dir).
+        (tmp / "cfg").mkdir()
+        (tmp / "cfg" / "toolhost.toml").write_text(f'[cache]\ndir = "{tmp / "cache"}"\n[audit]\npath = "{tmp / "audit.jsonl"}"\n')
+        list_run = subprocess.run(
+            [str(top / "toolhost"), "--config", str(tmp / "cfg" / "toolhost.toml"), "--plugins", str(top / "plugins"), "list", "--json"],
+            capture_output=True, text=True, timeout=120,
+        )
+        try:
+            plugins_status = {k: v.get("status") for k, v in json.loads(list_run.stdout)["plugins"].items()}
+        except (json.JSONDecodeError, KeyError, AttributeError):
+            plugins_status = {}
+        report.check(
+            list_run.returncode == 0 and all(plugins_status.get(p) == "loaded" for p in EXAMPLES),
+            w,
+            f"the unpacked toolhost should load the unpacked plugins: {plugins_status or list_run.stderr.strip()}",
+        )
+        print(f"    ./toolhost --plugins plugins list: {', '.join(f'{k} {v}' for k, v in sorted(plugins_status.items()))}")
+
+
 # --- main -----------------------------------------------------------------------------------------
 
 
@@ -1161,6 +1310,7 @@ def main() -> int:
         every = {k: v for objects in rendered.values() for k, v in objects.items()}
         step("(c) deploy/Dockerfile", lambda: check_dockerfile(report, every))
         step("(c) deploy/prometheus/scrape.yaml", lambda: check_prometheus(report, rendered))
+        step("(c) .github/workflows/release.yml", lambda: check_workflow(report))
 
     binary = binary_or_skip(report, required=args.config_only)
     if binary is not None:
@@ -1168,6 +1318,8 @@ def main() -> int:
             check_binary(report, binary, overlay, objects)
         for overlay, objects in rendered.items():
             check_registry_plugins(report, binary, overlay, objects)
+        if not args.config_only:
+            check_release(report, binary)
 
     if report.failures:
         print(f"tests/deploy: {len(report.failures)} check(s) failed")
