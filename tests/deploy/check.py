@@ -1,19 +1,33 @@
-"""Offline checks of the deployment files in deploy/: no cluster, no Docker daemon, no network.
+"""Offline checks of the deployment files in deploy/ and of the release: no cluster, no Docker daemon,
+no network beyond 127.0.0.1.
 
     tests/deploy/run.sh                  # all of it, in the repository's venv (what CI runs)
     python tests/deploy/check.py         # the same, with kubernetes-validate and PyYAML installed
-    python tests/deploy/check.py --config-only   # only (d), with TOOLHOST_BIN set
+    python tests/deploy/check.py --config-only   # only (d) and (e), with TOOLHOST_BIN set
 
-(a) every manifest in deploy/kubernetes (kustomization.yaml aside) validates, strictly (unknown fields
-    are errors), against the Kubernetes OpenAPI schemas kubernetes-validate ships for KUBERNETES;
-(b) the production properties the manifests promise hold, and the objects refer to each other
-    correctly (names, selectors, ports, the config's env vars and paths);
-(c) deploy/Dockerfile is multi-stage and its runtime stage runs as a numeric non-root user;
-(d) when TOOLHOST_BIN names an executable, the ConfigMap's toolhost.toml loads in that binary
-    (`toolhost list`), with placeholder values for the Secret's variables.
+Every overlay in deploy/kubernetes/overlays is rendered by tests/deploy/render.py (a small kustomize;
+where kubectl is installed, its `kubectl kustomize` must agree object for object). Then:
+(a) every object of every overlay validates, strictly (unknown fields are errors), against the
+    Kubernetes OpenAPI schemas kubernetes-validate ships for KUBERNETES;
+(b) the production properties hold in every overlay (restricted Pod Security, read-only root,
+    non-root, no API token, probes, shutdown timing), and those of its kind: the PostgreSQL fleet
+    (replicas, rolling update, spread, PDB, HPA) or the embedded store (one replica, Recreate, the
+    SQLite file on a PersistentVolumeClaim); the objects refer to each other correctly;
+(c) deploy/Dockerfile is multi-stage and runs as a numeric non-root user; deploy/prometheus/scrape.yaml
+    fits the daemon's Host and token rules (and promtool accepts it); .github/workflows/release.yml
+    has the steps a release needs;
+(d) when TOOLHOST_BIN names an executable: each overlay's toolhost.toml loads in it (`toolhost list`,
+    with /etc/toolhost, /var/lib/toolhost and the image's plugins folder mapped into a temp dir and
+    placeholder values for the Secret's variables), each init container's command line runs, and on
+    the embedded store the daemon serves on 127.0.0.1 and answers /ready 200 and /metrics;
+(e) the registry-plugins init container pulls a signed plugin by the committed lock from a real
+    docker-registry on 127.0.0.1 (SKIPPED when it is not installed, a failure with
+    TOOLHOST_REQUIRE_SERVICES=1), and fails on a lock it would have to rewrite;
+(f) scripts/release.sh packages the binary and the example plugins (TOOLHOST_PLUGINS_DIR, default
+    plugins/); the archive's layout, checksums and unpacked binary are checked.
 
-Each violation is printed as one FAIL line naming the file, the object and the rule; the exit
-status is 1 when any check failed, 2 on bad usage.
+Each violation is printed as one FAIL line naming the file or overlay, the object and the rule; the
+exit status is 1 when any check failed, 2 on bad usage.
 """
 
 from __future__ import annotations
@@ -1276,7 +1290,7 @@ def main() -> int:
     parser.add_argument(
         "--config-only",
         action="store_true",
-        help="only (d): load the ConfigMap's toolhost.toml in $TOOLHOST_BIN",
+        help="only (d) and (e): the overlays' toolhost.toml and init containers in $TOOLHOST_BIN",
     )
     args = parser.parse_args()
     report = Report()

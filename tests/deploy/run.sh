@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Offline checks of the deployment files (deploy/Dockerfile, deploy/kubernetes): schemas, production
-# properties, and the ConfigMap's toolhost.toml loaded by the real binary when there is one.
+# Offline checks of the deployment files (deploy/Dockerfile, deploy/kubernetes overlays,
+# deploy/prometheus) and of the release (scripts/release.sh, .github/workflows/release.yml):
+# schemas, production properties, each overlay's toolhost.toml in the real binary, /ready of the
+# embedded-store overlays, registry plugins through the init container, the release archive.
 #
 #   tests/deploy/run.sh [--config-only]
 #
-# No cluster, Docker daemon or network beyond the first pip install. Installs
+# No cluster, Docker daemon or network beyond 127.0.0.1 and the first pip install. Installs
 # tests/deploy/requirements.txt into the venv .venv at the repository root (PyPI only).
-# TOOLHOST_BIN overrides the binary (default target/release/toolhost; absent means (d) is skipped).
+# TOOLHOST_BIN overrides the binary (default target/release/toolhost; absent means (d) to (f) are
+# skipped); TOOLHOST_PLUGINS_DIR the built example plugins (default plugins/).
 . "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh" || exit 1
 
 venv="$root/.venv"
