@@ -120,7 +120,7 @@ def overlays() -> list[Path]:
 
 
 def render_overlay(report: Report, overlay: Path) -> dict[str, dict]:
-    """"overlays/NAME: Kind/name" -> object, for every object the overlay renders to."""
+    """ "overlays/NAME: Kind/name" -> object, for every object the overlay renders to."""
     label = overlay.relative_to(MANIFESTS).as_posix()
     try:
         rendered = render.render(overlay)
@@ -213,7 +213,9 @@ def check_kustomizations(report: Report) -> None:
         used = set(k.get("resources") or []) | {p.get("path") for p in k.get("patches") or []}
         for name in sorted(p.name for p in folder.glob("*.yaml")):
             if name != "kustomization.yaml" and name not in used:
-                report.fail(label, f"{name} is neither a resource nor a patch, so `kubectl apply -k` skips it")
+                report.fail(
+                    label, f"{name} is neither a resource nor a patch, so `kubectl apply -k` skips it"
+                )
         report.check(
             k.get("kind") == "Component" or k.get("namespace") == NAMESPACE,
             label,
@@ -320,7 +322,9 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
             label,
             "an embedded-store overlay must not name a PostgreSQL URL",
         )
-        db = dig(config, "state", "path") or str(Path(str(dig(config, "audit", "path") or "")).parent / "state.db")
+        db = dig(config, "state", "path") or str(
+            Path(str(dig(config, "audit", "path") or "")).parent / "state.db"
+        )
         report.check(
             db.startswith(STATE_DIR + "/"),
             label,
@@ -343,9 +347,7 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
             f"{setting} = {value!r} must be under {STATE_DIR}, the only writable path",
         )
     http = str(server.get("http", ""))
-    report.check(
-        http == f"0.0.0.0:{PORT}", label, f"server.http = {http!r}, expected 0.0.0.0:{PORT}"
-    )
+    report.check(http == f"0.0.0.0:{PORT}", label, f"server.http = {http!r}, expected 0.0.0.0:{PORT}")
     report.check(config.get("limits"), label, "a [limits] block is expected")
 
     deployment_found = one(report, objects, "Deployment")
@@ -429,7 +431,9 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
     for c in init_containers:
         cw = f"{w}: initContainer {c.get('name')}"
         check_container_security(report, cw, c)
-        report.check(c.get("image") == image, cw, f"image {c.get('image')!r} differs from the daemon's {image!r}")
+        report.check(
+            c.get("image") == image, cw, f"image {c.get('image')!r} differs from the daemon's {image!r}"
+        )
         report.check(
             not c.get("command") and c.get("args"), cw, "args for the image's ENTRYPOINT (toolhost) expected"
         )
@@ -437,8 +441,11 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
             "memory" in dig(c, "resources", "limits", default={}), cw, "resources.limits.memory must be set"
         )
         for ref in [dig(e, "secretRef", "name") for e in c.get("envFrom") or []]:
-            optional = any(dig(e, "secretRef", "optional") for e in c.get("envFrom") or []
-                           if dig(e, "secretRef", "name") == ref)
+            optional = any(
+                dig(e, "secretRef", "optional")
+                for e in c.get("envFrom") or []
+                if dig(e, "secretRef", "name") == ref
+            )
             report.check(
                 ref == secret_name or optional, cw, f"envFrom names Secret {ref!r}, which does not exist"
             )
@@ -510,7 +517,9 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
             report.check(m.get("readOnly") is True, cw, f"the config must be mounted readOnly")
         for path, m in mounts.items():
             if path.startswith(CONFIG_DIR):
-                report.check(m.get("readOnly") is True, cw, f"{path}: the daemon mounts {CONFIG_DIR} read-only")
+                report.check(
+                    m.get("readOnly") is True, cw, f"{path}: the daemon mounts {CONFIG_DIR} read-only"
+                )
         state = volumes.get(dig(mounts, STATE_DIR, "name"), {})
         if shared:
             report.check("emptyDir" in state, cw, f"{STATE_DIR} must be an emptyDir (the root is read-only)")
@@ -589,9 +598,7 @@ def check_properties(report: Report, objects: dict[str, dict]) -> None:
                 f"{name}.{namespace}.svc.cluster.local",
             }
             missing = sorted(expected - hosts)
-            report.check(
-                not missing, label, f"server.allowed-hosts lacks the Service's names {missing}"
-            )
+            report.check(not missing, label, f"server.allowed-hosts lacks the Service's names {missing}")
 
     if not shared:
         return
@@ -679,12 +686,16 @@ def check_oauth_overlay(report: Report) -> None:
     label = "overlays/single-oauth/toolhost.toml"
     single = tomllib.loads((OVERLAYS / "single" / CONFIG_KEY).read_text())
     oauth = tomllib.loads((OVERLAYS / "single-oauth" / CONFIG_KEY).read_text())
-    report.check(dig(oauth, "auth", "issuer") and dig(oauth, "auth", "audience"), label, "[auth] issuer and audience")
+    report.check(
+        dig(oauth, "auth", "issuer") and dig(oauth, "auth", "audience"), label, "[auth] issuer and audience"
+    )
     extra = set(dig(oauth, "server", "allowed-hosts", default=[])) - set(
         dig(single, "server", "allowed-hosts", default=[])
     )
     audience_host = re.sub(r"^https://([^/:]+).*", r"\1", str(dig(oauth, "auth", "audience")))
-    report.check(extra == {audience_host}, label, f"allowed-hosts must add the audience's host only, adds {extra}")
+    report.check(
+        extra == {audience_host}, label, f"allowed-hosts must add the audience's host only, adds {extra}"
+    )
     if oauth.get("callers"):
         report.check(
             any(dig(c, "match", "sub") == "static-token" for c in oauth["callers"]),
@@ -694,7 +705,11 @@ def check_oauth_overlay(report: Report) -> None:
     for config in (single, oauth):
         config.pop("auth", None), config.pop("callers", None)
         (config.get("server") or {}).pop("allowed-hosts", None)
-    report.check(single == oauth, label, "differs from overlays/single/toolhost.toml beyond [auth], [[callers]] and allowed-hosts")
+    report.check(
+        single == oauth,
+        label,
+        "differs from overlays/single/toolhost.toml beyond [auth], [[callers]] and allowed-hosts",
+    )
 
 
 def scrape_target() -> str | None:
@@ -745,7 +760,9 @@ def check_prometheus(report: Report, rendered: dict[Path, dict[str, dict]]) -> N
         token.write_text("x")
         config = Path(tmp) / "prometheus.yml"
         config.write_text(PROMETHEUS_SCRAPE.read_text().replace(credentials, str(token)))
-        run = subprocess.run([promtool, "check", "config", str(config)], capture_output=True, text=True, timeout=60)
+        run = subprocess.run(
+            [promtool, "check", "config", str(config)], capture_output=True, text=True, timeout=60
+        )
         report.check(run.returncode == 0, w, f"promtool check config: {(run.stdout + run.stderr).strip()}")
 
 
@@ -884,7 +901,9 @@ class Pod:
         for stream in (run.stdout, run.stderr):
             for line in stream.rstrip().splitlines()[:20]:
                 print(f"    | {line}")
-        return report.check(run.returncode == 0, where, f"{shlex.join(command)} exited {run.returncode}, expected 0")
+        return report.check(
+            run.returncode == 0, where, f"{shlex.join(command)} exited {run.returncode}, expected 0"
+        )
 
 
 def free_port() -> int:
@@ -915,6 +934,7 @@ def serve_and_probe(report: Report, binary: Path, pod: Pod, where: str, service_
     command += ["serve", "--http", f"127.0.0.1:{port}"]
     print(f"    $ {shlex.join(command)}")
     log = pod.state.parent / "serve.log"
+    ok = False
     with open(log, "w") as out:
         daemon = subprocess.Popen(command, env=pod.env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
     try:
@@ -944,7 +964,9 @@ def serve_and_probe(report: Report, binary: Path, pod: Pod, where: str, service_
             report.check(status == 401, where, f"/metrics without a token answered {status}, expected 401")
             # What a scrape of the pod's own address gets: the Host guard refuses it.
             status, _ = get(port, "/metrics", f"10.0.0.7:{PORT}", token)
-            report.check(status == 403, where, f"/metrics with a pod IP as Host answered {status}, expected 403")
+            report.check(
+                status == 403, where, f"/metrics with a pod IP as Host answered {status}, expected 403"
+            )
             print(f"    /metrics: 200 with the token via {service_host}, 401 without, 403 via a pod IP")
     finally:
         daemon.send_signal(signal.SIGTERM)
@@ -953,7 +975,7 @@ def serve_and_probe(report: Report, binary: Path, pod: Pod, where: str, service_
         except subprocess.TimeoutExpired:
             daemon.kill()
             daemon.wait()
-    if report.failures and not ok:
+    if not ok:
         for line in log.read_text().splitlines()[-20:]:
             print(f"    | {line}")
 
@@ -972,7 +994,11 @@ def check_binary(report: Report, binary: Path, overlay: Path, objects: dict[str,
         print(f"(d) {label}: {CONFIG_DIR}, {STATE_DIR} and {IMAGE_PLUGINS} mapped into {tmp}")
         for c in pod_spec.get("initContainers") or []:
             # The init container's own command line, run before the daemon as in the pod.
-            pod.run(report, f"{label}: initContainer {c.get('name')}", [str(binary)] + pod.args(c.get("args") or []))
+            pod.run(
+                report,
+                f"{label}: initContainer {c.get('name')}",
+                [str(binary)] + pod.args(c.get("args") or []),
+            )
         command = [str(binary), "--config", str(pod.config), "--plugins", str(pod.plugins), "list"]
         pod.run(report, label, command)
         if not shared_store(config):
@@ -1037,10 +1063,14 @@ def check_registry_plugins(report: Report, binary: Path, overlay: Path, objects:
     if not pulls:
         return
     required = os.environ.get("TOOLHOST_REQUIRE_SERVICES") == "1"
-    registry_bin = shutil.which("docker-registry") or ("/usr/bin/docker-registry" if Path("/usr/bin/docker-registry").exists() else None)
+    registry_bin = shutil.which("docker-registry") or (
+        "/usr/bin/docker-registry" if Path("/usr/bin/docker-registry").exists() else None
+    )
     plugin = Path(os.environ.get("TOOLHOST_PLUGINS_DIR", ROOT / "plugins")) / "echo.wasm"
-    for missing, why in [(registry_bin is None, "docker-registry is not installed (scripts/services.sh)"),
-                         (not plugin.is_file(), f"{plugin} is missing (scripts/build-plugins.sh)")]:
+    for missing, why in [
+        (registry_bin is None, "docker-registry is not installed (scripts/services.sh)"),
+        (not plugin.is_file(), f"{plugin} is missing (scripts/build-plugins.sh)"),
+    ]:
         if missing:
             if required:
                 report.fail(label, f"(e) {why}")
@@ -1053,7 +1083,9 @@ def check_registry_plugins(report: Report, binary: Path, overlay: Path, objects:
         (tmp / "registry").mkdir()
         registry = Registry(registry_bin, tmp / "registry")
         try:
-            if not report.check(registry.addr, label, f"(e) docker-registry did not start: {registry.log.read_text()[-500:]}"):
+            if not report.check(
+                registry.addr, label, f"(e) docker-registry did not start: {registry.log.read_text()[-500:]}"
+            ):
                 return
             addr = registry.addr
             target = f"oci://{addr}/tools/echo:1.0"
@@ -1085,12 +1117,22 @@ def check_registry_plugins(report: Report, binary: Path, overlay: Path, objects:
             (pod.etc / "toolhost.lock").write_text(lock)
             as_user = unwritable_lock(tmp, pod)
             for c in pulls:
-                pod.run(report, f"{label}: initContainer {c.get('name')}", as_user + [str(binary)] + pod.args(c["args"]))
+                pod.run(
+                    report,
+                    f"{label}: initContainer {c.get('name')}",
+                    as_user + [str(binary)] + pod.args(c["args"]),
+                )
             pod.etc.chmod(0o755)
             report.check(
-                (pod.etc / ".toolhost/store").is_dir(), label, "(e) the init container left no store beside the config"
+                (pod.etc / ".toolhost/store").is_dir(),
+                label,
+                "(e) the init container left no store beside the config",
             )
-            report.check((pod.etc / "toolhost.lock").read_text() == lock, label, "(e) the init container changed the lock")
+            report.check(
+                (pod.etc / "toolhost.lock").read_text() == lock,
+                label,
+                "(e) the init container changed the lock",
+            )
             # A lock naming another component digest. pull re-resolves the locked manifest and would
             # correct the entry, but in the pod the lock is a read-only file (a ConfigMap subPath), so
             # the write fails and so does the init container: the daemon never starts on bytes the
@@ -1101,7 +1143,9 @@ def check_registry_plugins(report: Report, binary: Path, overlay: Path, objects:
             bad.config.write_text(bad.config.read_text() + sources)
             (bad.etc / "trust").mkdir()
             shutil.copy(public, bad.etc / "trust/signer.pub")
-            forged = re.sub(r'component = "sha256:[0-9a-f]{64}"', 'component = "sha256:' + "0" * 64 + '"', lock)
+            forged = re.sub(
+                r'component = "sha256:[0-9a-f]{64}"', 'component = "sha256:' + "0" * 64 + '"', lock
+            )
             report.check(forged != lock, label, "(e) the lock has no component digest to alter")
             (bad.etc / "toolhost.lock").write_text(forged)
             as_user = unwritable_lock(tmp, bad)
@@ -1110,7 +1154,9 @@ def check_registry_plugins(report: Report, binary: Path, overlay: Path, objects:
             run = subprocess.run(command, env=bad.env, capture_output=True, text=True, timeout=120)
             bad.etc.chmod(0o755)
             report.check(
-                run.returncode != 0 and "toolhost.lock" in run.stderr and (bad.etc / "toolhost.lock").read_text() == forged,
+                run.returncode != 0
+                and "toolhost.lock" in run.stderr
+                and (bad.etc / "toolhost.lock").read_text() == forged,
                 label,
                 f"(e) the init container must fail on a lock it cannot keep; exit {run.returncode}",
             )
@@ -1120,7 +1166,10 @@ def check_registry_plugins(report: Report, binary: Path, overlay: Path, objects:
         # Offline: the daemon loads the pulled plugin from the store, its signature verified.
         run = subprocess.run(
             [str(binary), "--config", str(pod.config), "--plugins", str(pod.plugins), "list", "--json"],
-            env=pod.env, capture_output=True, text=True, timeout=120,
+            env=pod.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         try:
             listed = json.loads(run.stdout)
@@ -1132,7 +1181,9 @@ def check_registry_plugins(report: Report, binary: Path, overlay: Path, objects:
             label,
             f"(e) with the registry stopped, `toolhost list` should load remote-echo, signature verified; got {entry or run.stderr.strip()}",
         )
-        print(f"    registry stopped; list: remote-echo {dig(entry, 'status')}, signature {dig(entry, 'provenance', 'signature', 'status')}")
+        print(
+            f"    registry stopped; list: remote-echo {dig(entry, 'status')}, signature {dig(entry, 'provenance', 'signature', 'status')}"
+        )
 
 
 # --- (f) the release: scripts/release.sh and .github/workflows/release.yml -----------------------
@@ -1186,7 +1237,9 @@ def check_workflow(report: Report) -> None:
         meta and str(dig(meta[0], "with", "images")).startswith("ghcr.io/"), w, "the image goes to ghcr.io"
     )
     report.check(
-        dig(doc, "jobs", "image", "permissions", "packages") == "write", w, "the image job needs packages: write"
+        dig(doc, "jobs", "image", "permissions", "packages") == "write",
+        w,
+        "the image job needs packages: write",
     )
 
 
@@ -1214,8 +1267,14 @@ def check_release(report: Report, binary: Path) -> None:
         out = tmp / "out"
         script = str(ROOT / "scripts" / "release.sh")
         command = [script, "--binary", str(stripped), "--plugins", str(plugins), "--out", str(out)]
-        wrong = subprocess.run(command + ["--tag", "v0.0.0-not-this"], capture_output=True, text=True, timeout=60)
-        report.check(wrong.returncode != 0 and "v0.0.0-not-this" in wrong.stderr, w, "accepted a tag that is not the version")
+        wrong = subprocess.run(
+            command + ["--tag", "v0.0.0-not-this"], capture_output=True, text=True, timeout=60
+        )
+        report.check(
+            wrong.returncode != 0 and "v0.0.0-not-this" in wrong.stderr,
+            w,
+            "accepted a tag that is not the version",
+        )
         print(f"(f) $ {shlex.join(command + ['--tag', f'v{version}'])}")
         run = subprocess.run(command + ["--tag", f"v{version}"], capture_output=True, text=True, timeout=300)
         for line in (run.stdout + run.stderr).strip().splitlines():
@@ -1234,7 +1293,9 @@ def check_release(report: Report, binary: Path) -> None:
         with tarfile.open(archive) as tar:
             members = {m.name: m for m in tar.getmembers()}
             report.check(
-                all(n == name or n.startswith(name + "/") for n in members), w, f"every entry must be under {name}/"
+                all(n == name or n.startswith(name + "/") for n in members),
+                w,
+                f"every entry must be under {name}/",
             )
             files = {n[len(name) + 1 :] for n, m in members.items() if m.isfile()}
             expected = {"toolhost", "README.md", "SHA256SUMS"} | {f"plugins/{p}.wasm" for p in EXAMPLES}
@@ -1253,22 +1314,40 @@ def check_release(report: Report, binary: Path) -> None:
         report.check(set(listed) == expected - {"SHA256SUMS"}, w, f"SHA256SUMS lists {sorted(listed)}")
         for file, digest in listed.items():
             report.check(
-                hashlib.sha256((top / file).read_bytes()).hexdigest() == digest, w, f"{file}: checksum mismatch"
+                hashlib.sha256((top / file).read_bytes()).hexdigest() == digest,
+                w,
+                f"{file}: checksum mismatch",
             )
         report.check(os.access(top / "toolhost", os.X_OK), w, "the unpacked toolhost is not executable")
-        version_run = subprocess.run([str(top / "toolhost"), "--version"], capture_output=True, text=True, timeout=30)
+        version_run = subprocess.run(
+            [str(top / "toolhost"), "--version"], capture_output=True, text=True, timeout=30
+        )
         report.check(
             version_run.stdout.strip() == f"toolhost {version}",
             w,
             f"the unpacked `toolhost --version` says {version_run.stdout.strip()!r}, expected 'toolhost {version}'",
         )
-        print(f"    unpacked: {len(files)} files, checksums ok; ./toolhost --version: {version_run.stdout.strip()}")
+        print(
+            f"    unpacked: {len(files)} files, checksums ok; ./toolhost --version: {version_run.stdout.strip()}"
+        )
         # The unpacked binary loads the unpacked plugins (its compile cache under the temp dir).
         (tmp / "cfg").mkdir()
-        (tmp / "cfg" / "toolhost.toml").write_text(f'[cache]\ndir = "{tmp / "cache"}"\n[audit]\npath = "{tmp / "audit.jsonl"}"\n')
+        (tmp / "cfg" / "toolhost.toml").write_text(
+            f'[cache]\ndir = "{tmp / "cache"}"\n[audit]\npath = "{tmp / "audit.jsonl"}"\n'
+        )
         list_run = subprocess.run(
-            [str(top / "toolhost"), "--config", str(tmp / "cfg" / "toolhost.toml"), "--plugins", str(top / "plugins"), "list", "--json"],
-            capture_output=True, text=True, timeout=120,
+            [
+                str(top / "toolhost"),
+                "--config",
+                str(tmp / "cfg" / "toolhost.toml"),
+                "--plugins",
+                str(top / "plugins"),
+                "list",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         try:
             plugins_status = {k: v.get("status") for k, v in json.loads(list_run.stdout)["plugins"].items()}
@@ -1279,7 +1358,9 @@ def check_release(report: Report, binary: Path) -> None:
             w,
             f"the unpacked toolhost should load the unpacked plugins: {plugins_status or list_run.stderr.strip()}",
         )
-        print(f"    ./toolhost --plugins plugins list: {', '.join(f'{k} {v}' for k, v in sorted(plugins_status.items()))}")
+        print(
+            f"    ./toolhost --plugins plugins list: {', '.join(f'{k} {v}' for k, v in sorted(plugins_status.items()))}"
+        )
 
 
 # --- main -----------------------------------------------------------------------------------------

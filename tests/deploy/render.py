@@ -102,7 +102,9 @@ def _generate(directory: Path, k: dict, objects: list[dict]) -> list[dict]:
         raise RenderError(f"{directory}: generatorOptions must be disableNameSuffixHash: true (and labels)")
     for gen in generators:
         if set(gen) - {"name", "files", "behavior"}:
-            raise RenderError(f"{directory}: configMapGenerator supports name, files, behavior; got {sorted(gen)}")
+            raise RenderError(
+                f"{directory}: configMapGenerator supports name, files, behavior; got {sorted(gen)}"
+            )
         data = {}
         for f in gen.get("files") or []:
             key, _, file = f.partition("=") if "=" in f else (Path(f).name, "", f)
@@ -119,11 +121,15 @@ def _generate(directory: Path, k: dict, objects: list[dict]) -> list[dict]:
         same = [o for o in objects if o.get("kind") == "ConfigMap" and o["metadata"]["name"] == gen["name"]]
         if behavior == "create":
             if same:
-                raise RenderError(f"{directory}: ConfigMap {gen['name']} exists already (use behavior: replace)")
+                raise RenderError(
+                    f"{directory}: ConfigMap {gen['name']} exists already (use behavior: replace)"
+                )
             objects = objects + [cm]
         elif behavior == "replace":
             if len(same) != 1:
-                raise RenderError(f"{directory}: behavior: replace, but no ConfigMap {gen['name']} to replace")
+                raise RenderError(
+                    f"{directory}: behavior: replace, but no ConfigMap {gen['name']} to replace"
+                )
             same[0]["data"] = data
         else:
             raise RenderError(f"{directory}: configMapGenerator behavior {behavior!r} is not supported")
