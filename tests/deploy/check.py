@@ -33,6 +33,7 @@ exit status is 1 when any check failed, 2 on bad usage.
 from __future__ import annotations
 
 import argparse
+import atexit
 import hashlib
 import json
 import os
@@ -75,6 +76,8 @@ STATE_DIR = "/var/lib/toolhost"
 CONFIG_DIR = "/etc/toolhost"
 CONFIG_KEY = "toolhost.toml"
 IMAGE_PLUGINS = "/opt/toolhost/plugins"
+# The example plugins deploy/Dockerfile puts in IMAGE_PLUGINS (and scripts/release.sh in the archive).
+EXAMPLES = ["echo", "math", "fs", "fetch", "github"]
 PORT = 8750
 # run.rs: after the grace period, cancelled calls get CANCEL_WAIT (5 s) and the transports
 # CLOSE_WAIT (5 s), plus a 300 ms flush.
@@ -865,6 +868,10 @@ def binary_or_skip(report: Report, required: bool) -> Path | None:
     return binary
 
 
+COMPILE_CACHE = Path(tempfile.mkdtemp(prefix="toolhost-deploy-cache-"))
+atexit.register(shutil.rmtree, COMPILE_CACHE, ignore_errors=True)
+
+
 class Pod:
     """An overlay's pod mapped into a temp dir: /etc/toolhost, /var/lib/toolhost and the plugins
     folder become folders under it; everything else in the config is exactly as the pod reads it."""
@@ -873,6 +880,12 @@ class Pod:
         self.etc, self.state, self.plugins = tmp / "etc", tmp / "state", tmp / "plugins"
         for d in (self.etc, self.state, self.plugins):
             d.mkdir(parents=True)
+        # The image's plugins when they are built, so that the config's grants meet the real
+        # plugins; an empty folder otherwise.
+        built = Path(os.environ.get("TOOLHOST_PLUGINS_DIR", ROOT / "plugins"))
+        if all((built / f"{p}.wasm").is_file() for p in EXAMPLES):
+            for p in EXAMPLES:
+                shutil.copy(built / f"{p}.wasm", self.plugins)
         self.config = self.etc / CONFIG_KEY
         self.config.write_text(self.map(config_text(objects) or ""))
         lock = config_text(objects, "toolhost.lock")
@@ -880,6 +893,12 @@ class Pod:
             (self.etc / "toolhost.lock").write_text(lock)
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLHOST_")}
         self.env.update(PLACEHOLDER_ENV)
+        # The compile cache the first pod filled, as a restarted pod finds it on its volume: each
+        # overlay would otherwise compile the same five plugins again (seconds each).
+        cache = dig(tomllib.loads(self.config.read_text()), "cache", "dir")
+        self.cache = Path(cache) if cache else None
+        if self.cache and any(COMPILE_CACHE.iterdir()):
+            shutil.copytree(COMPILE_CACHE, self.cache, dirs_exist_ok=True)
 
     def map(self, text: str) -> str:
         return (
@@ -1001,6 +1020,8 @@ def check_binary(report: Report, binary: Path, overlay: Path, objects: dict[str,
             )
         command = [str(binary), "--config", str(pod.config), "--plugins", str(pod.plugins), "list"]
         pod.run(report, label, command)
+        if pod.cache and pod.cache.is_dir() and not any(COMPILE_CACHE.iterdir()):
+            shutil.copytree(pod.cache, COMPILE_CACHE, dirs_exist_ok=True)
         if not shared_store(config):
             # /metrics as deploy/prometheus/scrape.yaml reads it: by the Service's name, with the token.
             serve_and_probe(report, binary, pod, label, scrape_target() or f"{APP}.{NAMESPACE}.svc:{PORT}")
@@ -1190,7 +1211,6 @@ def check_registry_plugins(report: Report, binary: Path, overlay: Path, objects:
 
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
 TRIPLE = "x86_64-unknown-linux-gnu"
-EXAMPLES = ["echo", "math", "fs", "fetch", "github"]
 
 
 def cargo_version() -> str:
