@@ -945,9 +945,17 @@ def get(port: int, path: str, host: str, token: str | None = None) -> tuple[int,
         return 0, str(e)
 
 
-def serve_and_probe(report: Report, binary: Path, pod: Pod, where: str, service_host: str) -> None:
-    """The daemon, started as the image's CMD starts it but on 127.0.0.1, becomes Ready (/ready 200
-    with the probes' `Host: localhost`) and serves /metrics the way the documented scrape reads it."""
+def serve_and_probe(
+    report: Report, binary: Path, pod: Pod, where: str, container: dict, service_host: str
+) -> None:
+    """The daemon, started as the image's CMD starts it but on 127.0.0.1, passes the container's own
+    probes (each one's path and Host header, readiness first: /ready 200) and serves /metrics the
+    way the documented scrape reads it."""
+    probes = []
+    for name in ("readinessProbe", "startupProbe", "livenessProbe"):
+        get_ = dig(container, name, "httpGet", default={})
+        headers = {h.get("name", "").lower(): h.get("value") for h in get_.get("httpHeaders") or []}
+        probes.append((name, get_.get("path"), headers.get("host", "127.0.0.1")))
     port = free_port()
     command = [str(binary), "--config", str(pod.config), "--plugins", str(pod.plugins)]
     command += ["serve", "--http", f"127.0.0.1:{port}"]
@@ -959,14 +967,25 @@ def serve_and_probe(report: Report, binary: Path, pod: Pod, where: str, service_
     try:
         deadline = time.monotonic() + 60
         status, body = 0, ""
+        _, ready_path, ready_host = probes[0]
         while time.monotonic() < deadline and daemon.poll() is None:
-            status, body = get(port, "/ready", "localhost")
+            status, body = get(port, str(ready_path), ready_host)
             if status == 200:
                 break
             time.sleep(0.2)
-        ok = report.check(status == 200, where, f"/ready answered {status} {body.strip()!r}, expected 200")
+        ok = report.check(
+            status == 200,
+            where,
+            f"readinessProbe {ready_path} answered {status} {body.strip()!r}, expected 200",
+        )
         if ok:
-            print(f"    /ready: 200 {body.strip()}")
+            print(f"    readinessProbe GET {ready_path} (Host: {ready_host}): 200 {body.strip()}")
+            for name, path, host in probes[1:]:
+                status, _ = get(port, str(path), host)
+                report.check(
+                    status == 200, where, f"{name} {path} (Host: {host}) answered {status}, expected 200"
+                )
+                print(f"    {name} GET {path} (Host: {host}): {status}")
             report.check(
                 (pod.state / "state.db").is_file() or any(pod.state.glob("*.db")),
                 where,
@@ -1024,7 +1043,9 @@ def check_binary(report: Report, binary: Path, overlay: Path, objects: dict[str,
             shutil.copytree(pod.cache, COMPILE_CACHE, dirs_exist_ok=True)
         if not shared_store(config):
             # /metrics as deploy/prometheus/scrape.yaml reads it: by the Service's name, with the token.
-            serve_and_probe(report, binary, pod, label, scrape_target() or f"{APP}.{NAMESPACE}.svc:{PORT}")
+            container = dig(pod_spec, "containers", 0, default={})
+            target = scrape_target() or f"{APP}.{NAMESPACE}.svc:{PORT}"
+            serve_and_probe(report, binary, pod, label, container, target)
 
 
 # --- (e) registry plugins through the init container, against a real registry -------------------
