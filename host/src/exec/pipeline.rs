@@ -28,6 +28,14 @@ use toolhost_policy::caller::{Access, NO_PROFILE};
 use toolhost_policy::config::Config;
 use toolhost_policy::task::owner_of;
 
+/// How long a call to a tool that is not served waits while plugins load (one of them may bring
+/// it): long enough for a large plugin's first compile, within the 60 s clients wait by default.
+const LOAD_WAIT: Duration = Duration::from_secs(45);
+
+/// How long a listing during a start waits for plugins the compile cache knows: they take
+/// milliseconds, so this bounds only a start on a very busy machine.
+const LIST_WAIT: Duration = Duration::from_secs(3);
+
 /// Runs calls. Shared by every front end (`Arc<Pipeline>`); all methods take `&self`.
 pub struct Pipeline {
     /// The operator's config, as the host loaded it: the callers' profiles come from here.
@@ -93,6 +101,13 @@ impl Pipeline {
     /// The current tools.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.registry.catalog()
+    }
+
+    /// The catalog to list tools from: during a start, once the plugins the compile cache knows
+    /// have joined (at most [`LIST_WAIT`]); plugins that compile join later, announced by
+    /// `tools/list_changed`.
+    pub async fn listing(&self) -> Arc<Catalog> {
+        self.registry.listing(LIST_WAIT, self.stopping()).await
     }
 
     /// Live per-tool statistics.
@@ -325,9 +340,29 @@ impl Pipeline {
         };
         let sees = |name: &str| profile.is_none_or(|p| p.allows_tool(name));
 
-        // Find.
-        let catalog = self.registry.catalog();
+        // Find: a tool that is not served yet may be in a plugin still loading, and is waited for.
+        let mut catalog = self.registry.catalog();
+        if catalog.get(&req.tool).is_none() && catalog.is_loading() && sees(&req.tool) {
+            let stop = self.stopping().child_token();
+            let cancel = req.cancel.clone();
+            let waited = async {
+                tokio::select! {
+                    c = self.registry.loaded(&req.tool, LOAD_WAIT, &stop) => c,
+                    () = cancel.cancelled() => self.registry.catalog(),
+                }
+            };
+            catalog = waited.await;
+        }
         let Some(tool) = catalog.get(&req.tool).filter(|_| sees(&req.tool)).cloned() else {
+            if req.cancel.is_cancelled() {
+                return fail(ErrorKind::Cancelled, shape::cancelled(&req.tool));
+            }
+            if catalog.is_loading() && sees(&req.tool) {
+                return fail(
+                    ErrorKind::UnknownTool,
+                    shape::still_loading(&req.tool, LOAD_WAIT, catalog.loading.keys()),
+                );
+            }
             return fail(
                 ErrorKind::UnknownTool,
                 shape::unknown_tool(&req.tool, catalog.tools.keys().filter(|n| sees(n))),

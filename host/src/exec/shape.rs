@@ -88,6 +88,25 @@ pub(crate) fn unknown_tool<'a>(name: &str, available: impl Iterator<Item = &'a S
     )
 }
 
+/// The model-facing message for a tool that is not served while plugins are still loading: it
+/// may be theirs, so try again shortly.
+pub(crate) fn still_loading<'a>(
+    name: &str,
+    waited: std::time::Duration,
+    loading: impl Iterator<Item = &'a String>,
+) -> String {
+    let plugins: Vec<&str> = loading.map(String::as_str).collect();
+    let which = match plugins.as_slice() {
+        [] => "its plugins".to_owned(),
+        names => format!("plugins {}", names.join(", ")),
+    };
+    format!(
+        "Tool '{name}' is not served yet: after {:.0} s, toolhost is still loading {which}, \
+         which may provide it. Try again in a minute.",
+        waited.as_secs_f64(),
+    )
+}
+
 /// A successful run as an outcome: structured output checked against the tool's output schema
 /// (off the runtime unless surely quick, see [`Checks`]), content cut to the output limit.
 /// Returns whether it cut.

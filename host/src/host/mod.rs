@@ -92,7 +92,8 @@ impl Host {
     /// (unless disabled), running at most `max_calls` calls at once. No state store, no telemetry:
     /// what `toolhost call` and `toolhost batch` run, and what in-process tests drive.
     pub async fn open(config: Config, max_calls: usize) -> Result<Self, HostError> {
-        let (config, sandbox, pipeline) = open_pipeline(Arc::new(config), max_calls).await?;
+        let (config, sandbox, pipeline) =
+            open_pipeline(Arc::new(config), max_calls, Plugins::Now).await?;
         Ok(Self {
             config,
             sandbox,
@@ -119,9 +120,16 @@ impl Host {
         // held it back by as long as the build takes.
         let (tasks, opened) = tokio::join!(
             store::open_tasks(&config, &stop, &background),
-            open_pipeline(config.clone(), config.server.max_concurrent_calls)
+            open_pipeline(config.clone(), config.server.max_concurrent_calls, Plugins::Later)
         );
         let (config, sandbox, pipeline) = opened?;
+        // The daemon answers at once; each plugin serves as soon as it is loaded.
+        let registry = pipeline.registry().clone();
+        tokio::spawn(async move {
+            if let Err(e) = registry.reload().await {
+                tracing::error!("loading the plugins failed: {e}");
+            }
+        });
         let telemetry = crate::telemetry::start(&config.telemetry)?;
         let mut host = Self {
             config,
@@ -222,17 +230,29 @@ impl Drop for Host {
     }
 }
 
+/// When a host's plugins load.
+enum Plugins {
+    /// Before the host opens: `call`, `batch` and tests see every plugin from the start.
+    Now,
+    /// After: the daemon answers at once and serves each plugin when it is ready.
+    Later,
+}
+
 /// The sandbox, registry, audit log and pipeline `config` describes.
 async fn open_pipeline(
     config: Arc<Config>,
     max_calls: usize,
+    plugins: Plugins,
 ) -> Result<(Arc<Config>, Arc<Sandbox>, Arc<Pipeline>), HostError> {
     let audit = match &config.audit_path {
         Some(path) => AuditLog::open(path, config.audit.clone())?,
         None => AuditLog::disabled(),
     };
     let sandbox = Arc::new(Sandbox::new(&config.engine_options())?);
-    let registry = Registry::open(sandbox.clone(), config.clone()).await?;
+    let registry = match plugins {
+        Plugins::Now => Registry::open(sandbox.clone(), config.clone()).await?,
+        Plugins::Later => Registry::new(sandbox.clone(), config.clone())?,
+    };
     let pipeline = Pipeline::new(config.clone(), Arc::new(registry), audit, max_calls);
     Ok((config, sandbox, Arc::new(pipeline)))
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit, oneshot};
 
 use super::check::{self, Compile, MAX_TOOLS_PER_PLUGIN};
 use super::schemas::Schemas;
@@ -70,10 +70,10 @@ fn read_again(path: &Path, digest: &Digest) -> Result<Vec<u8>, Rejection> {
     Ok(bytes)
 }
 
-/// Run CPU-bound `work` on a blocking thread once one of `cpus` is free; a panic in it is a
-/// rejection naming `stage`.
+/// Run CPU-bound `work` on a blocking thread, holding `slot` (a core's turn) until it ends; a
+/// panic in it is a rejection naming `stage`.
 async fn on_a_core<T, E>(
-    cpus: &Semaphore,
+    slot: Option<SemaphorePermit<'_>>,
     stage: &'static str,
     work: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> Result<T, Rejection>
@@ -81,14 +81,68 @@ where
     T: Send + 'static,
     E: Into<Rejection> + Send + 'static,
 {
-    let _slot = cpus.acquire().await;
+    let _slot = slot;
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|source| Rejection::Crashed { stage, source })?
         .map_err(Into::into)
 }
 
-/// Compile, describe and check one plugin.
+/// The cores a reload's loads share: compiles take turns (smallest plugin first, as they are
+/// queued), and the short checks after a describe have their own turns, so that a plugin that
+/// has compiled serves without waiting for every other compile.
+pub(super) struct Cores {
+    compiles: Semaphore,
+    checks: Semaphore,
+}
+
+impl Cores {
+    /// Up to `n` of each at once.
+    pub(super) fn new(n: usize) -> Self {
+        Self {
+            compiles: Semaphore::new(n),
+            checks: Semaphore::new(n),
+        }
+    }
+
+    /// A turn to compile, in the order of the queue: the load before this one in it has got its
+    /// turn (tasks start in no particular order, and a small plugin must not wait behind a big one).
+    async fn compile(&self, turn: Turn) -> Option<SemaphorePermit<'_>> {
+        let _ = turn.after.await;
+        let slot = self.compiles.acquire().await.ok();
+        let _ = turn.then.send(());
+        slot
+    }
+}
+
+/// A load's place in the compile queue.
+pub(super) struct Turn {
+    /// Resolved when the load queued before this one has its turn (or is gone).
+    after: oneshot::Receiver<()>,
+    /// Resolves the next load's `after`.
+    then: oneshot::Sender<()>,
+}
+
+impl Turn {
+    /// `n` turns, each after the one before it; the first goes at once.
+    pub(super) fn queue(n: usize) -> Vec<Turn> {
+        let (first, mut after) = oneshot::channel();
+        let _ = first.send(());
+        (0..n)
+            .map(|_| {
+                let (then, next) = oneshot::channel();
+                Turn {
+                    after: std::mem::replace(&mut after, next),
+                    then,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Compile, describe and check one plugin; `compiling` is told the file's size when the compile
+/// cache does not have it (the slow case, which the operator is told about).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn load(
     sandbox: &Arc<Sandbox>,
     name: &str,
@@ -96,7 +150,9 @@ pub(super) async fn load(
     bytes: Option<Vec<u8>>,
     provenance: Provenance,
     policy: PluginPolicy,
-    cpus: &Semaphore,
+    cores: &Cores,
+    turn: Turn,
+    compiling: impl FnOnce(u64) + Send + 'static,
 ) -> Result<Loaded, Rejection> {
     // A contract plugin the cache has seen before is listed from what it described then, and its
     // code is loaded on its first call: a restart reads no plugin's compiled code.
@@ -106,7 +162,7 @@ pub(super) async fn load(
         provenance.digest.clone(),
     );
     let (plugin_name, overrides) = (name.to_string(), policy.clone());
-    let (component, vouched) = on_a_core(cpus, "the compiler", move || {
+    let (component, vouched) = on_a_core(cores.compile(turn).await, "the compiler", move || {
         let hash = digest.hex();
         if let Some(mut specs) = compiler.described(hash) {
             // Checked again but for its schemas, which compiled before the cache kept them: the
@@ -119,7 +175,8 @@ pub(super) async fn load(
             Some(b) => b,
             None => read_again(&file, &digest)?,
         };
-        let plugin = compiler.load_hashed(&bytes, hash)?;
+        let size = bytes.len() as u64;
+        let plugin = compiler.load_hashed(&bytes, hash, move || compiling(size))?;
         Ok::<_, Rejection>((plugin, None))
     })
     .await?;
@@ -147,7 +204,7 @@ pub(super) async fn load(
             apply_overrides(name, &policy, &mut specs);
             // Compiling schemas and bounding their cost is CPU work on plugin-chosen input: off
             // the runtime.
-            let checked = on_a_core(cpus, "the schema check", move || {
+            let checked = on_a_core(cores.checks.acquire().await.ok(), "the schema check", move || {
                 check::check_specs(specs, Compile::Now)
             })
             .await?;

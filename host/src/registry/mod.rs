@@ -5,10 +5,18 @@
 //! new catalog atomically; calls in flight keep the `Arc`s they already hold. When a changed file is
 //! broken, the previous version keeps serving.
 //!
+//! A daemon does not wait for its plugins: [`Registry::new`] serves an empty catalog at once and
+//! [`Registry::reload`] publishes a new one each time a plugin is ready, so a plugin the compile
+//! cache knows serves within milliseconds and one that compiles joins when it is done (a
+//! `tools/list_changed` follows). [`Catalog::loading`] says what is still loading, and
+//! [`Registry::loaded`] lets a call to a tool that may be among them wait for it.
+//!
 //! Tool names are unique across plugins. When two plugins declare the same name, the plugin whose file
 //! name sorts first keeps it and the other's tool is hidden, reported in [`PluginStatus::Loaded::hidden`]
 //! and logged; give one of them a `prefix` in the config to serve both.
 
+mod candidates;
+mod catalog;
 mod check;
 mod load;
 mod rejection;
@@ -17,13 +25,14 @@ mod watch;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch as tokio_watch;
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
-use crate::distribution::{self, Provenance};
+use crate::distribution::Provenance;
 use crate::sandbox::{Prepared, Sandbox};
 pub(crate) use schemas::Schemas;
 use toolhost_policy::config::{Config, PluginPolicy};
@@ -32,6 +41,9 @@ use toolhost_policy::text::OneLine;
 use toolhost_policy::tool::ToolSpec;
 use toolhost_policy::wit::Skipped;
 
+pub use self::catalog::{Catalog, Loading, PluginStatus, Start};
+use self::candidates::scan;
+use self::catalog::{build_catalog, same_tools};
 pub use self::rejection::{DeclarationError, Rejection};
 pub use self::watch::{Watching, watch};
 
@@ -80,62 +92,6 @@ pub struct Tool {
     pub(crate) files: Arc<PathGuard>,
 }
 
-/// How loading one plugin file went.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum PluginStatus {
-    /// Serving.
-    Loaded {
-        /// The file.
-        file: PathBuf,
-        /// Tools served, by exposed name.
-        tools: Vec<String>,
-        /// Tools not served because another plugin claimed the name first: (tool, that plugin).
-        hidden: Vec<(String, String)>,
-        /// Whether compilation was skipped thanks to the cache.
-        from_cache: bool,
-        /// Load time (compile or cache load, instantiate, describe), in ms.
-        load_ms: u64,
-        /// Where the component came from.
-        provenance: Provenance,
-        /// Whether it is a generic component (its exported functions are its tools).
-        generic: bool,
-        /// A generic component's exported functions that are not tools, and why.
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        skipped: Vec<Skipped>,
-    },
-    /// Not serving (or serving the previous version, if `kept_previous`).
-    Rejected {
-        /// The file.
-        file: PathBuf,
-        /// What is wrong, precisely.
-        reason: String,
-        /// Whether an earlier version of the plugin is still serving.
-        kept_previous: bool,
-    },
-}
-
-/// An immutable snapshot of what is served.
-#[derive(Default)]
-pub struct Catalog {
-    /// Servable tools by exposed name, in a deterministic (sorted) order.
-    pub tools: BTreeMap<String, Arc<Tool>>,
-    /// Every plugin file seen, by plugin name.
-    pub plugins: BTreeMap<String, PluginStatus>,
-}
-
-impl Catalog {
-    /// The tool named `name`.
-    pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
-        self.tools.get(name)
-    }
-
-    /// Every servable tool's spec, in name order.
-    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
-        self.tools.values().map(|t| &t.spec)
-    }
-}
-
 /// Why the registry could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
@@ -169,32 +125,79 @@ struct Rejected {
 pub struct Registry {
     sandbox: Arc<Sandbox>,
     config: Arc<Config>,
-    current: RwLock<Arc<Catalog>>,
+    /// The catalog served now; waiters ([`Registry::loaded`]) watch it change.
+    current: tokio_watch::Sender<Arc<Catalog>>,
     /// Loaded plugins by name, so that reloads reuse unchanged ones and keep old versions of broken ones.
     loaded: tokio::sync::Mutex<BTreeMap<String, Entry>>,
     changes: tokio_watch::Sender<u64>,
 }
 
 impl Registry {
-    /// Load every plugin in the configured folder.
+    /// Load every plugin in the configured folder; returns when all are loaded or rejected.
     pub async fn open(sandbox: Arc<Sandbox>, config: Arc<Config>) -> Result<Self, RegistryError> {
-        let registry = Self {
-            sandbox,
-            config,
-            current: RwLock::new(Arc::new(Catalog::default())),
-            loaded: tokio::sync::Mutex::new(BTreeMap::new()),
-            changes: tokio_watch::channel(0).0,
-        };
+        let registry = Self::new(sandbox, config)?;
         registry.reload().await?;
         Ok(registry)
     }
 
+    /// A registry that serves nothing yet, for a daemon that answers before its plugins are
+    /// loaded: [`Self::reload`] loads them, publishing each as it is ready. The plugins folder
+    /// must be readable now, so that a wrong `--plugins` still fails the start.
+    pub fn new(sandbox: Arc<Sandbox>, config: Arc<Config>) -> Result<Self, RegistryError> {
+        scan(&config.plugins_dir)?;
+        let empty = Catalog {
+            start: Start::Scanning,
+            ..Catalog::default()
+        };
+        Ok(Self {
+            sandbox,
+            config,
+            current: tokio_watch::channel(Arc::new(empty)).0,
+            loaded: tokio::sync::Mutex::new(BTreeMap::new()),
+            changes: tokio_watch::channel(0).0,
+        })
+    }
+
     /// The current catalog; cheap (an `Arc` clone).
     pub fn catalog(&self) -> Arc<Catalog> {
-        self.current
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.current.borrow().clone()
+    }
+
+    /// The catalog once it serves `tool` or nothing that is loading could bring it, waiting for
+    /// loads in progress for at most `bound` (or until `stop`): a call to a plugin that is still
+    /// compiling runs when it is ready rather than failing as unknown.
+    pub async fn loaded(&self, tool: &str, bound: Duration, stop: &CancellationToken) -> Arc<Catalog> {
+        self.wait_until(bound, stop, |c| c.get(tool).is_some() || !c.is_loading())
+            .await
+    }
+
+    /// The catalog to list: during the first load, once every plugin the compile cache knows is
+    /// in it, waiting at most `bound`; plugins that compile join later (a `tools/list_changed`
+    /// says when). A restarted daemon thus never lists a partial set.
+    pub async fn listing(&self, bound: Duration, stop: &CancellationToken) -> Arc<Catalog> {
+        self.wait_until(bound, stop, |c| !c.listing_waits()).await
+    }
+
+    /// The current catalog once `done` holds for it, or when `bound` passed or `stop` fired.
+    async fn wait_until(
+        &self,
+        bound: Duration,
+        stop: &CancellationToken,
+        done: impl Fn(&Catalog) -> bool,
+    ) -> Arc<Catalog> {
+        let mut changes = self.current.subscribe();
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            let catalog = changes.borrow_and_update().clone();
+            if done(&catalog) {
+                return catalog;
+            }
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return catalog },
+                () = tokio::time::sleep_until(deadline) => return self.catalog(),
+                () = stop.cancelled() => return self.catalog(),
+            }
+        }
     }
 
     /// A receiver that changes whenever the set of tools changes.
@@ -213,22 +216,32 @@ impl Registry {
     }
 
     /// Rescan the folder: load new and changed files, drop removed ones, keep unchanged ones as they are.
+    /// Each plugin is published as soon as it is loaded (an earlier version serves until then).
     /// Returns whether the served tools changed.
     pub async fn reload(&self) -> Result<bool, RegistryError> {
         let mut loaded = self.loaded.lock().await;
-        let mut next: BTreeMap<String, Entry> = BTreeMap::new();
-        let mut rejected: BTreeMap<String, Rejected> = BTreeMap::new();
+        let first = self.catalog().start != Start::Done;
+        let before = self.catalog();
+        let candidates = match self.candidates() {
+            Ok(c) => c,
+            Err(e) => {
+                if first {
+                    self.publish(&loaded, &Round::default(), Start::Done);
+                }
+                return Err(e);
+            }
+        };
+        let mut round = Round::default();
         let mut jobs = JoinSet::new();
-        let candidates = self.candidates()?;
-        // The CPU-bound parts of loading (compiling, checking schemas) run this many at once: more
-        // would only add threads, which on a small machine cost more than they overlap.
-        let cpus = Arc::new(tokio::sync::Semaphore::new(crate::system::cores().max(2)));
+        let cores = Arc::new(load::Cores::new(crate::system::cores().max(2)));
+        let (compiling, mut compiles) = tokio::sync::mpsc::unbounded_channel::<(String, u64)>();
+        let mut queue = Vec::new();
         for (name, candidate) in candidates {
-            let policy = self.config.policy(&name).clone();
             let (bytes, provenance) = match candidate.read {
                 Ok(read) => read,
                 Err(why) => {
-                    rejected.insert(
+                    reject(&loaded, &name, &candidate.file, &why);
+                    round.rejected.insert(
                         name,
                         Rejected {
                             file: candidate.file,
@@ -243,81 +256,158 @@ impl Registry {
                 .get(&name)
                 .filter(|e| e.plugin.provenance == provenance && e.plugin.path == path)
             {
-                next.insert(name, old.clone());
+                round.next.insert(name, old.clone());
                 continue;
             }
-            let (sandbox, cpus) = (self.sandbox.clone(), cpus.clone());
+            // A plugin the cache has loads in milliseconds; the others compile, smallest first,
+            // so that most tools serve soon.
+            let size = bytes.as_ref().map_or(0, |b| b.len() as u64);
+            let compiles = (!self.sandbox.is_cached(provenance.digest.hex())).then_some(size);
+            round.pending.insert(
+                name.clone(),
+                Loading {
+                    file: path.clone(),
+                    compiling: compiles,
+                    since: Instant::now(),
+                },
+            );
+            queue.push((compiles.unwrap_or(0), name, path, bytes, provenance));
+        }
+        queue.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        let turns = load::Turn::queue(queue.len());
+        for ((_, name, path, bytes, provenance), turn) in queue.into_iter().zip(turns) {
+            let policy = self.config.policy(&name).clone();
+            let (sandbox, cores, compiling) =
+                (self.sandbox.clone(), cores.clone(), compiling.clone());
             jobs.spawn(async move {
                 let started = Instant::now();
-                let r = load::load(&sandbox, &name, &path, bytes, provenance, policy, &cpus).await;
+                let announce = {
+                    let name = name.clone();
+                    move |size| {
+                        let _ = compiling.send((name, size));
+                    }
+                };
+                let r = load::load(
+                    &sandbox, &name, &path, bytes, provenance, policy, &cores, turn, announce,
+                )
+                .await;
                 (name, path, r, started.elapsed())
             });
         }
+        drop(compiling);
+        let stage = if first { Start::Loading } else { Start::Done };
+        self.publish(&loaded, &round, stage);
         // Remember the files hashed just now, for the next reload or restart (off the runtime: it
         // writes a file, and only when something changed).
         let sandbox = self.sandbox.clone();
         let saved = tokio::task::spawn_blocking(move || sandbox.save_digests());
-        while let Some(joined) = jobs.join_next().await {
+        loop {
+            let joined = tokio::select! {
+                Some((name, size)) = compiles.recv() => {
+                    if let Some(l) = round.pending.get_mut(&name) {
+                        tracing::info!(plugin = %OneLine(&name), file = %OneLine(&l.file.display().to_string()),
+                            size = %megabytes(size), "compiling plugin");
+                        if l.compiling.replace(size).is_none() {
+                            self.publish(&loaded, &round, stage);
+                        }
+                    }
+                    continue;
+                }
+                joined = jobs.join_next() => match joined {
+                    Some(joined) => joined,
+                    None => break,
+                },
+            };
             let Ok((name, path, result, took)) = joined else {
                 tracing::error!("a plugin load task panicked");
                 continue;
             };
+            round.pending.remove(&name);
             match result {
-                Ok(loaded) => {
+                Ok(done) => {
                     let load_ms = took.as_millis() as u64;
-                    let (tools, from_cache) = (loaded.tools.len(), loaded.from_cache);
-                    tracing::info!(plugin = %OneLine(&name), tools, from_cache, load_ms, "plugin loaded");
-                    for s in &loaded.skipped {
+                    let (tools, from_cache) = (done.tools.len(), done.from_cache);
+                    tracing::info!(plugin = %OneLine(&name), tools, from_cache,
+                        seconds = %format_args!("{:.1}", took.as_secs_f64()), "plugin loaded");
+                    for s in &done.skipped {
                         tracing::info!(plugin = %OneLine(&name), function = %OneLine(&s.export),
                             "function not served: {}", OneLine(&s.reason));
                     }
-                    next.insert(
+                    warm_up(done.tools.clone());
+                    round.next.insert(
                         name,
                         Entry {
-                            plugin: loaded.plugin,
-                            tools: loaded.tools,
+                            plugin: done.plugin,
+                            tools: done.tools,
                             from_cache,
                             load_ms,
-                            skipped: loaded.skipped,
+                            skipped: done.skipped,
                         },
                     );
                 }
                 Err(why) => {
-                    rejected.insert(name, Rejected { file: path, why });
+                    reject(&loaded, &name, &path, &why);
+                    round.rejected.insert(name, Rejected { file: path, why });
                 }
             }
+            self.publish(&loaded, &round, stage);
         }
         if saved.await.is_err() {
             tracing::error!("saving the plugin files' hashes panicked");
         }
-        // A broken new version must not take down a working old one.
-        for (name, r) in &rejected {
-            let kept = loaded.get(name);
-            tracing::error!(plugin = %OneLine(name), file = %OneLine(&r.file.display().to_string()),
-                kept_previous = kept.is_some(), "plugin rejected: {}", OneLine(&r.why.reason()));
-            if let Some(old) = kept {
-                next.insert(name.clone(), old.clone());
+        let serving = self.publish(&loaded, &round, Start::Done);
+        *loaded = serving;
+        let after = self.catalog();
+        Ok(!same_tools(&before, &after))
+    }
+
+    /// Publish what `round` has loaded so far over the `old` entries (which serve for plugins
+    /// still loading or rejected), announcing a change of tools; returns the entries served.
+    fn publish(
+        &self,
+        old: &BTreeMap<String, Entry>,
+        round: &Round,
+        start: Start,
+    ) -> BTreeMap<String, Entry> {
+        let mut serving = round.next.clone();
+        for name in round.pending.keys().chain(round.rejected.keys()) {
+            if let Some(e) = old.get(name) {
+                serving.entry(name.clone()).or_insert_with(|| e.clone());
             }
         }
-        let catalog = build_catalog(&next, &rejected);
-        warm_up(&catalog);
-        let old = self.catalog();
-        let changed = old.tools.len() != catalog.tools.len()
-            || old
-                .tools
-                .iter()
-                .zip(&catalog.tools)
-                .any(|((a, x), (b, y))| a != b || !Arc::ptr_eq(x, y));
-        *self
-            .current
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(catalog);
-        *loaded = next;
-        if changed {
+        let mut catalog = build_catalog(&serving, &round.rejected);
+        catalog.loading = round.pending.clone();
+        catalog.start = start;
+        let catalog = Arc::new(catalog);
+        let previous = self.current.send_replace(catalog.clone());
+        if !same_tools(&previous, &catalog) {
             self.changes.send_modify(|g| *g += 1);
         }
-        Ok(changed)
+        serving
     }
+}
+
+/// Log a plugin's rejection; a broken new version does not take down a working old one, which
+/// keeps serving.
+fn reject(old: &BTreeMap<String, Entry>, name: &str, file: &Path, why: &Rejection) {
+    tracing::error!(plugin = %OneLine(name), file = %OneLine(&file.display().to_string()),
+        kept_previous = old.contains_key(name), "plugin rejected: {}", OneLine(&why.reason()));
+}
+
+/// What one reload has found so far.
+#[derive(Default)]
+struct Round {
+    /// Loaded (or unchanged) plugins.
+    next: BTreeMap<String, Entry>,
+    /// Plugins that could not be loaded.
+    rejected: BTreeMap<String, Rejected>,
+    /// Plugins loading now.
+    pending: BTreeMap<String, Loading>,
+}
+
+/// A size for a log line: `4.1 MB`.
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
 /// How long after a load the warm-up starts: long enough not to compete for the cores with a
@@ -327,12 +417,10 @@ const WARM_UP_AFTER: std::time::Duration = std::time::Duration::from_millis(100)
 
 /// Compile the schemas the cache vouched for, in the background: the listing did not wait for
 /// them, and no first call should (one that comes first compiles its own tool's, once).
-fn warm_up(catalog: &Catalog) {
-    let cold: Vec<Arc<Tool>> = catalog
-        .tools
-        .values()
+fn warm_up(tools: Vec<Arc<Tool>>) {
+    let cold: Vec<Arc<Tool>> = tools
+        .into_iter()
         .filter(|t| t.schemas.ready().is_none())
-        .cloned()
         .collect();
     if cold.is_empty() {
         return;
@@ -347,136 +435,4 @@ fn warm_up(catalog: &Catalog) {
             }
         });
     });
-}
-
-/// A plugin to load: where it is, and its bytes with their provenance (or why they cannot be had).
-struct Candidate {
-    file: PathBuf,
-    /// The bytes (unless their digest was known without reading them) and where they are from.
-    read: Result<(Option<Vec<u8>>, Provenance), Rejection>,
-}
-
-impl Registry {
-    /// Every enabled plugin: the folder's files, then the configured sources (a source wins over a
-    /// file of the same name, which is ignored with a warning).
-    fn candidates(&self) -> Result<BTreeMap<String, Candidate>, RegistryError> {
-        let mut out = BTreeMap::new();
-        let sourced = |name: &str| {
-            self.config
-                .plugins
-                .get(name)
-                .is_some_and(|p| p.source.is_some())
-        };
-        for (name, path) in scan(&self.config.plugins_dir)? {
-            if self.config.policy(&name).disabled {
-                continue;
-            }
-            if sourced(&name) {
-                tracing::warn!(plugin = %OneLine(&name), file = %OneLine(&path.display().to_string()),
-                    "file ignored: the config gives this plugin a `source`");
-                continue;
-            }
-            let read = load::read_plugin(&self.sandbox, &path).map(|(bytes, digest)| {
-                let provenance = Provenance {
-                    source: path.display().to_string(),
-                    digest,
-                    manifest: None,
-                    signature: None,
-                };
-                (bytes, provenance)
-            });
-            out.insert(name, Candidate { file: path, read });
-        }
-        let sources = &self.config.sources;
-        let mut lock = None;
-        for (name, policy) in &self.config.plugins {
-            let Some(source) = policy.source.as_ref().filter(|_| !policy.disabled) else {
-                continue;
-            };
-            // Read once per reload, so that every plugin sees the same lock.
-            let lock = lock.get_or_insert_with(|| {
-                distribution::read_lock(&sources.lock_path).map_err(|e| e.to_string())
-            });
-            let read = match lock {
-                Ok(lock) => distribution::resolve(sources, lock, name, source)
-                    .map(|r| (Some(r.bytes), r.provenance))
-                    .map_err(Rejection::from),
-                Err(e) => Err(Rejection::Lock(e.clone())),
-            };
-            let file = match &read {
-                Ok((_, p)) => distribution::Store::new(&sources.store_dir).path(&p.digest),
-                Err(_) => PathBuf::from(source.to_string()),
-            };
-            out.insert(name.clone(), Candidate { file, read });
-        }
-        Ok(out)
-    }
-}
-
-/// Build the served catalog; plugins are visited in name order, so the first to claim a name keeps it.
-fn build_catalog(
-    entries: &BTreeMap<String, Entry>,
-    rejected: &BTreeMap<String, Rejected>,
-) -> Catalog {
-    let mut catalog = Catalog::default();
-    for (name, e) in entries {
-        let mut served = Vec::new();
-        let mut hidden = Vec::new();
-        for t in &e.tools {
-            match catalog.tools.get(&t.spec.name) {
-                Some(owner) => {
-                    tracing::warn!(tool = %t.spec.name, plugin = %OneLine(name), owner = %OneLine(&owner.plugin.name),
-                        "tool hidden: another plugin already provides it; set a `prefix` for one of them");
-                    hidden.push((t.spec.name.clone(), owner.plugin.name.clone()));
-                }
-                None => {
-                    served.push(t.spec.name.clone());
-                    catalog.tools.insert(t.spec.name.clone(), t.clone());
-                }
-            }
-        }
-        catalog.plugins.insert(
-            name.clone(),
-            PluginStatus::Loaded {
-                file: e.plugin.path.clone(),
-                tools: served,
-                hidden,
-                from_cache: e.from_cache,
-                load_ms: e.load_ms,
-                provenance: e.plugin.provenance.clone(),
-                generic: e.plugin.prepared.plugin.generic().is_some(),
-                skipped: e.skipped.clone(),
-            },
-        );
-    }
-    for (name, r) in rejected {
-        catalog.plugins.insert(
-            name.clone(),
-            PluginStatus::Rejected {
-                file: r.file.clone(),
-                reason: r.why.reason(),
-                kept_previous: entries.contains_key(name),
-            },
-        );
-    }
-    catalog
-}
-
-/// The `*.wasm` files of the folder, by plugin name (the file stem).
-fn scan(dir: &Path) -> Result<BTreeMap<String, PathBuf>, RegistryError> {
-    let folder_error = |source| RegistryError::Folder {
-        path: dir.display().to_string(),
-        source,
-    };
-    let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).map_err(folder_error)? {
-        let path = entry.map_err(folder_error)?.path();
-        if path.extension().is_some_and(|e| e == "wasm")
-            && path.is_file()
-            && let Some(stem) = path.file_stem().and_then(|s| s.to_str())
-        {
-            out.insert(stem.to_string(), path.clone());
-        }
-    }
-    Ok(out)
 }

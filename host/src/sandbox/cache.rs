@@ -154,6 +154,14 @@ impl CompileCache {
         fs::rename(&tmp, path)
     }
 
+    /// Whether the cache has an entry (code or description) for `content_hash`, unchecked: a hint
+    /// that loading it will not compile, for progress reports.
+    pub(crate) fn has(&self, content_hash: &str) -> bool {
+        ["describe.json", "cwasm"]
+            .iter()
+            .any(|ext| self.path(content_hash, ext).exists())
+    }
+
     /// The cached component for `content_hash`, if an authentic entry exists.
     pub(crate) fn get(&self, engine: &Engine, content_hash: &str) -> Option<Component> {
         let path = self.path(content_hash, "cwasm");

@@ -183,12 +183,26 @@ impl Sandbox {
     /// Linking does not depend on grants: a plugin that imports `wasi:http` loads whether or not it is
     /// granted network, and without a grant each of its requests is refused when it is sent.
     pub fn load(&self, bytes: &[u8]) -> Result<Plugin, SandboxError> {
-        self.load_hashed(bytes, &sha256_hex(bytes))
+        self.load_hashed(bytes, &sha256_hex(bytes), || ())
     }
 
     /// [`Self::load`] for bytes whose SHA-256 (hex) the caller already has.
-    pub fn load_hashed(&self, bytes: &[u8], content_hash: &str) -> Result<Plugin, SandboxError> {
-        self.compiler.load(bytes, content_hash)
+    pub fn load_hashed(
+        &self,
+        bytes: &[u8],
+        content_hash: &str,
+        compiling: impl FnOnce(),
+    ) -> Result<Plugin, SandboxError> {
+        self.compiler.load(bytes, content_hash, compiling)
+    }
+
+    /// Whether the compile cache has an entry for the component with `content_hash`: a hint (the
+    /// entry is not checked) that loading it will not compile.
+    pub fn is_cached(&self, content_hash: &str) -> bool {
+        self.compiler
+            .cache
+            .as_ref()
+            .is_some_and(|c| c.has(content_hash))
     }
 
     /// What the contract plugin with `content_hash` described when it was first loaded, if the

@@ -161,14 +161,23 @@ impl Compiler {
         }
     }
 
-    /// Compile (or load from the cache) and link a component whose SHA-256 (hex) is `content_hash`.
-    pub(crate) fn load(&self, bytes: &[u8], content_hash: &str) -> Result<Plugin, SandboxError> {
+    /// Compile (or load from the cache) and link a component whose SHA-256 (hex) is `content_hash`;
+    /// `compiling` is called first when the cache does not have it.
+    pub(crate) fn load(
+        &self,
+        bytes: &[u8],
+        content_hash: &str,
+        compiling: impl FnOnce(),
+    ) -> Result<Plugin, SandboxError> {
         check_header(bytes)?;
         let cached = self.cached(content_hash);
         let from_cache = cached.is_some();
         let component = match cached {
             Some(c) => c,
-            None => self.compile(bytes, content_hash)?,
+            None => {
+                compiling();
+                self.compile(bytes, content_hash)?
+            }
         };
         let kind = self.link(&component, bytes)?;
         Ok(Plugin {

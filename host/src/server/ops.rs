@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::http::auth::Unauthenticated;
 use super::shared::Shared;
-use crate::registry::PluginStatus;
+use crate::registry::{Catalog, PluginStatus, Start};
 use crate::stats::Exposition;
 
 fn plugin_counts(shared: &Shared) -> (usize, Vec<String>) {
@@ -67,16 +67,26 @@ type Gauge = (
     Vec<(&'static [(&'static str, &'static str)], usize)>,
 );
 
-/// Readiness, for a load balancer: 503 while the state store is configured but not reachable,
-/// and from the start of shutdown (so that the balancer drains this daemon); `/health` stays
-/// liveness.
-pub(crate) async fn ready(State(shared): State<Arc<Shared>>) -> Response {
+/// Readiness, for a load balancer: 503 while the plugins' first load runs (the body says which
+/// are still loading, and which of them compile), while the state store is configured but not
+/// reachable, and from the start of shutdown (so that the balancer drains this daemon); `/health`
+/// stays liveness. A probe without a token learns counts, not plugin names.
+pub(crate) async fn ready(
+    State(shared): State<Arc<Shared>>,
+    probe: Option<axum::Extension<Unauthenticated>>,
+) -> Response {
+    let unavailable = |body: Value| (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
     if shared.pipeline.stopping().is_cancelled() {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "stopping"})),
-        )
-            .into_response();
+        return unavailable(json!({"status": "stopping"}));
+    }
+    let catalog = shared.pipeline.catalog();
+    let loading = loading(&catalog, probe.is_some());
+    if catalog.start != Start::Done {
+        return unavailable(json!({
+            "status": "loading",
+            "tools": catalog.tools.len(),
+            "loading": loading,
+        }));
     }
     let wants = shared.wants_tasks.load(std::sync::atomic::Ordering::SeqCst);
     let store = match shared.tasks() {
@@ -88,13 +98,32 @@ pub(crate) async fn ready(State(shared): State<Arc<Shared>>) -> Response {
         None => Ok(()),
     };
     match store {
-        Ok(()) => Json(json!({"status": "ready"})).into_response(),
-        Err(why) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "unavailable", "state": why})),
-        )
-            .into_response(),
+        Ok(()) if catalog.loading.is_empty() => Json(json!({"status": "ready"})).into_response(),
+        // A reload of changed plugins: the daemon serves (their earlier versions meanwhile).
+        Ok(()) => Json(json!({"status": "ready", "loading": loading})).into_response(),
+        Err(why) => unavailable(json!({"status": "unavailable", "state": why})),
     }
+}
+
+/// What is loading: for an operator, each plugin with how long it has loaded and, when it
+/// compiles, its size; for a probe, how many.
+fn loading(catalog: &Catalog, probe: bool) -> Value {
+    if probe {
+        return json!(catalog.loading.len());
+    }
+    let plugins: Vec<Value> = catalog
+        .loading
+        .iter()
+        .map(|(name, l)| {
+            json!({
+                "plugin": name,
+                "compiling": l.compiling.is_some(),
+                "bytes": l.compiling,
+                "seconds": (l.since.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+            })
+        })
+        .collect();
+    json!(plugins)
 }
 
 /// `/metrics`, as far as the caller sees tools: a caller with a `[[callers]]` profile gets the

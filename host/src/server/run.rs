@@ -134,6 +134,12 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
                 .map_err(|source| ServeError::Bind { addr, source })?;
             // On stderr: the one line a person starting the daemon needs (and tests read the port from).
             eprintln!("toolhost: serving {tools} tools over MCP at http://{local}/mcp");
+            if pipeline.catalog().is_loading() {
+                eprintln!(
+                    "toolhost: plugins are loading; each serves when it is ready (a first start \
+                     compiles them: seconds to a minute). Progress: http://{local}/ready"
+                );
+            }
             if let Some(console) = &console {
                 announce_console(console, local, pipeline.config().auth.is_some());
             }

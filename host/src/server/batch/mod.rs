@@ -113,7 +113,7 @@ async fn tools(
     match name.parse::<Format>() {
         Ok(format) => {
             let caller = caller.as_ref().map(|Extension(c)| c.as_ref());
-            let catalog = api.shared.pipeline.catalog();
+            let catalog = api.shared.pipeline.listing().await;
             let specs = catalog
                 .specs()
                 .filter(|s| api.shared.pipeline.sees(caller, &s.name));

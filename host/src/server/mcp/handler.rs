@@ -100,7 +100,8 @@ impl ServerHandler for McpServer {
             .then(|| request_span("tools/list", None, &context, caller.as_deref()));
         let pipeline = &self.shared.pipeline;
         let sees = |name: &str| pipeline.sees(caller.as_deref(), name);
-        let page = listing::page(&pipeline.catalog(), cursor, PAGE_SIZE, era, sees);
+        let catalog = pipeline.listing().await;
+        let page = listing::page(&catalog, cursor, PAGE_SIZE, era, sees);
         if let Some(cx) = &trace {
             let error = page.as_ref().err().map(|_| "invalid_params");
             end_request_span(cx, "tools/list", None, error, started);
