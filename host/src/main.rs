@@ -17,7 +17,9 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(|| toolhost_policy::text::LogWriter(std::io::stderr()))
         .with_env_filter(
-            EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
+            // toolhost's own info lines (each plugin's compile and load) by default, others' warnings.
+            EnvFilter::try_from_env("TOOLHOST_LOG")
+                .unwrap_or_else(|_| EnvFilter::new("warn,toolhost=info")),
         )
         .init();
     // Files plugins open and HTTP connections are all the daemon's own descriptors, and a soft limit

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::harness::{EVENT_WAIT, Env, wait_for};
+use crate::harness::{EVENT_WAIT, Env, poll, wait_for};
 
 /// How long any one answer may take before a test fails instead of hanging.
 pub(crate) const ANSWER_WAIT: Duration = Duration::from_secs(90);
@@ -54,6 +54,10 @@ fn strip_ansi(text: &str) -> String {
     out
 }
 
+/// How long a daemon's plugins may take to load from an empty compile cache (a Python plugin
+/// compiles for 10-50 s on a loaded two-core machine).
+const LOAD_WAIT: Duration = Duration::from_secs(180);
+
 /// Keep at most this much of the daemon's stderr for failure messages.
 const STDERR_KEEP: usize = 1 << 20;
 
@@ -65,6 +69,50 @@ impl Daemon {
 
     /// [`Self::start`] with extra environment variables for the daemon.
     pub(crate) fn start_env(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Self {
+        // The daemon answers before its plugins are loaded; the tests that do not test that wait
+        // for them, as a person reading its stderr would, and then begin the session (so that
+        // the first load's `tools/list_changed` notifications do not reach them).
+        let mut daemon = Self::spawn(env, extra, vars);
+        let loaded = "toolhost: plugins loaded:";
+        if poll(LOAD_WAIT, || daemon.stderr().contains(loaded).then_some(())).is_none() {
+            panic!(
+                "{loaded:?} not on the daemon's stderr within {LOAD_WAIT:?}:\n{}",
+                daemon.stderr()
+            );
+        }
+        daemon.initialize();
+        daemon
+    }
+
+    /// [`Self::start_env`] without waiting for the plugins to load: initialized, but its plugins
+    /// may still be compiling.
+    pub(crate) fn start_cold(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Self {
+        let mut daemon = Self::spawn(env, extra, vars);
+        daemon.initialize();
+        daemon
+    }
+
+    /// The HTTP address of a daemon started with `--http`.
+    pub(crate) fn http_addr(&self) -> SocketAddr {
+        self.http.expect("the daemon was started without --http")
+    }
+
+    /// Whether a notification with `method` has arrived, waiting for it up to `wait`.
+    pub(crate) fn notified(&mut self, method: &str, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        loop {
+            if self.notifications.iter().any(|n| n["method"] == method) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.next_unsolicited(left).is_none() {
+                return self.notifications.iter().any(|n| n["method"] == method);
+            }
+        }
+    }
+
+    /// `toolhost serve --stdio EXTRA...` in `env`, not yet initialized.
+    fn spawn(env: &Env, extra: &[&str], vars: &[(&str, &str)]) -> Self {
         let mut args = vec!["serve", "--stdio"];
         args.extend_from_slice(extra);
         let mut child = env
@@ -137,6 +185,12 @@ impl Daemon {
                 daemon.stderr()
             );
         }
+        daemon
+    }
+
+    /// Begin the session: `initialize` (protocol 2025-11-25), then `initialized`.
+    fn initialize(&mut self) {
+        let daemon = self;
         let init = daemon.request(
             "initialize",
             json!({
@@ -147,7 +201,6 @@ impl Daemon {
         );
         assert_eq!(init["result"]["serverInfo"]["name"], "toolhost", "{init}");
         daemon.notify("notifications/initialized", None);
-        daemon
     }
 
     /// The daemon's stderr so far (its first MiB), without terminal colour codes.

@@ -42,6 +42,7 @@ mod renames;
 mod sandbox;
 mod services;
 mod soak;
+mod start;
 mod state;
 mod streaming;
 mod tasks;

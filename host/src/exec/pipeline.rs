@@ -32,8 +32,9 @@ use toolhost_policy::task::owner_of;
 /// it): long enough for a large plugin's first compile, within the 60 s clients wait by default.
 const LOAD_WAIT: Duration = Duration::from_secs(45);
 
-/// How long a listing during a start waits for plugins the compile cache knows: they take
-/// milliseconds, so this bounds only a start on a very busy machine.
+/// How long a listing during a start waits for the plugins: a restart (from the compile cache)
+/// and a first start's small plugins load within it, and a client's first `tools/list` still
+/// answers well within the 5 s the most impatient clients wait.
 const LIST_WAIT: Duration = Duration::from_secs(3);
 
 /// Runs calls. Shared by every front end (`Arc<Pipeline>`); all methods take `&self`.
@@ -103,8 +104,8 @@ impl Pipeline {
         self.registry.catalog()
     }
 
-    /// The catalog to list tools from: during a start, once the plugins the compile cache knows
-    /// have joined (at most [`LIST_WAIT`]); plugins that compile join later, announced by
+    /// The catalog to list tools from: during a start, once every plugin is loaded or
+    /// [`LIST_WAIT`] has passed; plugins still compiling then join later, announced by
     /// `tools/list_changed`.
     pub async fn listing(&self) -> Arc<Catalog> {
         self.registry.listing(LIST_WAIT, self.stopping()).await

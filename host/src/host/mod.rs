@@ -120,7 +120,11 @@ impl Host {
         // held it back by as long as the build takes.
         let (tasks, opened) = tokio::join!(
             store::open_tasks(&config, &stop, &background),
-            open_pipeline(config.clone(), config.server.max_concurrent_calls, Plugins::Later)
+            open_pipeline(
+                config.clone(),
+                config.server.max_concurrent_calls,
+                Plugins::Later
+            )
         );
         let (config, sandbox, pipeline) = opened?;
         // The daemon answers at once; each plugin serves as soon as it is loaded.

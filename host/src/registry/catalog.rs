@@ -93,16 +93,6 @@ impl Catalog {
         self.start != Start::Done || !self.loading.is_empty()
     }
 
-    /// Whether a listing should wait for this catalog to grow: during the first load, until every
-    /// plugin left is known to be compiling (the others take milliseconds).
-    pub(super) fn listing_waits(&self) -> bool {
-        match self.start {
-            Start::Scanning => true,
-            Start::Loading => self.loading.values().any(|l| l.compiling.is_none()),
-            Start::Done => false,
-        }
-    }
-
     /// The tool named `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
         self.tools.get(name)
@@ -171,4 +161,3 @@ pub(super) fn build_catalog(
     }
     catalog
 }
-

@@ -41,8 +41,8 @@ use toolhost_policy::text::OneLine;
 use toolhost_policy::tool::ToolSpec;
 use toolhost_policy::wit::Skipped;
 
-pub use self::catalog::{Catalog, Loading, PluginStatus, Start};
 use self::candidates::scan;
+pub use self::catalog::{Catalog, Loading, PluginStatus, Start};
 use self::catalog::{build_catalog, same_tools};
 pub use self::rejection::{DeclarationError, Rejection};
 pub use self::watch::{Watching, watch};
@@ -166,35 +166,55 @@ impl Registry {
     /// The catalog once it serves `tool` or nothing that is loading could bring it, waiting for
     /// loads in progress for at most `bound` (or until `stop`): a call to a plugin that is still
     /// compiling runs when it is ready rather than failing as unknown.
-    pub async fn loaded(&self, tool: &str, bound: Duration, stop: &CancellationToken) -> Arc<Catalog> {
-        self.wait_until(bound, stop, |c| c.get(tool).is_some() || !c.is_loading())
+    pub async fn loaded(
+        &self,
+        tool: &str,
+        bound: Duration,
+        stop: &CancellationToken,
+    ) -> Arc<Catalog> {
+        self.wait_until(Some(bound), stop, |c| {
+            c.get(tool).is_some() || !c.is_loading()
+        })
+        .await
+    }
+
+    /// The catalog to list: during the first load, once it has ended or `bound` has passed (a
+    /// restarted daemon lists every plugin the compile cache knows, and a first start the small
+    /// ones); plugins that are still compiling join later, and `tools/list_changed` says when.
+    pub async fn listing(&self, bound: Duration, stop: &CancellationToken) -> Arc<Catalog> {
+        self.wait_until(Some(bound), stop, |c| c.start == Start::Done)
             .await
     }
 
-    /// The catalog to list: during the first load, once every plugin the compile cache knows is
-    /// in it, waiting at most `bound`; plugins that compile join later (a `tools/list_changed`
-    /// says when). A restarted daemon thus never lists a partial set.
-    pub async fn listing(&self, bound: Duration, stop: &CancellationToken) -> Arc<Catalog> {
-        self.wait_until(bound, stop, |c| !c.listing_waits()).await
+    /// The catalog once the first load has ended (or `stop` fired).
+    pub async fn settled(&self, stop: &CancellationToken) -> Arc<Catalog> {
+        self.wait_until(None, stop, |c| c.start == Start::Done)
+            .await
     }
 
     /// The current catalog once `done` holds for it, or when `bound` passed or `stop` fired.
     async fn wait_until(
         &self,
-        bound: Duration,
+        bound: Option<Duration>,
         stop: &CancellationToken,
         done: impl Fn(&Catalog) -> bool,
     ) -> Arc<Catalog> {
         let mut changes = self.current.subscribe();
-        let deadline = tokio::time::Instant::now() + bound;
+        let deadline = bound.map(|b| tokio::time::Instant::now() + b);
         loop {
             let catalog = changes.borrow_and_update().clone();
             if done(&catalog) {
                 return catalog;
             }
+            let timeout = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 changed = changes.changed() => if changed.is_err() { return catalog },
-                () = tokio::time::sleep_until(deadline) => return self.catalog(),
+                () = timeout => return self.catalog(),
                 () = stop.cancelled() => return self.catalog(),
             }
         }
@@ -222,7 +242,7 @@ impl Registry {
         let mut loaded = self.loaded.lock().await;
         let first = self.catalog().start != Start::Done;
         let before = self.catalog();
-        let candidates = match self.candidates() {
+        let candidates = match candidates::find(&self.sandbox, &self.config).await {
             Ok(c) => c,
             Err(e) => {
                 if first {
@@ -233,7 +253,7 @@ impl Registry {
         };
         let mut round = Round::default();
         let mut jobs = JoinSet::new();
-        let cores = Arc::new(load::Cores::new(crate::system::cores().max(2)));
+        let cores = Arc::new(load::Cores::new(crate::system::cores()));
         let (compiling, mut compiles) = tokio::sync::mpsc::unbounded_channel::<(String, u64)>();
         let mut queue = Vec::new();
         for (name, candidate) in candidates {

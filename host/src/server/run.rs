@@ -13,6 +13,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
+use std::sync::Arc;
+
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinHandle;
@@ -24,6 +26,7 @@ use super::http::listener::{self, ConnLimits};
 use super::mcp::McpServer;
 use super::mcp::legacy;
 use super::mcp::stdio::CancelOnEof;
+use crate::registry::{PluginStatus, Registry, Start};
 
 /// How long the transports get to close after the sessions are ended.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
@@ -123,6 +126,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
     }
 
     let tools = pipeline.catalog().tools.len();
+    announce_loaded(pipeline.registry().clone(), watch_stop.clone());
     let http_task = match options.http {
         None => None,
         Some(addr) => {
@@ -216,4 +220,31 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         tracing::warn!("the stdio session did not close in time");
     }
     Ok(())
+}
+
+/// Say on stderr when the first load of the plugins has ended, and how it went: the line a person
+/// starting the daemon waits for (and tests wait for before they call).
+fn announce_loaded(registry: Arc<Registry>, stop: CancellationToken) {
+    let started = std::time::Instant::now();
+    tokio::spawn(async move {
+        let catalog = registry.settled(&stop).await;
+        if catalog.start != Start::Done {
+            return;
+        }
+        let rejected = catalog
+            .plugins
+            .values()
+            .filter(|s| matches!(s, PluginStatus::Rejected { .. }))
+            .count();
+        let loaded = catalog.plugins.len() - rejected;
+        let rejected = match rejected {
+            0 => String::new(),
+            n => format!("; {n} rejected (`toolhost list` says why)"),
+        };
+        eprintln!(
+            "toolhost: plugins loaded: {} tools from {loaded} plugins in {:.1} s{rejected}",
+            catalog.tools.len(),
+            started.elapsed().as_secs_f64()
+        );
+    });
 }
