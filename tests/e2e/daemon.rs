@@ -92,6 +92,30 @@ impl Daemon {
         daemon
     }
 
+    /// [`Self::start`] without a session: the plugins loaded, nothing sent yet (a 2026-07-28
+    /// client sends no `initialize`).
+    pub(crate) fn start_session_less(env: &Env, extra: &[&str]) -> Self {
+        let daemon = Self::spawn(env, extra, &[]);
+        daemon.wait_loaded();
+        daemon
+    }
+
+    /// Wait for the first load of the daemon's plugins to end.
+    fn wait_loaded(&self) {
+        let loaded = "toolhost: plugins loaded:";
+        if poll(LOAD_WAIT, || self.stderr().contains(loaded).then_some(())).is_none() {
+            panic!(
+                "{loaded:?} not on the daemon's stderr within {LOAD_WAIT:?}:\n{}",
+                self.stderr()
+            );
+        }
+    }
+
+    /// The exit status, if the daemon has exited.
+    pub(crate) fn try_status(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().unwrap()
+    }
+
     /// The HTTP address of a daemon started with `--http`.
     pub(crate) fn http_addr(&self) -> SocketAddr {
         self.http.expect("the daemon was started without --http")

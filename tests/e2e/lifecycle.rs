@@ -93,23 +93,81 @@ fn an_idle_daemon_stays_idle_after_its_plugins_are_read_and_still_reloads_on_cha
 }
 
 #[test]
-fn closing_stdin_cancels_calls_in_flight_and_exits_within_a_second() {
+fn closing_stdin_lets_the_calls_already_sent_finish_then_exits_at_once() {
+    // What `printf <requests> | toolhost serve --stdio` does: every request it sent is answered.
     let env = env("");
     let mut d = Daemon::start(&env, &["--no-watch"]);
-    start_sleep(&mut d, 15_000);
+    let slow = start_sleep(&mut d, 1500);
     env.wait_for_begins(1);
+    d.close_stdin();
+    let answer = d.answer(slow);
+    let answered = Instant::now();
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let status = d.wait(Duration::from_secs(10));
+    let took = answered.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "exited {took:?} after the last answer"
+    );
+    let records = env.audit();
+    let sleep: Vec<&Value> = records.iter().filter(|r| r["tool"] == "sleep").collect();
+    assert_eq!(sleep.len(), 1, "{records:?}");
+    assert_eq!(sleep[0]["outcome"], "ok", "{records:?}");
+    assert_eq!(sleep[0]["call_id"], begins(&env)[0]["call_id"]);
+}
+
+#[test]
+fn closing_stdin_then_sigterm_stops_the_calls_still_running_and_records_them() {
+    let env = env("shutdown-grace-ms = 200\n");
+    let mut d = Daemon::start(&env, &["--no-watch"]);
+    let slow = start_sleep(&mut d, 15_000);
+    env.wait_for_begins(1);
+    d.close_stdin();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(d.try_status().is_none(), "exited with a call still running");
+    let termed = Instant::now();
+    d.signal("TERM");
+    let answer = d.answer(slow);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(d.wait(Duration::from_secs(10)).success());
+    assert!(
+        termed.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        termed.elapsed()
+    );
+    let records = env.audit();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["outcome"], "cancelled", "{records:?}");
+}
+
+#[test]
+fn a_2026_client_listening_for_changes_sees_the_daemon_exit_within_a_second_of_closing_stdin() {
+    let env = env("");
+    let mut d = Daemon::start_session_less(&env, &["--no-watch"]);
+    d.send(&json!({
+        "jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"},
+            },
+            "notifications": { "toolsListChanged": true },
+        }
+    }));
+    // The stream is open: the daemon acknowledges it, or at least has not answered it.
+    let _ = d.next_unsolicited(Duration::from_millis(500));
     let closed = Instant::now();
     d.close_stdin();
     let status = d.wait(Duration::from_secs(10));
     let took = closed.elapsed();
-    eprintln!("exited {took:?} after stdin closed");
     assert!(status.success(), "{status:?}");
-    assert!(took < Duration::from_secs(1), "took {took:?} to exit");
-    let records = env.audit();
-    let sleep: Vec<&Value> = records.iter().filter(|r| r["tool"] == "sleep").collect();
-    assert_eq!(sleep.len(), 1, "{records:?}");
-    assert_eq!(sleep[0]["outcome"], "cancelled", "{records:?}");
-    assert_eq!(sleep[0]["call_id"], begins(&env)[0]["call_id"]);
+    assert!(
+        took < Duration::from_secs(1),
+        "took {took:?} to exit:\n{}",
+        d.stderr()
+    );
 }
 
 #[test]

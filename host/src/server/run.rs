@@ -19,13 +19,14 @@ use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::app;
 use super::daemon::Server;
 use super::http::listener::{self, ConnLimits};
 use super::mcp::McpServer;
 use super::mcp::legacy;
-use super::mcp::stdio::CancelOnEof;
+use super::mcp::stdio::FinishOnEof;
 use crate::registry::{PluginStatus, Registry, Start};
 
 /// How long the transports get to close after the sessions are ended.
@@ -170,14 +171,15 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
     };
 
     let stdio_task: Option<JoinHandle<()>> = options.stdio.then(|| {
-        // The stdio session's calls are cancelled the moment its client closes stdin.
-        let session_calls = pipeline.shutdown_token();
+        // When its client closes stdin, the stdio session's calls finish, then the session ends.
+        let (session, running) = (pipeline.shutdown_token(), TaskTracker::new());
         let server = McpServer::with_shared(shared.clone(), states.clone(), None)
-            .with_calls(session_calls.clone());
+            .with_calls(session.clone(), running.clone());
         let (stdin, stdout) = rmcp::transport::stdio_pipes();
         // 2025-11-25 tasks on the wire (see `legacy`): requests renamed in, results amended out.
         let pending = legacy::Pending::default();
-        let stdin = legacy::StdioIn::new(CancelOnEof::new(stdin, session_calls), pending.clone());
+        let stdin = FinishOnEof::new(stdin, session, running);
+        let stdin = legacy::StdioIn::new(stdin, pending.clone());
         let stdout = legacy::StdioOut::new(stdout, pending, shared.clone());
         let ct = mcp_stop.child_token();
         let stop = stop.clone();

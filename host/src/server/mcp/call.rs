@@ -4,6 +4,7 @@
 
 use std::future::pending;
 use std::sync::Arc;
+use tokio_util::task::TaskTracker;
 
 use rmcp::ErrorData;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, ProtocolVersion};
@@ -26,6 +27,8 @@ impl McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Counted until its answer is handed to the transport.
+        let _running = self.running.as_ref().map(TaskTracker::token);
         let shared = &self.shared;
         let tool = request.name.to_string();
         let arguments = Value::Object(request.arguments.unwrap_or_default());

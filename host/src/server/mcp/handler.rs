@@ -18,6 +18,7 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer, Subscriptio
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::approval::RequestStates;
 use super::listing::{self, PAGE_SIZE};
@@ -46,6 +47,9 @@ pub struct McpServer {
     /// Parent of the cancel token of every call this server runs: the daemon's, or one of its
     /// children that a transport cancels when its client goes away (stdin closed).
     pub(super) calls: CancellationToken,
+    /// The calls running in this session, for a transport that lets them finish after its
+    /// client stopped sending (stdin closed); `None` where nobody waits for them.
+    pub(super) running: Option<TaskTracker>,
 }
 
 impl McpServer {
@@ -60,12 +64,15 @@ impl McpServer {
             states,
             call_deadline,
             calls,
+            running: None,
         }
     }
 
-    /// This server, its calls cancelled when `calls` is (which must be a child of the daemon's).
-    pub(crate) fn with_calls(mut self, calls: CancellationToken) -> Self {
+    /// This server, its calls cancelled and its subscriptions ended when `calls` is (which must
+    /// be a child of the daemon's), each call counted in `running` while it runs.
+    pub(crate) fn with_calls(mut self, calls: CancellationToken, running: TaskTracker) -> Self {
         self.calls = calls;
+        self.running = Some(running);
         self
     }
 }
@@ -300,6 +307,8 @@ impl ServerHandler for McpServer {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
                 () = self.shared.pipeline.stopping().cancelled() => return Ok(()),
+                // The session is over (its client closed stdin and its calls have finished).
+                () = self.calls.cancelled() => return Ok(()),
                 changed = changes.changed() => {
                     if changed.is_err() {
                         return Ok(());
