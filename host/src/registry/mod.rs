@@ -13,6 +13,7 @@ mod check;
 mod load;
 mod rejection;
 mod schemas;
+mod sections;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -33,6 +34,7 @@ use toolhost_policy::tool::ToolSpec;
 use toolhost_policy::wit::Skipped;
 
 pub use self::rejection::{DeclarationError, Rejection};
+pub use self::sections::UnknownSection;
 pub use self::watch::{Watching, watch};
 
 /// Largest plugin file accepted.
@@ -147,6 +149,10 @@ pub enum RegistryError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// At start, `[plugins.NAME]` sections that name no plugin (a typo, most likely): a bad
+    /// configuration, as much as an unknown key.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    UnknownSections(Vec<UnknownSection>),
 }
 
 /// A loaded plugin with all the tools it declared (hidden ones too), kept between reloads.
@@ -185,6 +191,11 @@ impl Registry {
             loaded: tokio::sync::Mutex::new(BTreeMap::new()),
             changes: tokio_watch::channel(0).0,
         };
+        let unknown =
+            sections::unknown_sections(&registry.config, &scan(&registry.config.plugins_dir)?);
+        if !unknown.is_empty() {
+            return Err(RegistryError::UnknownSections(unknown));
+        }
         registry.reload().await?;
         Ok(registry)
     }
@@ -361,13 +372,18 @@ impl Registry {
     /// file of the same name, which is ignored with a warning).
     fn candidates(&self) -> Result<BTreeMap<String, Candidate>, RegistryError> {
         let mut out = BTreeMap::new();
+        let files = scan(&self.config.plugins_dir)?;
+        // At start these stopped the daemon (`open`); a file removed since is worth a warning only.
+        for unknown in sections::unknown_sections(&self.config, &files) {
+            tracing::warn!("{unknown}; its settings apply to nothing until the file returns");
+        }
         let sourced = |name: &str| {
             self.config
                 .plugins
                 .get(name)
                 .is_some_and(|p| p.source.is_some())
         };
-        for (name, path) in scan(&self.config.plugins_dir)? {
+        for (name, path) in files {
             if self.config.policy(&name).disabled {
                 continue;
             }
