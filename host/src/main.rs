@@ -5,6 +5,7 @@
 
 mod cli;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -14,12 +15,13 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     // Logs go to stderr only: stdout belongs to results and, for `serve --stdio`, to MCP messages.
     // One event, one line: plugin text in a message cannot forge lines or steer the terminal.
+    // Colour only for a terminal: a file or a log collector would get escape codes.
     tracing_subscriber::fmt()
         .with_writer(|| toolhost_policy::text::LogWriter(std::io::stderr()))
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
-            // toolhost's own info lines (each plugin's compile and load) by default, others' warnings.
             EnvFilter::try_from_env("TOOLHOST_LOG")
-                .unwrap_or_else(|_| EnvFilter::new("warn,toolhost=info")),
+                .unwrap_or_else(|_| EnvFilter::new(cli.default_log())),
         )
         .init();
     // Files plugins open and HTTP connections are all the daemon's own descriptors, and a soft limit

@@ -190,3 +190,134 @@ fn an_error_says_its_cause_once_and_a_bad_listen_address_names_the_forms() {
         "{err}"
     );
 }
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(head.status.success(), "the tests run in a git checkout");
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    let env = Env::new(&["echo"], "");
+    let out = env.run(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = format!(
+        "toolhost {} (commit {}",
+        env!("CARGO_PKG_VERSION"),
+        &head[..12]
+    );
+    assert!(
+        text.starts_with(&want),
+        "{text:?} should start with {want:?}"
+    );
+}
+
+#[test]
+fn a_section_naming_no_plugin_stops_the_start_and_lists_the_plugins_there_are() {
+    let env = Env::new(&["echo", "fs"], "[plugins.fss]\ndisabled = true\n");
+    let out = env.run(&["list"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("[plugins.fss] names no plugin in ./plugins (have: echo, fs); fix the name"),
+        "{err}"
+    );
+
+    // A plugin deployed while serving may be configured ahead of its file.
+    let env = Env::new(
+        &["echo"],
+        "[plugins.late]\nprefix = \"late_\"\narrives-later = true\n",
+    );
+    let out = env.run(&["list"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn list_shows_every_grant_and_what_the_gate_decides() {
+    let env = Env::new(
+        &["fetch", "fs"],
+        "[permissions]\nmode = \"accept-edits\"\ndeny = [\"write_file(./secret/**)\"]\n\
+         [plugins.fs]\ndirs = [{ host = \"work\", guest = \"/data\", mode = \"rw\" }]\n\
+         [plugins.fetch]\nenv = { FETCH_MODE = \"fast\" }\n\
+         [plugins.fetch.network]\nallow = [\"https://api.example.com\"]\n\
+         [plugins.fetch.secrets.api]\nfrom-file = \"token.txt\"\nheader = \"Authorization\"\n\
+         format = \"Bearer {secret}\"\ndestinations = [\"https://api.example.com\"]\n",
+    );
+    std::fs::write(env.path().join("token.txt"), "tok-9f8e7d").unwrap();
+    let out = env.run(&["list"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("tok-9f8e7d"), "{text}");
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .to_owned()
+    };
+    let fetch = line("fetch");
+    for part in [
+        "env:FETCH_MODE",
+        "net:https://api.example.com",
+        "secret:api (header authorization)",
+    ] {
+        assert!(fetch.contains(part), "{part:?} not in {fetch}");
+    }
+    assert!(
+        line("read_file").contains("gate: allow grants: ./work:rw at /data"),
+        "{text}"
+    );
+    assert!(
+        line("write_file").contains("gate: ask (except: deny `write_file(./secret/**)`)"),
+        "{text}"
+    );
+
+    let out = env.run(&["list", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!doc.to_string().contains("tok-9f8e7d"));
+    let tool = |name: &str| {
+        doc["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let read = tool("read_file");
+    assert_eq!(read["gate"]["mode"], "accept-edits", "{read}");
+    assert_eq!(read["gate"]["decision"], "allow", "{read}");
+    assert_eq!(read["grants"]["dirs"][0]["mode"], "rw", "{read}");
+    assert_eq!(read["grants"]["dirs"][0]["guest"], "/data", "{read}");
+    let write = tool("write_file");
+    assert_eq!(write["gate"]["decision"], "ask", "{write}");
+    assert_eq!(
+        write["gate"]["except"][0], "deny `write_file(./secret/**)`",
+        "{write}"
+    );
+    let fetch = tool("fetch");
+    assert_eq!(fetch["grants"]["env"][0], "FETCH_MODE", "{fetch}");
+    assert_eq!(fetch["grants"]["secrets"][0]["name"], "api", "{fetch}");
+    assert_eq!(
+        fetch["grants"]["secrets"][0]["header"], "authorization",
+        "{fetch}"
+    );
+    assert!(
+        fetch["grants"]["network"]["allow"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("https://api.example.com"),
+        "{fetch}"
+    );
+}

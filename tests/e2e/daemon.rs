@@ -232,6 +232,11 @@ impl Daemon {
         strip_ansi(&self.stderr.lock().unwrap())
     }
 
+    /// The daemon's stderr so far (its first MiB), as written.
+    pub(crate) fn stderr_raw(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
     /// Write raw bytes and a newline to the daemon's stdin.
     pub(crate) fn send_raw(&mut self, bytes: &[u8]) {
         let stdin = self.stdin.as_mut().expect("stdin is open");

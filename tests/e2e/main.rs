@@ -32,6 +32,7 @@ mod hostile;
 mod languages;
 mod layout;
 mod lifecycle;
+mod messages;
 mod network;
 mod oci;
 mod outcomes;

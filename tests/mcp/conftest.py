@@ -61,6 +61,7 @@ fuel = 9000000000000000000
 
 [plugins.late]
 prefix = "late_"
+arrives-later = true
 """
 
 

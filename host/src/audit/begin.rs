@@ -104,6 +104,7 @@ impl BeginRecord {
             truncated: false,
             breaker: Vec::new(),
             detail: None,
+            refused: Vec::new(),
         }
     }
 }

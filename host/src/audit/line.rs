@@ -46,6 +46,7 @@ pub(super) fn end(record: &AuditRecord, keep_input: bool) -> Result<Vec<u8>, ser
         truncated: _,
         breaker: _,
         detail: _,
+        refused: _,
     } = record;
     let mut line = Line::new();
     let head = (record.v, record.event, Some(record.ts_end));
@@ -63,6 +64,9 @@ pub(super) fn end(record: &AuditRecord, keep_input: bool) -> Result<Vec<u8>, ser
     }
     if let Some(detail) = &record.detail {
         line.str("detail", detail);
+    }
+    if !record.refused.is_empty() {
+        line.serde("refused", &record.refused)?;
     }
     Ok(line.finish())
 }

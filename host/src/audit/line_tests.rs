@@ -176,6 +176,7 @@ fn every_decision_outcome_and_absent_field_is_written_as_serde_writes_it() {
     assert_same(&AuditRecord {
         input: Some(json!({"url": "https://example.com"})),
         detail: Some("cannot open granted directory '/srv/x': No such file".into()),
+        refused: vec!["no directory grant covers /etc/hosts; grant it with [plugins.fs] …".into()],
         breaker: vec![BreakerNote {
             event: "opened".into(),
             kind: Some(ErrorKind::Timeout),
@@ -222,6 +223,7 @@ fn hostile_strings_are_escaped_as_serde_escapes_them() {
             decision: Decision::Denied { by: s.into() },
             coercions: vec![s.into(), s.into()],
             detail: Some(s.into()),
+            refused: vec![s.into(), s.into()],
             ..sample()
         });
     }

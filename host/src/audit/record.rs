@@ -106,6 +106,11 @@ pub struct AuditRecord {
     /// that could not be opened, with its host path and the OS error). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// What the sandbox refused or could not do of what the plugin asked, the first few, each
+    /// naming the grant that would allow it: a path no directory grant covers, a request outside
+    /// the network allowlist. The guest saw only an error code. Absent when nothing was refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
 }
 
 impl AuditRecord {
@@ -146,6 +151,7 @@ impl AuditRecord {
             truncated: false,
             breaker: Vec::new(),
             detail: None,
+            refused: Vec::new(),
         }
     }
 
@@ -388,6 +394,7 @@ pub(super) mod tests {
             truncated: false,
             breaker: Vec::new(),
             detail: None,
+            refused: Vec::new(),
         }
     }
 

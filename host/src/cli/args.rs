@@ -10,7 +10,7 @@ use toolhost_policy::gate::Mode;
 
 /// Hosts AI agent tools as sandboxed WebAssembly components.
 #[derive(Parser, Debug)]
-#[command(name = "toolhost", version, about)]
+#[command(name = "toolhost", version = env!("TOOLHOST_VERSION_LINE"), about)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(super) global: Global,

@@ -9,6 +9,7 @@
 use std::io::ErrorKind;
 
 use toolhost::host::HostError;
+use toolhost::registry::RegistryError;
 use toolhost::server::ServeError;
 use toolhost_policy::config::ConfigError;
 
@@ -93,7 +94,11 @@ impl Failure {
             | Self::Docs(_)
             | Self::Target(_)
             | Self::Key(_)
-            | Self::Host(HostError::Telemetry(_) | HostError::State(_)) => 2,
+            | Self::Host(
+                HostError::Telemetry(_)
+                | HostError::State(_)
+                | HostError::Registry(RegistryError::UnknownSections(_)),
+            ) => 2,
             Self::Scaffold(e) => match e {
                 toolhost::scaffold::ScaffoldError::Io { .. } => 3,
                 _ => 2,

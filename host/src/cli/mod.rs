@@ -5,6 +5,7 @@
 mod approver;
 mod args;
 mod failure;
+mod listing;
 mod publishing;
 mod rendering;
 
@@ -27,9 +28,20 @@ pub(crate) use self::args::Cli;
 use self::args::Command;
 pub(crate) use self::failure::Failure;
 use self::failure::usage;
-use self::rendering::{inspect, list, show_audit};
+use self::listing::list;
+use self::rendering::{inspect, show_audit};
 
 impl Cli {
+    /// The log filter when `TOOLHOST_LOG` is unset: warnings, and for `serve` toolhost's own info
+    /// lines (each plugin's compile and load, one line per call: [`toolhost::exec::CALL_LOG`]);
+    /// a one-shot command prints its outcome itself.
+    pub(crate) fn default_log(&self) -> String {
+        match self.command {
+            Command::Serve { .. } => "warn,toolhost=info".to_owned(),
+            _ => "warn".to_owned(),
+        }
+    }
+
     /// Run the command; `Ok(code)` for normal exits (0 or 1).
     pub(crate) async fn run(self) -> Result<u8, Failure> {
         // `new` only writes files: a broken toolhost.toml in the current directory must not stop it.

@@ -1,149 +1,15 @@
-//! What the commands print: the tool table, a component's inspection, the audit log. Every name
+//! What the commands print: a component's inspection, the audit log (the tool table is `listing`'s). Every name
 //! and text that comes from a plugin or a file is escaped before it reaches the terminal.
 
 use std::io::Write;
 
 use serde_json::Value;
 
-use super::{Failure, print_json, usage};
+use super::{Failure, usage};
 use toolhost::audit::{self, Filter};
 use toolhost::host::Host;
-use toolhost::registry::{PluginStatus, Registry};
 use toolhost_policy::config::Config;
 use toolhost_policy::text::one_line;
-
-/// `list`: the tools with their plugin, hints and grants, then every rejected plugin and hidden tool.
-pub(super) fn list(registry: &Registry, json: bool) -> Result<u8, Failure> {
-    let catalog = registry.catalog();
-    let config = registry.config();
-    if json {
-        let tools: Vec<Value> = catalog
-            .tools
-            .values()
-            .map(|t| {
-                let p = &t.plugin.policy;
-                serde_json::json!({
-                    "name": t.spec.name,
-                    "plugin": t.plugin.name,
-                    "title": t.spec.title,
-                    "description": t.spec.description,
-                    "hints": t.spec.hints,
-                    "permission_subject": t.spec.permission_subject,
-                    "input_schema": t.spec.input_schema,
-                    "output_schema": t.spec.output_schema,
-                    "grants": {
-                        "dirs": p.grants.dirs.iter().map(|d| serde_json::json!({
-                            "host": d.host, "guest": d.guest, "read_only": d.read_only,
-                        })).collect::<Vec<_>>(),
-                        "env": p.grants.env.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-                    },
-                })
-            })
-            .collect();
-        let out = serde_json::json!({ "tools": tools, "plugins": catalog.plugins });
-        print_json(&out)?;
-        return Ok(0);
-    }
-    let mut out = String::new();
-    for t in catalog.tools.values() {
-        let h = t.spec.hints;
-        let hints: Vec<&str> = [
-            (h.read_only, "read-only"),
-            (h.destructive, "destructive"),
-            (h.idempotent, "idempotent"),
-            (h.open_world, "open-world"),
-        ]
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect();
-        let grants: Vec<String> = t
-            .plugin
-            .policy
-            .grants
-            .dirs
-            .iter()
-            .map(|d| {
-                format!(
-                    "{}:{}",
-                    one_line(&d.host.display().to_string()),
-                    if d.read_only { "ro" } else { "rw" }
-                )
-            })
-            .chain(
-                t.plugin
-                    .policy
-                    .grants
-                    .env
-                    .iter()
-                    .map(|(k, _)| format!("env:{}", one_line(k))),
-            )
-            .collect();
-        out.push_str(&format!(
-            "{:<20} {:<10} [{}] grants: {}\n    {}\n",
-            t.spec.name,
-            one_line(&t.plugin.name),
-            hints.join(", "),
-            if grants.is_empty() {
-                "none".into()
-            } else {
-                grants.join(", ")
-            },
-            one_line(t.spec.description.lines().next().unwrap_or_default())
-        ));
-    }
-    for (name, status) in &catalog.plugins {
-        match status {
-            PluginStatus::Rejected { reason, .. } => {
-                out.push_str(&format!(
-                    "plugin {} rejected: {}\n",
-                    one_line(name),
-                    one_line(reason)
-                ));
-            }
-            PluginStatus::Loaded {
-                hidden,
-                provenance,
-                skipped,
-                ..
-            } => {
-                let signature = provenance
-                    .signature
-                    .as_ref()
-                    .map(|s| format!(", {s}"))
-                    .unwrap_or_default();
-                out.push_str(&format!(
-                    "plugin {} from {} {}{signature}\n",
-                    one_line(name),
-                    one_line(&provenance.source),
-                    provenance.digest
-                ));
-                for (tool, owner) in hidden {
-                    out.push_str(&format!(
-                        "plugin {}: tool {tool} hidden (plugin {} provides it; set a prefix)\n",
-                        one_line(name),
-                        one_line(owner)
-                    ));
-                }
-                for s in skipped {
-                    out.push_str(&format!(
-                        "plugin {}: function {} not served: {}\n",
-                        one_line(name),
-                        one_line(&s.export),
-                        one_line(&s.reason)
-                    ));
-                }
-            }
-        }
-    }
-    if catalog.tools.is_empty() {
-        let dir = config.plugins_dir.display().to_string();
-        out.push_str(&format!("no tools in {}\n", one_line(&dir)));
-    }
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(out.as_bytes())?;
-    stdout.flush()?;
-    Ok(0)
-}
 
 /// `inspect`: a component's imports and exports, whether it loads, and for a generic component the
 /// tools (with their schemas) its exported functions become and the functions that cannot be tools.

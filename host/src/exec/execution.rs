@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::pipeline::Pipeline;
 use super::recorder::Finished;
 use super::request::CallRequest;
-use super::shape::{self, audit_unavailable, error, network_notes};
+use super::shape::{self, audit_unavailable, error, file_notes, network_notes};
 use super::timing::{SandboxTimes, Stage, Stopwatch};
 use crate::audit::{AuditRecord, Decision as AuditDecision};
 use crate::registry::Tool;
@@ -84,7 +84,8 @@ impl Pipeline {
             ),
             Ok(Err(GuestError::Failed(m))) => {
                 let mut text = format!(
-                    "Tool '{name}' failed: {m}{}",
+                    "Tool '{name}' failed: {m}{}{}",
+                    file_notes(&report.files),
                     network_notes(&report.network)
                 );
                 let cut = shape::truncate(&mut text, plugin.policy.output_bytes);
@@ -106,11 +107,15 @@ impl Pipeline {
                         "the call could not be set up: {}", OneLine(why));
                     detail = Some(why.clone());
                 }
-                let text = shape::run_error(name, &e) + &network_notes(&report.network);
+                let text = shape::run_error(name, &e)
+                    + &file_notes(&report.files)
+                    + &network_notes(&report.network);
                 (error(call_id, kind, text), false)
             }
         };
         clock.mark(Stage::Shape);
+        let mut refused = report.files;
+        refused.extend(report.network);
         Finished {
             outcome,
             fuel,
@@ -118,6 +123,7 @@ impl Pipeline {
             truncated,
             admitted: None,
             detail,
+            refused,
         }
     }
 }

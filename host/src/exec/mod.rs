@@ -23,6 +23,7 @@ pub use self::health::ToolsHealth;
 pub use self::live::{Live, LiveEvent, NotRunning, RECENT, RunningView, caller_name};
 pub use self::pipeline::Pipeline;
 pub use self::questions::{AnswerError, Question, Questions, Subject, Verdict, digest};
+pub use self::recorder::CALL_LOG;
 pub use self::request::CallRequest;
 pub use self::timing::StageTimes;
 pub use toolhost_policy::call::{

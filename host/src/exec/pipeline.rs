@@ -29,8 +29,9 @@ use toolhost_policy::config::Config;
 use toolhost_policy::task::owner_of;
 
 /// How long a call to a tool that is not served waits while plugins load (one of them may bring
-/// it): long enough for a large plugin's first compile, within the 60 s clients wait by default.
-const LOAD_WAIT: Duration = Duration::from_secs(45);
+/// it): long enough for the last of several large plugins' first compiles on a busy machine. A
+/// client that gives up first cancels its call, which ends the wait.
+const LOAD_WAIT: Duration = Duration::from_secs(90);
 
 /// How long a listing during a start waits for the plugins: a restart (from the compile cache)
 /// and a first start's small plugins load within it, and a client's first `tools/list` still

@@ -1,14 +1,22 @@
 //! The one recorder: every outcome, run or refused, leaves here as one end record in the audit
 //! log, one count in the stats and, when telemetry is on, its metrics and stage spans, always with
-//! the caller. Nothing else in the daemon writes a call's end.
+//! the caller, and one log line (target [`CALL_LOG`]). Nothing else in the daemon writes a call's end.
+
+use std::fmt;
+use std::time::Duration;
 
 use super::pipeline::Pipeline;
 use super::shape::error;
 use super::timing::{StageTimes, Stopwatch};
-use crate::audit::AuditRecord;
+use crate::audit::{AuditRecord, Decision};
 use crate::stats::UNKNOWN_TOOL;
 use crate::telemetry;
 use toolhost_policy::call::{CallOutcome, ErrorKind};
+use toolhost_policy::text::OneLine;
+
+/// The log target of the one line per finished call. `serve` logs it by default (at `info`), so an
+/// operator sees the calls go by without reading the audit log; `TOOLHOST_LOG` decides otherwise.
+pub const CALL_LOG: &str = "toolhost::call";
 
 use super::health::Admitted;
 use super::request::CallRequest;
@@ -24,6 +32,9 @@ pub(super) struct Finished {
     /// What the operator should know and the caller was told only in general terms (why a call
     /// could not be set up: host paths, OS errors), for the audit record.
     pub(super) detail: Option<String>,
+    /// What the sandbox refused or could not do of the plugin's requests (paths no grant covers,
+    /// network requests), for the audit record.
+    pub(super) refused: Vec<String>,
 }
 
 impl Finished {
@@ -36,6 +47,7 @@ impl Finished {
             truncated: false,
             admitted: None,
             detail: None,
+            refused: Vec::new(),
         }
     }
 }
@@ -84,8 +96,13 @@ impl Pipeline {
         record.output_bytes = finished.outcome.content.len() as u64;
         record.truncated = finished.truncated;
         record.detail = finished.detail.take();
+        record.refused = std::mem::take(&mut finished.refused);
         record.finish(kind, elapsed);
         let _ = self.audit().write(&record); // failures are logged by the writer; `run` refuses when configured to
+        // Formats nothing unless the target is on (tracing checks the level first).
+        tracing::info!(target: CALL_LOG, call_id = %record.call_id, via = %record.origin, tool = %OneLine(&record.tool),
+            caller = %CallerName(record.caller.as_ref()), decision = %decision_word(&record.decision),
+            outcome = %OutcomeWord(kind), ms = %Millis(elapsed), "call");
         self.live().end(&record);
         // Metrics are labelled by catalogue names only: a call that found no tool (a made-up or
         // hidden name, or one refused before the lookup) counts under one fixed label, so that
@@ -106,5 +123,54 @@ impl Pipeline {
             telemetry::record_call(label, error, finished.fuel, finished.peak_memory);
         }
         (finished.outcome, times)
+    }
+}
+
+/// The gate's decision in one word, for the call's log line (the audit record has the rule).
+fn decision_word(d: &Decision) -> &'static str {
+    match d {
+        Decision::Allowed { .. } => "allow",
+        Decision::Denied { .. } => "deny",
+        Decision::Asking => "asking",
+        Decision::Asked { answer: true, .. } => "ask:approved",
+        Decision::Asked { answer: false, .. } => "ask:declined",
+        Decision::Unanswered { .. } => "ask:unanswered",
+        Decision::Mismatched => "ask:mismatched",
+        Decision::Deferred => "ask:deferred",
+        Decision::NotReached => "not-reached",
+    }
+}
+
+/// Who called, as the console names callers ([`super::caller_name`]), without allocating.
+struct CallerName<'a>(Option<&'a toolhost_policy::caller::Caller>);
+
+impl fmt::Display for CallerName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(c) => write!(f, "{}", OneLine(&c.to_string())),
+            None => f.write_str("(no token)"),
+        }
+    }
+}
+
+/// `ok`, or `error:KIND` (`cancelled`, `input_required` as such).
+struct OutcomeWord(Option<ErrorKind>);
+
+impl fmt::Display for OutcomeWord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            None => f.write_str("ok"),
+            Some(k @ (ErrorKind::Cancelled | ErrorKind::InputRequired)) => f.write_str(k.as_str()),
+            Some(k) => write!(f, "error:{}", k.as_str()),
+        }
+    }
+}
+
+/// A duration in milliseconds, one decimal.
+struct Millis(Duration);
+
+impl fmt::Display for Millis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.1}", self.0.as_secs_f64() * 1000.0)
     }
 }

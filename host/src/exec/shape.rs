@@ -203,6 +203,17 @@ pub(super) fn network_notes(notes: &[String]) -> String {
     text
 }
 
+/// The paths of a failed call that no directory grant covers, each with the grant that would,
+/// for the model and its user: the guest saw only EACCES, and its own message says no more.
+pub(super) fn file_notes(notes: &[String]) -> String {
+    let mut text = String::new();
+    for note in notes {
+        text.push_str("\ntoolhost: ");
+        text.push_str(note);
+    }
+    text
+}
+
 /// The message for a call the caller cancelled.
 pub(super) fn cancelled(tool: &str) -> String {
     format!("The call to '{tool}' was cancelled.")

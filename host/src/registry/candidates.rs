@@ -38,7 +38,12 @@ fn candidates(
 ) -> Result<BTreeMap<String, Candidate>, RegistryError> {
     let mut out = BTreeMap::new();
     let sourced = |name: &str| config.plugins.get(name).is_some_and(|p| p.source.is_some());
-    for (name, path) in scan(&config.plugins_dir)? {
+    let files = scan(&config.plugins_dir)?;
+    // At start these stopped the daemon (`Registry::new`); a file removed since is worth a warning.
+    for unknown in super::sections::unknown_sections(config, &files) {
+        tracing::warn!("{unknown}; its settings apply to nothing until the file returns");
+    }
+    for (name, path) in files {
         if config.policy(&name).disabled {
             continue;
         }

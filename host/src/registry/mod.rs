@@ -21,6 +21,7 @@ mod check;
 mod load;
 mod rejection;
 mod schemas;
+mod sections;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -45,6 +46,7 @@ use self::candidates::scan;
 pub use self::catalog::{Catalog, Loading, PluginStatus, Start};
 use self::catalog::{build_catalog, same_tools};
 pub use self::rejection::{DeclarationError, Rejection};
+pub use self::sections::UnknownSection;
 pub use self::watch::{Watching, watch};
 
 /// Largest plugin file accepted.
@@ -103,6 +105,10 @@ pub enum RegistryError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// At start, `[plugins.NAME]` sections that name no plugin (a typo, most likely): a bad
+    /// configuration, as much as an unknown key.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    UnknownSections(Vec<UnknownSection>),
 }
 
 /// A loaded plugin with all the tools it declared (hidden ones too), kept between reloads.
@@ -144,7 +150,10 @@ impl Registry {
     /// loaded: [`Self::reload`] loads them, publishing each as it is ready. The plugins folder
     /// must be readable now, so that a wrong `--plugins` still fails the start.
     pub fn new(sandbox: Arc<Sandbox>, config: Arc<Config>) -> Result<Self, RegistryError> {
-        scan(&config.plugins_dir)?;
+        let unknown = sections::unknown_sections(&config, &scan(&config.plugins_dir)?);
+        if !unknown.is_empty() {
+            return Err(RegistryError::UnknownSections(unknown));
+        }
         let empty = Catalog {
             start: Start::Scanning,
             ..Catalog::default()

@@ -100,6 +100,9 @@ pub struct RunReport<T> {
     /// Why the host refused or failed the plugin's outgoing requests (the guest got only a
     /// `wasi:http` code), so that the model can be told; the first few, in order.
     pub network: Vec<String>,
+    /// Paths the plugin reached that no directory grant covers, each with the grant that would
+    /// cover it (the guest got only EACCES); the first few, in order.
+    pub files: Vec<String>,
 }
 
 impl<T> RunReport<T> {
@@ -122,6 +125,7 @@ impl<T> RunReport<T> {
             instance: Duration::ZERO,
             store_drop: Duration::ZERO,
             network: Vec::new(),
+            files: Vec::new(),
         }
     }
 }

@@ -112,6 +112,7 @@ impl Secrets {
             stdout: r.redact(report.stdout),
             stderr: r.redact(report.stderr),
             network: report.network.into_iter().map(|n| r.redact(n)).collect(),
+            files: report.files.into_iter().map(|n| r.redact(n)).collect(),
             ..report
         }
     }

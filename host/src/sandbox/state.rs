@@ -114,6 +114,13 @@ impl Capabilities {
     }
 }
 
+impl State {
+    /// Why the call's file operations were refused (paths no grant covers), taken.
+    pub(crate) fn take_file_notes(&mut self) -> Vec<String> {
+        self.files.take_notes()
+    }
+}
+
 /// Link capability `C`; an error names it.
 fn link<C: Capability<State>>(linker: &mut Linker<State>) -> Result<(), CapabilityError> {
     C::link(linker).map_err(|e| CapabilityError::new(C::NAME, format!("cannot link: {e:#}")))

@@ -118,6 +118,7 @@ impl FreshStore {
         let fuel_used = fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         let peak_memory = store.data().limiter.peak as u64;
         let network = store.data().net.take_notes();
+        let files = store.data_mut().take_file_notes();
         let (out, out_dropped) = stdout.take();
         let (err, err_dropped) = stderr.take();
         let result = result.map_err(|e| match e {
@@ -140,6 +141,7 @@ impl FreshStore {
             instance,
             store_drop: dropping.elapsed(),
             network,
+            files,
         }
     }
 }

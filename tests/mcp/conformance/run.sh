@@ -89,6 +89,7 @@ dirs = [{ host = "requests", mode = "rw" }]
 
 [plugins.spare]
 prefix = "spare_"
+arrives-later = true
 EOF
 
 "$bin" --config "$work/toolhost.toml" serve --http 127.0.0.1:0 2> "$work/daemon.log" &

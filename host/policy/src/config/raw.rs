@@ -189,6 +189,10 @@ pub struct RawPlugin {
     /// Skip this plugin.
     #[serde(default)]
     pub disabled: bool,
+    /// Its file is deployed into the plugins folder while the daemon serves: a section naming no
+    /// file is otherwise refused at start, as a likely typo.
+    #[serde(default)]
+    pub arrives_later: bool,
     /// Outgoing HTTP by allowlist; without it the plugin has no network at all.
     pub network: Option<RawNetwork>,
     /// Named secrets, given as env vars or as headers the host adds to requests.

@@ -38,6 +38,8 @@ pub struct PluginPolicy {
     pub permissions: Permissions,
     /// Whether the plugin is skipped.
     pub disabled: bool,
+    /// Whether its file may be missing at start (`arrives-later`): deployed while serving.
+    pub arrives_later: bool,
     /// Where its component comes from, when not from the plugins folder.
     pub source: Option<PluginSource>,
     /// Whether its tools run as tasks.
@@ -173,6 +175,7 @@ impl Config {
                 "permissions",
             )?,
             disabled: false,
+            arrives_later: false,
             source: None,
             task: crate::task::TaskSupport::default_for(defaults.0.timeout),
             tools: BTreeMap::new(),
@@ -222,6 +225,7 @@ impl Config {
                     prefix,
                     permissions,
                     disabled: p.disabled,
+                    arrives_later: p.arrives_later,
                     source: resolve_source(p.source.as_deref(), p.sha256.as_deref(), &key)?,
                     task: p
                         .task

@@ -25,7 +25,7 @@ pub use self::guard::{Denial, PathGuard, Refusal};
 pub use self::limits::InputLimits;
 pub use self::mode::{Mode, UnknownMode};
 pub use self::mounts::{Mounts, Resolved, Unresolved, guest_root};
-pub use self::permission::{CallerRules, PermissionConfig, Permissions};
+pub use self::permission::{CallerRules, PermissionConfig, Permissions, Preview};
 pub use self::rule::{Rule, RuleError, RuleKind, RuleProblem, Scope};
 pub use self::validate::{
     InputValidator, InvalidInput, InvalidOutput, OutputValidator, SchemaError, Validated,

@@ -29,6 +29,9 @@ use super::mounts::Mounts;
 use super::rule::{self, Reach, Rule, RuleError, RuleKind, Scope, Subject};
 use crate::tool::ToolSpec;
 
+mod preview;
+pub use self::preview::Preview;
+
 /// The `[permissions]` of toolhost.toml, globally or for one plugin, as written.
 ///
 /// Unknown keys are rejected, so a misspelt `alow` cannot silently drop a rule; embed it as its

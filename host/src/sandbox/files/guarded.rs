@@ -7,7 +7,8 @@
 //! changes nothing. A rename of a folder is judged by everything it could hold, so renaming an
 //! ancestor of a denied path (to work in it under another name and rename it back) is refused. Every
 //! file opened is judged once more by where it was opened (`/proc/self/fd`). A refusal is `access`
-//! (EACCES), the way a file the OS protects would be; with nothing denied every check is skipped.
+//! (EACCES), the way a file the OS protects would be; with nothing denied every check is skipped,
+//! except the one that a path is beneath a grant at all ([`super::root`]).
 //! Every descriptor the guest opens holds a unit of the daemon-wide budget ([`super::OpenFiles`]).
 
 use wasmtime::component::Resource;
@@ -82,6 +83,9 @@ impl HostDescriptor for GuardedView<'_> {
         &mut self,
         fd: Resource<Descriptor>,
     ) -> FsResult<Resource<types::DirectoryEntryStream>> {
+        if self.files.roots.contains(&fd.rep()) {
+            return Err(self.no_grant("", false));
+        }
         let dir = if self.open() {
             None
         } else {
@@ -105,6 +109,7 @@ impl HostDescriptor for GuardedView<'_> {
         fd: Resource<Descriptor>,
         path: String,
     ) -> FsResult<()> {
+        self.within_grants(&fd, &path, true)?;
         if self.open() {
             return self.fs.create_directory_at(fd, path).await;
         }
@@ -124,6 +129,7 @@ impl HostDescriptor for GuardedView<'_> {
         path_flags: types::PathFlags,
         path: String,
     ) -> FsResult<types::DescriptorStat> {
+        self.within_grants(&fd, &path, false)?;
         if self.open() {
             return self.fs.stat_at(fd, path_flags, path).await;
         }
@@ -145,6 +151,7 @@ impl HostDescriptor for GuardedView<'_> {
         atim: types::NewTimestamp,
         mtim: types::NewTimestamp,
     ) -> FsResult<()> {
+        self.within_grants(&fd, &path, true)?;
         if self.open() {
             return self.fs.set_times_at(fd, path_flags, path, atim, mtim).await;
         }
@@ -166,6 +173,8 @@ impl HostDescriptor for GuardedView<'_> {
         new_descriptor: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
+        self.within_grants(&fd, &old_path, false)?;
+        self.within_grants(&new_descriptor, &new_path, true)?;
         if self.open() {
             return self
                 .fs
@@ -202,6 +211,11 @@ impl HostDescriptor for GuardedView<'_> {
         oflags: types::OpenFlags,
         flags: types::DescriptorFlags,
     ) -> FsResult<Resource<Descriptor>> {
+        let write = oflags.intersects(types::OpenFlags::CREATE | types::OpenFlags::TRUNCATE)
+            || flags.intersects(
+                types::DescriptorFlags::WRITE | types::DescriptorFlags::MUTATE_DIRECTORY,
+            );
+        self.within_grants(&fd, &path, write)?;
         if self.open() {
             self.only_files_and_dirs(&fd, path_flags, &path).await?;
             let unit = self.files.open.take()?;
@@ -234,10 +248,12 @@ impl HostDescriptor for GuardedView<'_> {
         let rep = fd.rep();
         HostDescriptor::drop(&mut self.fs, fd)?;
         self.files.open.opened.remove(&rep);
+        self.forget_root(rep);
         Ok(())
     }
 
     async fn readlink_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<String> {
+        self.within_grants(&fd, &path, false)?;
         if self.open() {
             return self.fs.readlink_at(fd, path).await;
         }
@@ -252,6 +268,7 @@ impl HostDescriptor for GuardedView<'_> {
         fd: Resource<Descriptor>,
         path: String,
     ) -> FsResult<()> {
+        self.within_grants(&fd, &path, true)?;
         if self.open() {
             return self.fs.remove_directory_at(fd, path).await;
         }
@@ -269,6 +286,8 @@ impl HostDescriptor for GuardedView<'_> {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
+        self.within_grants(&fd, &old_path, true)?;
+        self.within_grants(&new_fd, &new_path, true)?;
         if self.open() {
             return self.fs.rename_at(fd, old_path, new_fd, new_path).await;
         }
@@ -301,6 +320,7 @@ impl HostDescriptor for GuardedView<'_> {
         src_path: String,
         dest_path: String,
     ) -> FsResult<()> {
+        self.within_grants(&fd, &dest_path, true)?;
         if self.open() {
             return self.fs.symlink_at(fd, src_path, dest_path).await;
         }
@@ -312,6 +332,7 @@ impl HostDescriptor for GuardedView<'_> {
     }
 
     async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        self.within_grants(&fd, &path, true)?;
         if self.open() {
             return self.fs.unlink_file_at(fd, path).await;
         }
@@ -365,6 +386,7 @@ impl HostDescriptor for GuardedView<'_> {
         path_flags: types::PathFlags,
         path: String,
     ) -> FsResult<types::MetadataHashValue> {
+        self.within_grants(&fd, &path, false)?;
         if self.open() {
             return self.fs.metadata_hash_at(fd, path_flags, path).await;
         }

@@ -3,7 +3,8 @@
 //!
 //! Its phases ([`FilesAndEnv`] implements [`Capability`]):
 //! - link once: WASI 0.2 io, clocks, random and cli, and `wasi:filesystem` (`types` through the
-//!   guard, [`GuardedFs`], and `preopens`);
+//!   guard, [`GuardedFs`], and `preopens`, which adds [`root`]: the root no grant covers, so a
+//!   plugin reaching outside its grants is told which grant is missing);
 //! - validate once, at config load (`toolhost_policy::config`): directories exist, are not
 //!   toolhost's own files, `exclude` entries and env names are sound; a bad one is a config error;
 //! - bind once per plugin, at load ([`FilesBinding`]): the granted dirs and env, and the secrets
@@ -18,14 +19,15 @@
 mod guarded;
 mod open;
 mod pin;
+mod root;
 mod view;
 
+use std::fs::File;
 use std::sync::Arc;
 
 use wasmtime::component::Linker;
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
-use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random};
 use wasmtime_wasi::random::{WasiRandom, WasiRandomView};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiView};
@@ -49,12 +51,20 @@ pub(crate) trait FilesView: WasiView + IoView {
 /// opened files count against.
 pub(crate) struct FilesAndEnv {
     budget: Arc<FileBudget>,
+    /// The root no grant covers ([`root`]); `None` if it could not be made (then a path outside
+    /// the grants fails in the guest, unexplained, as it would without toolhost).
+    root: Option<Arc<File>>,
 }
 
 impl FilesAndEnv {
     /// The capability, its descriptors counted against `budget`.
     pub(crate) fn new(budget: Arc<FileBudget>) -> Self {
-        Self { budget }
+        let root = root::open_root()
+            .inspect_err(|e| {
+                tracing::warn!("cannot make the directory that explains missing grants: {e}");
+            })
+            .ok();
+        Self { budget, root }
     }
 }
 
@@ -114,7 +124,7 @@ impl<S: FilesView + 'static> Capability<S> for FilesAndEnv {
         cli::terminal_stdout::add_to_linker::<S, WasiCli>(l, S::cli)?;
         cli::terminal_stderr::add_to_linker::<S, WasiCli>(l, S::cli)?;
         filesystem::types::add_to_linker::<S, GuardedFs>(l, S::guarded_fs)?;
-        filesystem::preopens::add_to_linker::<S, WasiFilesystem>(l, S::filesystem)?;
+        filesystem::preopens::add_to_linker::<S, GuardedFs>(l, S::guarded_fs)?;
         Ok(())
     }
 
@@ -164,7 +174,12 @@ impl<S: FilesView + 'static> Capability<S> for FilesAndEnv {
                 })
             })?;
         }
-        let files = Files::new(call.io.files.clone(), open, call.apart);
+        let root = if bound.dirs.iter().any(|d| root::at_root(&d.guest)) {
+            None
+        } else {
+            self.root.clone()
+        };
+        let files = Files::new(call.io.files.clone(), open, call.apart, root);
         Ok((b.build(), files))
     }
 }

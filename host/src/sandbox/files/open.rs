@@ -40,6 +40,11 @@ impl OpenFiles {
         self.preopens.len() + self.opened.len()
     }
 
+    /// A unit for one more descriptor, or why there is none.
+    pub(super) fn unit(&self) -> Result<FileUnit, BudgetExhausted> {
+        self.budget.take(self.held())
+    }
+
     pub(super) fn take(&self) -> FsResult<FileUnit> {
         self.budget.take(self.held()).map_err(FsError::trap)
     }

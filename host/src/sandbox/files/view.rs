@@ -3,6 +3,7 @@
 //! whose entries are judged one by one so that denied ones are left out.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,16 +27,35 @@ pub(crate) struct Files {
     pub(super) open: OpenFiles,
     /// Whether file operations block the guest's thread (descriptors opened here do the same).
     pub(super) inline: bool,
+    /// The root no grant covers ([`super::root`]), unless a grant is mounted at the root.
+    pub(super) root: Option<Arc<File>>,
+    /// The table entries the guest holds for the root.
+    pub(super) roots: Vec<u32>,
+    /// Why file operations were refused, for the model: paths no grant covers (the first few).
+    pub(super) notes: Vec<String>,
 }
 
 impl Files {
-    pub(crate) fn new(guard: Arc<PathGuard>, open: OpenFiles, inline: bool) -> Self {
+    pub(crate) fn new(
+        guard: Arc<PathGuard>,
+        open: OpenFiles,
+        inline: bool,
+        root: Option<Arc<File>>,
+    ) -> Self {
         Self {
             guard,
             listings: HashMap::new(),
             open,
             inline,
+            root,
+            roots: Vec::new(),
+            notes: Vec::new(),
         }
+    }
+
+    /// Why this call's file operations were refused so far (paths no grant covers), taken.
+    pub(crate) fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
     }
 }
 
@@ -51,7 +71,7 @@ pub(crate) struct GuardedView<'a> {
     pub(super) fs: WasiFilesystemCtxView<'a>,
     pub(super) files: &'a mut Files,
     /// The plugin's name, for the log line of a refusal.
-    plugin: &'a str,
+    pub(super) plugin: &'a str,
 }
 
 impl<'a> GuardedView<'a> {
