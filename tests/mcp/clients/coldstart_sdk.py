@@ -82,7 +82,12 @@ async def scenario(binary: str, workdir: Path) -> None:
                 fail(NAME, f"negotiated {client.protocol_version}, not the SDK's newest {LATEST_PROTOCOL_VERSION} "
                      f"(the server/discover probe failed and the client fell back) after {t_init:.1f} s", log())
             base = await anyio.to_thread.run_sync(daemon_base, log_path)
+            # The first answers may come before the daemon has read its plugins folder (503, nothing named).
             status0, body0 = await anyio.to_thread.run_sync(ready, base)
+            with anyio.move_on_after(5):
+                while status0 == 503 and not loading_names(body0):
+                    await anyio.sleep(0.05)
+                    status0, body0 = await anyio.to_thread.run_sync(ready, base)
 
             events: list[float] = []
             async with client.listen(tools_list_changed=True) as sub, anyio.create_task_group() as tg:
@@ -132,7 +137,7 @@ async def scenario(binary: str, workdir: Path) -> None:
     print(f"{NAME} /ready: {status0} at connect (loading {', '.join(loading_names(body0)) or 'nothing'}), "
           f"{status1} after the first list (loading {', '.join(loading_names(body1)) or 'nothing'}), {status2} at the end")
     if status0 == 503 and not loading_names(body0):
-        fail(NAME, f"/ready was 503 at connect but named no loading plugin: {body0}")
+        fail(NAME, f"/ready stayed 503 for 5 s after connect without naming a loading plugin: {body0}")
     if status0 != 503:
         if not set(SLOW) <= first:
             fail(NAME, f"/ready was {status0} at connect, but the first list lacked {sorted(set(SLOW) - first)}: {body0}")
@@ -143,6 +148,9 @@ async def scenario(binary: str, workdir: Path) -> None:
         print(f"NOTE {NAME}: the first list already had both big plugins: this machine compiled them within the list wait")
     else:
         fail(NAME, f"/ready said 200 after the first list, yet it lacked {sorted(set(SLOW) - first)}: {body1}")
+    if t_list - t_init >= 2.5:
+        print(f"NOTE {NAME}: the first tools/list took {t_list - t_init:.1f} s although nothing was in the compile "
+              "cache (the daemon waits up to 3 s only for cached plugins)")
 
 
 if __name__ == "__main__":
