@@ -51,6 +51,15 @@ cold_workdir() {
         >"$dir/toolhost.toml"
     echo "$dir"
 }
-timeout --kill-after=10 300 "$root/.venv/bin/python" "$here/coldstart_sdk.py" "$bin" "$(cold_workdir sdk)"
-(cd "$here" && timeout --kill-after=10 300 "$node" coldstart.mjs "$bin" "$(cold_workdir typescript)")
-timeout --kill-after=10 300 "$root/.venv-agents/bin/python" "$here/coldstart_agents.py" "$bin" "$(cold_workdir agents)"
+# One after the other (each compiles on every core), all three even when one fails.
+failed=()
+timeout --kill-after=10 300 "$root/.venv/bin/python" "$here/coldstart_sdk.py" "$bin" "$(cold_workdir sdk)" ||
+    failed+=("python mcp 2.3")
+(cd "$here" && timeout --kill-after=10 300 "$node" coldstart.mjs "$bin" "$(cold_workdir typescript)") ||
+    failed+=("typescript 1.32")
+timeout --kill-after=10 300 "$root/.venv-agents/bin/python" "$here/coldstart_agents.py" "$bin" "$(cold_workdir agents)" ||
+    failed+=("openai-agents")
+if ((${#failed[@]})); then
+    echo "tests/mcp/clients: the cold start failed for: ${failed[*]}" >&2
+    exit 1
+fi
