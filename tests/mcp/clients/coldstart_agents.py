@@ -1,12 +1,13 @@
-"""Cold start (issue #39) with the OpenAI Agents SDK (`openai-agents`, pinned with what it pulls in in
-requirements-agents.txt, in its own venv .venv-agents), over stdio as it launches servers, with every
+"""Cold start (issue #39) with the OpenAI Agents SDK (`openai-agents` 0.24.0 on `mcp` 2.3, pinned with
+what it pulls in in requirements-agents.txt, in its own venv .venv-agents), over stdio as it launches servers, with every
 timeout at its default. No model and no API key: the MCP side of an agent run only.
 
 Why: an agent that starts the daemon itself must get its tools while the daemon compiles a Python and
 a JavaScript plugin for the first time (an empty compile cache: tens of seconds on two cores). What
 this SDK does by default (agents/mcp/server.py of the pinned version), and so what is checked:
 
-- `MCPServerStdio(params)` with its default `client_session_timeout_seconds=5`: every request,
+- `MCPServerStdio(params)` with its default `client_session_timeout_seconds=5` (the default in
+  0.24.0's `MCPServerStdio.__init__`, read again at run time below): every request,
   `tools/call` included, fails after 5 s, with `max_retry_attempts=0` (no retry). Under `mcp` 2.x it
   connects through `mcp.Client(mode="auto")`: the `server/discover` probe (10 s) must succeed, so the
   session ends on the newest protocol its `mcp` speaks (LATEST_PROTOCOL_VERSION, 2026-07-28).
@@ -34,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import sys
+from importlib.metadata import version as package_version
 import time
 from pathlib import Path
 
@@ -54,7 +56,7 @@ from coldstart_common import (  # noqa: E402
     text_of,
 )
 
-NAME = "openai-agents"
+NAME = f"openai-agents {package_version('openai-agents')}"
 # The SDK's default read timeout of a session, read from the installed package: the test must use it.
 DEFAULT_TIMEOUT = inspect.signature(MCPServerStdio.__init__).parameters["client_session_timeout_seconds"].default
 # How long an agent's turns would go on listing before the test gives up on the compile.
