@@ -13,6 +13,8 @@ from pathlib import Path
 
 # The daemon names its address on stderr: "toolhost: serving N tools over MCP at http://ADDR/mcp".
 URL = re.compile(r"at (http://\S+/mcp)")
+# ... and, once the first load of its plugins has ended, "toolhost: plugins loaded: ...".
+LOADED = "toolhost: plugins loaded:"
 
 
 class HttpDaemon:
@@ -39,6 +41,7 @@ class HttpDaemon:
         self.stdout = ""
         self._url: str | None = None
         self._ready = threading.Event()
+        self._loaded = threading.Event()
         # Drained for the daemon's whole life, so that it never blocks on a full pipe.
         threading.Thread(target=self._read_stderr, daemon=True).start()
         if not self._ready.wait(timeout=timeout):
@@ -46,6 +49,10 @@ class HttpDaemon:
             raise AssertionError("toolhost did not start:\n" + self.log())
         if self._url is None:
             raise AssertionError("toolhost exited:\n" + self.log())
+        # The daemon answers before its plugins are loaded; these tests begin once they are.
+        if not self._loaded.wait(timeout=timeout):
+            self.stop()
+            raise AssertionError("toolhost did not load its plugins:\n" + self.log())
 
     def _read_stderr(self) -> None:
         assert self.process.stderr is not None
@@ -55,7 +62,10 @@ class HttpDaemon:
             if match and self._url is None:
                 self._url = match.group(1)
                 self._ready.set()
+            if LOADED in line:
+                self._loaded.set()
         self._ready.set()
+        self._loaded.set()
 
     @property
     def url(self) -> str:

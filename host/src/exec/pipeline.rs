@@ -105,6 +105,12 @@ impl Pipeline {
         self.registry.catalog()
     }
 
+    /// The catalog once it serves `tool`, or nothing loading could bring it (at most
+    /// [`LOAD_WAIT`]): what a front end that must know a tool before the call reads.
+    pub async fn catalog_with(&self, tool: &str) -> Arc<Catalog> {
+        self.registry.loaded(tool, LOAD_WAIT, self.stopping()).await
+    }
+
     /// The catalog to list tools from: during a start, once every plugin is loaded or
     /// [`LIST_WAIT`] has passed; plugins still compiling then join later, announced by
     /// `tools/list_changed`.

@@ -136,6 +136,9 @@ pub struct Registry {
     /// Loaded plugins by name, so that reloads reuse unchanged ones and keep old versions of broken ones.
     loaded: tokio::sync::Mutex<BTreeMap<String, Entry>>,
     changes: tokio_watch::Sender<u64>,
+    /// Whether a listing during the first load answered before it ended: only then has anyone
+    /// seen a partial set that a change must be announced against.
+    listed_early: std::sync::atomic::AtomicBool,
 }
 
 impl Registry {
@@ -164,6 +167,7 @@ impl Registry {
             current: tokio_watch::channel(Arc::new(empty)).0,
             loaded: tokio::sync::Mutex::new(BTreeMap::new()),
             changes: tokio_watch::channel(0).0,
+            listed_early: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -191,8 +195,17 @@ impl Registry {
     /// restarted daemon lists every plugin the compile cache knows, and a first start the small
     /// ones); plugins that are still compiling join later, and `tools/list_changed` says when.
     pub async fn listing(&self, bound: Duration, stop: &CancellationToken) -> Arc<Catalog> {
-        self.wait_until(Some(bound), stop, |c| c.start == Start::Done)
-            .await
+        let catalog = self
+            .wait_until(Some(bound), stop, |c| c.start == Start::Done)
+            .await;
+        if catalog.start == Start::Done {
+            return catalog;
+        }
+        // Marked before the catalog is read again: a plugin published after the read is then
+        // announced, and one published before it is in what this listing answers.
+        self.listed_early
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.catalog()
     }
 
     /// The catalog once the first load has ended (or `stop` fired).
@@ -409,7 +422,10 @@ impl Registry {
         catalog.start = start;
         let catalog = Arc::new(catalog);
         let previous = self.current.send_replace(catalog.clone());
-        if !same_tools(&previous, &catalog) {
+        // During the first load, a change is news only to a client that listed a partial set.
+        let heard = previous.start == Start::Done
+            || self.listed_early.load(std::sync::atomic::Ordering::SeqCst);
+        if heard && !same_tools(&previous, &catalog) {
             self.changes.send_modify(|g| *g += 1);
         }
         serving

@@ -160,7 +160,7 @@ pub(super) async fn offer(
     let modern = context
         .protocol_version()
         .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-    let support = support_for(shared, caller.as_deref(), tool);
+    let support = support_for(shared, caller.as_deref(), tool).await;
     if !modern {
         if support.asked(false) == TaskChoice::Refuse {
             return Err(ErrorData::new(
@@ -213,13 +213,19 @@ pub(super) async fn offer(
 /// `tool`'s task support as `caller` may know it: a tool its profile hides is as unknown as a name
 /// nothing has (`Never`), so that neither "runs only as a task" nor a task created for it reveals
 /// that it exists; the pipeline then answers "unknown tool" as for any other name.
-pub(super) fn support_for(shared: &Shared, caller: Option<&Caller>, tool: &str) -> TaskSupport {
+/// A tool still loading is waited for, as the pipeline waits for it.
+pub(super) async fn support_for(
+    shared: &Shared,
+    caller: Option<&Caller>,
+    tool: &str,
+) -> TaskSupport {
     if !shared.pipeline.sees(caller, tool) {
         return TaskSupport::Never;
     }
     shared
         .pipeline
-        .catalog()
+        .catalog_with(tool)
+        .await
         .get(tool)
         .map_or(TaskSupport::Never, |t| t.plugin.policy.task)
 }

@@ -155,7 +155,7 @@ pub(in crate::server::mcp) async fn answer(
                 .pointer("/task/ttl")
                 .and_then(Value::as_u64)
                 .map(Duration::from_millis);
-            let support = support_for(shared, caller.as_deref(), &tool);
+            let support = support_for(shared, caller.as_deref(), &tool).await;
             if support.asked(true) == TaskChoice::Refuse {
                 return Err(ErrorData::new(
                     ErrorCode::METHOD_NOT_FOUND,
