@@ -14,6 +14,9 @@ scripts/services.sh
 # The OTLP receiver of tests/e2e/telemetry.rs (opentelemetry-proto, in the repository's .venv).
 python_venv .venv tests/telemetry/requirements.txt .telemetry-requirements.sha256
 build_plugins_and_host
+# `scripts/serve.sh --stdio`: stdout is the MCP channel, and nothing but MCP may go there (the build's
+# output goes to stderr). A client that sends `initialize` and closes stdin gets exactly its answer.
+tests/cli/serve-stdio.sh
 cargo test --release --locked
 if [ -x tests/mcp/run.sh ]; then
   tests/mcp/run.sh

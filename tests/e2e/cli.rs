@@ -321,3 +321,29 @@ fn list_shows_every_grant_and_what_the_gate_decides() {
         "{fetch}"
     );
 }
+
+#[test]
+fn list_shows_a_progress_bar_on_a_terminal_and_nothing_on_a_pipe() {
+    let env = Env::new(&["echo", "math"], "");
+    // On a terminal (a pseudo-terminal from util-linux's `script`), with an empty compile cache.
+    let bin = env!("CARGO_BIN_EXE_toolhost");
+    let out = std::process::Command::new("script")
+        .current_dir(env.path())
+        .args(["-qec", &format!("{bin} list"), "/dev/null"])
+        .output()
+        .expect("util-linux `script` runs");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("loading plugins"), "no progress on a terminal:\n{shown}");
+    assert!(shown.contains("calc"), "{shown}");
+    // On a pipe: the listing alone.
+    std::fs::remove_dir_all(env.path().join(".toolhost")).ok();
+    let out = env.run(&["list"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stdout.contains("loading plugins") && !stderr.contains("loading plugins"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "escape codes on a pipe: {stderr:?}");
+}

@@ -6,6 +6,7 @@ mod approver;
 mod args;
 mod failure;
 mod listing;
+mod progress;
 mod publishing;
 mod rendering;
 
@@ -113,7 +114,8 @@ impl Cli {
                 show_audit(&config, &filter, records, json)
             }
             Command::List { json, format } => {
-                let registry = Host::open_registry(config).await?;
+                let registry = Host::registry(config)?;
+                progress::load(&registry).await?;
                 match format {
                     Some(format) => {
                         let tools =

@@ -8,6 +8,7 @@ use toolhost_policy::source::OciRef;
 use toolhost_policy::text::one_line;
 use toolhost_policy::trust::SigningKey;
 
+use super::progress::Bar;
 use super::{Failure, print, usage};
 
 /// `pull`: every source (or the named ones) into the store and the lockfile.
@@ -20,7 +21,13 @@ pub(super) async fn pull(config: &Config, only: &[String], update: bool) -> Resu
             )));
         }
     }
-    let report = distribution::pull(config, only, update).await?;
+    let bar = Bar::new("pulling");
+    let report = distribution::pull(config, only, update, |name, done, total| {
+        bar.set(done, total, &format!("fetching {name}"));
+    })
+    .await;
+    bar.clear();
+    let report = report?;
     for p in &report.pulled {
         let v = &p.provenance;
         let signature = v

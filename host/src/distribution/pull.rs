@@ -44,10 +44,13 @@ pub struct PullReport {
 }
 
 /// Pull the sources of `only` (every plugin with a source, when empty); `update` re-resolves tags.
+/// `next` hears of each plugin as its pull begins: its name, how many were pulled before it, and
+/// how many there are.
 pub async fn pull(
     config: &Config,
     only: &[String],
     update: bool,
+    mut next: impl FnMut(&str, usize, usize),
 ) -> Result<PullReport, SourceError> {
     let sources = &config.sources;
     let old = read_lock(&sources.lock_path)?;
@@ -55,13 +58,14 @@ pub async fn pull(
     let remote = Remote::new(sources)?;
     let store = Store::new(&sources.store_dir);
     let mut report = PullReport::default();
-    for (name, policy) in &config.plugins {
-        let Some(source) = &policy.source else {
-            continue;
-        };
-        if policy.disabled || (!only.is_empty() && !only.contains(name)) {
-            continue;
-        }
+    let wanted: Vec<_> = config
+        .plugins
+        .iter()
+        .filter(|(name, p)| !p.disabled && (only.is_empty() || only.contains(name)))
+        .filter_map(|(name, p)| p.source.as_ref().map(|s| (name, s)))
+        .collect();
+    for (done, (name, source)) in wanted.iter().copied().enumerate() {
+        next(name, done, wanted.len());
         let locked = lock.get(name, &source.to_string()).filter(|_| !update);
         match pull_one(&remote, &store, sources, source, locked).await {
             Ok((entry, pulled)) => {

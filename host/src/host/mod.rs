@@ -79,6 +79,14 @@ impl Host {
         Ok(Registry::open(Arc::new(sandbox), Arc::new(config)).await?)
     }
 
+    /// `config`'s plugins, not loaded yet: [`Registry::reload`] loads them (`list` shows the
+    /// progress meanwhile). The plugins folder must be readable, and every `[plugins.NAME]` name
+    /// a plugin.
+    pub fn registry(config: Config) -> Result<Registry, HostError> {
+        let sandbox = Sandbox::new(&config.engine_options())?;
+        Ok(Registry::new(Arc::new(sandbox), Arc::new(config))?)
+    }
+
     /// What a component imports and exports, and whether it fits the contract, judged by an
     /// engine of its own with default options: `toolhost inspect` looks at the file alone, not at
     /// a host's config. The outer error is the engine's; the inner one says why the file is not a
