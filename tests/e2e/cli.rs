@@ -334,7 +334,10 @@ fn list_shows_a_progress_bar_on_a_terminal_and_nothing_on_a_pipe() {
         .expect("util-linux `script` runs");
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{shown}");
-    assert!(shown.contains("loading plugins"), "no progress on a terminal:\n{shown}");
+    assert!(
+        shown.contains("loading plugins"),
+        "no progress on a terminal:\n{shown}"
+    );
     assert!(shown.contains("calc"), "{shown}");
     // On a pipe: the listing alone.
     std::fs::remove_dir_all(env.path().join(".toolhost")).ok();
@@ -344,6 +347,12 @@ fn list_shows_a_progress_bar_on_a_terminal_and_nothing_on_a_pipe() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stderr}");
-    assert!(!stdout.contains("loading plugins") && !stderr.contains("loading plugins"), "{stderr}");
-    assert!(!stderr.contains('\u{1b}'), "escape codes on a pipe: {stderr:?}");
+    assert!(
+        !stdout.contains("loading plugins") && !stderr.contains("loading plugins"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "escape codes on a pipe: {stderr:?}"
+    );
 }

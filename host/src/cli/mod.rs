@@ -114,7 +114,7 @@ impl Cli {
                 show_audit(&config, &filter, records, json)
             }
             Command::List { json, format } => {
-                let registry = Host::registry(config)?;
+                let registry = Host::unloaded_registry(config)?;
                 progress::load(&registry).await?;
                 match format {
                     Some(format) => {

@@ -43,7 +43,7 @@ impl Bar {
         if let Some(bar) = &self.0 {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
-            bar.set_message(one_line(now));
+            bar.set_message(one_line(now).into_owned());
         }
     }
 

@@ -82,7 +82,7 @@ impl Host {
     /// `config`'s plugins, not loaded yet: [`Registry::reload`] loads them (`list` shows the
     /// progress meanwhile). The plugins folder must be readable, and every `[plugins.NAME]` name
     /// a plugin.
-    pub fn registry(config: Config) -> Result<Registry, HostError> {
+    pub fn unloaded_registry(config: Config) -> Result<Registry, HostError> {
         let sandbox = Sandbox::new(&config.engine_options())?;
         Ok(Registry::new(Arc::new(sandbox), Arc::new(config))?)
     }
