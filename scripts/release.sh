@@ -65,11 +65,15 @@ if [ "$(head -c 4 "$binary" | od -An -c | tr -d ' ')" != '177ELF' ] \
     echo "release: $binary is not an x86-64 ELF executable" >&2
     exit 1
 fi
+# `toolhost --version` says the version, then the commit it was built from: `toolhost 0.1.0 (commit …)`.
 reported="$("$binary" --version)"
-if [ "$reported" != "toolhost $version" ]; then
-    echo "release: $binary says '$reported', expected 'toolhost $version' (host/Cargo.toml)" >&2
-    exit 1
-fi
+case "$reported" in
+    "toolhost $version" | "toolhost $version ("*) ;;
+    *)
+        echo "release: $binary says '$reported', expected 'toolhost $version (commit …)' (host/Cargo.toml)" >&2
+        exit 1
+        ;;
+esac
 
 name="toolhost-$version-$triple"
 work="$(mktemp -d)"

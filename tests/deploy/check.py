@@ -1364,9 +1364,14 @@ def check_release(report: Report, binary: Path) -> None:
             [str(top / "toolhost"), "--version"], capture_output=True, text=True, timeout=30
         )
         report.check(
-            version_run.stdout.strip() == f"toolhost {version}",
+            re.fullmatch(
+                rf"toolhost {re.escape(version)} \(commit [0-9a-f]{{12}}(-dirty)?, \d{{4}}-\d{{2}}-\d{{2}}\)",
+                version_run.stdout.strip(),
+            )
+            is not None,
             w,
-            f"the unpacked `toolhost --version` says {version_run.stdout.strip()!r}, expected 'toolhost {version}'",
+            f"the unpacked `toolhost --version` says {version_run.stdout.strip()!r}, "
+            f"expected 'toolhost {version} (commit <12 hex>, <date>)'",
         )
         print(
             f"    unpacked: {len(files)} files, checksums ok; ./toolhost --version: {version_run.stdout.strip()}"
