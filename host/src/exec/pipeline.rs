@@ -105,15 +105,14 @@ impl Pipeline {
         self.registry.catalog()
     }
 
-    /// The catalog once it serves `tool`, or nothing loading could bring it (at most
-    /// [`LOAD_WAIT`]): what a front end that must know a tool before the call reads.
+    /// The catalog once it serves `tool`, or nothing loading could bring it (waiting at most as
+    /// long as a call does, 90 s): what a front end that must know a tool before the call reads.
     pub async fn catalog_with(&self, tool: &str) -> Arc<Catalog> {
         self.registry.loaded(tool, LOAD_WAIT, self.stopping()).await
     }
 
-    /// The catalog to list tools from: during a start, once every plugin is loaded or
-    /// [`LIST_WAIT`] has passed; plugins still compiling then join later, announced by
-    /// `tools/list_changed`.
+    /// The catalog to list tools from: during a start, once every plugin is loaded or 3 s have
+    /// passed; plugins still compiling then join later, announced by `tools/list_changed`.
     pub async fn listing(&self) -> Arc<Catalog> {
         self.registry.listing(LIST_WAIT, self.stopping()).await
     }

@@ -68,7 +68,7 @@ pub enum Start {
     Scanning,
     /// Every plugin to load is in [`Catalog::loading`] or served.
     Loading,
-    /// The first load has ended (for a registry opened with [`Registry::open`], before it returned).
+    /// The first load has ended (for a registry opened with [`Registry::open`](super::Registry::open), before it returned).
     #[default]
     Done,
 }
