@@ -7,6 +7,7 @@ mod daemon;
     reason = "shared with the host's unit tests (audit), which use other parts of it"
 )]
 mod golden;
+mod grants;
 mod harness;
 #[allow(
     dead_code,

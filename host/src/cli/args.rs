@@ -18,6 +18,17 @@ pub(crate) struct Cli {
     pub(super) command: Command,
 }
 
+/// What `grant` and `revoke` change.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum GrantKind {
+    /// A directory (`dirs`).
+    Dir,
+    /// An outgoing destination (`network.allow`).
+    Network,
+    /// An environment variable (`env`, `env-from-host`).
+    Env,
+}
+
 #[derive(Args, Debug)]
 pub(super) struct Global {
     /// Plugins folder [default: ./plugins, or `plugins-dir` in the config].
@@ -145,6 +156,37 @@ pub(super) enum Command {
         /// Write the result here instead of replacing FILE.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+    },
+    /// Grant a plugin a directory, a network destination or an environment variable in the
+    /// policy file, checked as a start would check it; a serving daemon applies it at once.
+    Grant {
+        /// The plugin.
+        plugin: String,
+        /// What to grant: dir, network or env.
+        kind: GrantKind,
+        /// A directory (PATH), a destination (scheme://host[:port]), or a variable: NAME passes the
+        /// daemon's own through, NAME=VALUE sets a value.
+        value: String,
+        /// A directory: read-write [default: read-only].
+        #[arg(long)]
+        rw: bool,
+        /// A directory: where the plugin sees it [default: ".", or the folder's name when "."
+        /// is taken].
+        #[arg(long, value_name = "PATH")]
+        guest: Option<String>,
+        /// A directory: a path inside it (a glob) the plugin may never touch; repeatable.
+        #[arg(long, value_name = "GLOB")]
+        exclude: Vec<String>,
+    },
+    /// Remove a plugin's grant from the policy file; a serving daemon applies it at once (calls
+    /// already running keep what they started with).
+    Revoke {
+        /// The plugin.
+        plugin: String,
+        /// What to revoke: dir, network or env.
+        kind: GrantKind,
+        /// The directory, destination or variable name, as for `grant`.
+        value: String,
     },
     /// Show what a component imports and exports, and whether it fits the contract.
     Inspect {

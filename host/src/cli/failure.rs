@@ -57,6 +57,12 @@ pub(crate) enum Failure {
     /// The audit log cannot be read.
     #[error(transparent)]
     AuditLog(#[from] toolhost::audit::ReadError),
+    /// `grant`/`revoke`: the edit cannot be made to the policy file as it is.
+    #[error(transparent)]
+    Edit(#[from] toolhost_policy::config::edit::EditError),
+    /// `grant`/`revoke`: the edited policy file would not start; nothing was written.
+    #[error("not written: {0}")]
+    Refused(String),
     /// The host could not be opened.
     #[error(transparent)]
     Host(#[from] HostError),
@@ -94,6 +100,8 @@ impl Failure {
             | Self::Docs(_)
             | Self::Target(_)
             | Self::Key(_)
+            | Self::Edit(_)
+            | Self::Refused(_)
             | Self::Host(
                 HostError::Telemetry(_)
                 | HostError::State(_)

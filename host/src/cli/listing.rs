@@ -174,7 +174,7 @@ fn gate_words(p: &Preview) -> String {
 
 /// Every grant in a few words: `work:rw`, `work:ro at /data`, `env:LANG`,
 /// `net:https://api.github.com:443`, `net:private`, `secret:token (env TOKEN, header authorization)`.
-fn grant_words(g: &Grants) -> Vec<String> {
+pub(super) fn grant_words(g: &Grants) -> Vec<String> {
     let mut words = Vec::new();
     for d in &g.dirs {
         let mode = if d.read_only { "ro" } else { "rw" };

@@ -5,6 +5,7 @@
 mod approver;
 mod args;
 mod failure;
+mod granting;
 mod listing;
 mod progress;
 mod publishing;
@@ -55,6 +56,10 @@ impl Cli {
             return new_project(name, *lang, *generic, &self.global.dirs);
         }
         let g = &self.global;
+        // `grant` and `revoke` check the file they write, not the one there is.
+        if let Command::Grant { .. } | Command::Revoke { .. } = &self.command {
+            return granting::run(&self.command, g);
+        }
         let overrides = Overrides {
             plugins_dir: g.plugins.clone(),
             mode: g.mode,
@@ -90,6 +95,9 @@ impl Cli {
                 host.shutdown().await;
                 served?;
                 Ok(0)
+            }
+            command @ (Command::Grant { .. } | Command::Revoke { .. }) => {
+                granting::run(&command, g)
             }
             Command::Inspect { file } => inspect(&file),
             Command::Doc { file, wit, out } => attach_docs(&file, &wit, out.as_deref()),

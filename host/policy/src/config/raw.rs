@@ -209,14 +209,23 @@ pub struct RawPlugin {
     pub tools: BTreeMap<String, super::RawToolOverride>,
 }
 
-/// Read and parse the file at `path`.
-pub(super) fn read(path: &Path) -> Result<RawConfig, ConfigError> {
+/// Read and parse the file at `path`: its values, and its tables as written (to tell later what an
+/// edit changed).
+pub(super) fn read(path: &Path) -> Result<(RawConfig, toml::Table), ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.display().to_string(),
         source,
     })?;
-    toml::from_str(&text).map_err(|e| ConfigError::Parse {
+    parse(path, &text)
+}
+
+/// Parse `text`, the contents of the file at `path`.
+pub(super) fn parse(path: &Path, text: &str) -> Result<(RawConfig, toml::Table), ConfigError> {
+    let parse_error = |e: toml::de::Error| ConfigError::Parse {
         path: path.display().to_string(),
         message: e.to_string().trim_end().to_string(),
-    })
+    };
+    // Typed first: its errors name the key, line and column.
+    let raw = toml::from_str(text).map_err(parse_error)?;
+    Ok((raw, toml::from_str(text).map_err(parse_error)?))
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use super::breaker::resolve_breaker;
 use super::grants::{compile_permissions, resolve_grants};
 use super::host_state::{self, GrantRef, OwnFiles, protected_paths};
+use super::reload::Origin;
 use super::sources::{PluginSource, Sources, resolve_source, resolve_sources};
 use super::{
     AuditOptions, ConfigError, EngineOptions, Overrides, PoolOptions, RawConfig, RawLimits, flags,
@@ -116,6 +117,8 @@ pub struct Config {
     pub tasks: super::TaskOptions,
     /// The operator's console.
     pub console: super::ConsoleOptions,
+    /// Where it was read from, for [`Config::reread`]; `None` when built from values.
+    pub(super) origin: Option<Origin>,
 }
 
 impl Config {
@@ -127,11 +130,27 @@ impl Config {
             Some(p) => Some((p, "--config")),
             None => default.is_file().then_some((default, "./toolhost.toml")),
         };
-        let (raw, base) = match file {
+        let ((raw, written), base) = match file {
             Some((p, _)) => (raw::read(p)?, parent(p)),
-            None => (RawConfig::default(), PathBuf::from(".")),
+            None => (
+                (RawConfig::default(), toml::Table::new()),
+                PathBuf::from("."),
+            ),
         };
-        Self::build(raw, &base, overrides, file)
+        let mut config = Self::build(raw, &base, overrides, file)?;
+        config.origin = Some(Origin {
+            file: path.map(Path::to_path_buf),
+            overrides: overrides.clone(),
+            written,
+        });
+        Ok(config)
+    }
+
+    /// The config `file` would give if it held `text`, checked as [`Self::load`] checks it: what
+    /// `toolhost grant` validates before it writes.
+    pub fn load_as(file: &Path, text: &str, overrides: &Overrides) -> Result<Self, ConfigError> {
+        let (raw, _) = raw::parse(file, text)?;
+        Self::build(raw, &parent(file), overrides, Some((file, "--config")))
     }
 
     /// Validate a raw config whose relative paths are relative to `base`.
@@ -347,6 +366,7 @@ impl Config {
             state,
             tasks,
             console: raw.console,
+            origin: None,
         })
     }
 
