@@ -78,7 +78,7 @@ pub(super) enum Command {
         /// 127.0.0.1:8750].
         #[arg(long, value_name = "ADDR", num_args = 0..=1)]
         http: Option<Option<String>>,
-        /// Do not reload plugins when the plugins folder changes.
+        /// Do not reload plugins when the plugins folder or the policy file changes.
         #[arg(long)]
         no_watch: bool,
     },

@@ -7,7 +7,7 @@
 //! calls can reach the file (toolhost's own files are never inside a grant).
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -101,13 +101,11 @@ fn edit(req: Request<'_>, overrides: &Overrides) -> Result<u8, Failure> {
     let existed = file.exists();
     let done = (|| {
         let mut locked = lock(&file)?;
-        let mut text = String::new();
-        locked
-            .read_to_string(&mut text)
-            .map_err(|source| Failure::Read {
-                what: shown.display().to_string(),
-                source,
-            })?;
+        // Read through the locked handle: the file another edit may have renamed in is not it.
+        let text = std::io::read_to_string(&mut locked).map_err(|source| Failure::Read {
+            what: shown.display().to_string(),
+            source,
+        })?;
         let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
             Failure::Refused(format!("{} does not parse: {e}", shown.display()))
         })?;
