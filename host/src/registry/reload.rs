@@ -33,8 +33,8 @@ impl Registry {
         rebind: &Rebind,
     ) -> Result<bool, RegistryError> {
         let config = self.config();
-        let first = self.catalog().start != Start::Done;
         let before = self.catalog();
+        let first = before.start != Start::Done;
         let candidates = match candidates::find(&self.sandbox, &config).await {
             Ok(c) => c,
             Err(e) => {
