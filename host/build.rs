@@ -118,10 +118,15 @@ fn watch(args: &[&str]) {
     }
 }
 
-/// `TOOLHOST_COMMIT`, when set to something printable and short.
+/// `TOOLHOST_COMMIT`, when set to something printable and short; a full hash (the image build
+/// passes `github.sha`) is cut to the 12 digits a checkout's build shows.
 fn from_env() -> Option<(String, Option<String>)> {
     let commit = std::env::var("TOOLHOST_COMMIT").ok()?;
     let commit = commit.trim();
+    let commit = match commit.get(..12) {
+        Some(short) if commit.bytes().all(|b| b.is_ascii_hexdigit()) => short,
+        _ => commit,
+    };
     let printable = commit
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c));

@@ -6,4 +6,5 @@
 # The build's output goes to stderr: with --stdio, stdout is the MCP channel, and nothing but MCP
 # may go there.
 build_plugins_and_host >&2
-exec target/release/toolhost serve "${@:---http}"
+# Where cargo put it: CARGO_TARGET_DIR, when set, moves target/.
+exec "${CARGO_TARGET_DIR:-target}/release/toolhost" serve "${@:---http}"

@@ -17,6 +17,9 @@ build_plugins_and_host
 # `scripts/serve.sh --stdio`: stdout is the MCP channel, and nothing but MCP may go there (the build's
 # output goes to stderr). A client that sends `initialize` and closes stdin gets exactly its answer.
 tests/cli/serve-stdio.sh
+# README's "The first hour", block by block, in a fresh clone of HEAD with the binary and plugins just
+# built: about 5 s.
+tests/cli/walkthrough.sh
 cargo test --release --locked
 if [ -x tests/mcp/run.sh ]; then
   tests/mcp/run.sh

@@ -13,13 +13,15 @@ where kubectl is installed, its `kubectl kustomize` must agree object for object
     non-root, no API token, probes, shutdown timing), and those of its kind: the PostgreSQL fleet
     (replicas, rolling update, spread, PDB, HPA) or the embedded store (one replica, Recreate, the
     SQLite file on a PersistentVolumeClaim); the objects refer to each other correctly;
-(c) deploy/Dockerfile is multi-stage and runs as a numeric non-root user; deploy/prometheus/scrape.yaml
-    fits the daemon's Host and token rules (and promtool accepts it); .github/workflows/release.yml
-    has the steps a release needs;
+(c) deploy/Dockerfile is multi-stage, runs as a numeric non-root user and names its commit;
+    deploy/prometheus's jobs fit the daemon's Host and token rules, promtool accepts them, and the
+    fleet job's relabeling keeps the daemons' ports (tests/deploy/scrape.py);
+    .github/workflows/release.yml has the steps a release needs;
 (d) when TOOLHOST_BIN names an executable: each overlay's toolhost.toml loads in it (`toolhost list`,
     with /etc/toolhost, /var/lib/toolhost and the image's plugins folder mapped into a temp dir and
     placeholder values for the Secret's variables), each init container's command line runs, and on
-    the embedded store the daemon serves on 127.0.0.1 and answers /ready 200 and /metrics;
+    the embedded store the daemon serves on 127.0.0.1 and answers /ready 200 and /metrics; the
+    fleet's daemon answers /metrics by a pod IP, as its scrape job reads it;
 (e) the registry-plugins init container pulls a signed plugin by the committed lock from a real
     docker-registry on 127.0.0.1 (SKIPPED when it is not installed, a failure with
     TOOLHOST_REQUIRE_SERVICES=1), and fails on a lock it would have to rewrite;
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import hashlib
 import json
 import os
@@ -56,12 +59,12 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import render  # noqa: E402 - beside this file
+import scrape  # noqa: E402 - beside this file
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 MANIFESTS = DEPLOY / "kubernetes"
 OVERLAYS = MANIFESTS / "overlays"
-PROMETHEUS_SCRAPE = DEPLOY / "prometheus" / "scrape.yaml"
 DOCKERFILE = DEPLOY / "Dockerfile"
 # The Kubernetes release whose schemas the manifests are checked against. Every field used here
 # exists since 1.27 or earlier; validating against an older supported minor than the newest keeps
@@ -715,60 +718,6 @@ def check_oauth_overlay(report: Report) -> None:
     )
 
 
-def scrape_target() -> str | None:
-    """The one target of deploy/prometheus/scrape.yaml, `host:port`."""
-    try:
-        jobs = (yaml.safe_load(PROMETHEUS_SCRAPE.read_text()) or {}).get("scrape_configs") or []
-        return jobs[0]["static_configs"][0]["targets"][0]
-    except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError):
-        return None
-
-
-def check_prometheus(report: Report, rendered: dict[Path, dict[str, dict]]) -> None:
-    """deploy/prometheus/scrape.yaml: one job, the Service's name (which the daemon allows as Host)
-    and port, the token from a file named after the Secret's key; promtool accepts it."""
-    w = PROMETHEUS_SCRAPE.relative_to(ROOT).as_posix()
-    if not report.check(PROMETHEUS_SCRAPE.is_file(), w, "missing"):
-        return
-    jobs = (yaml.safe_load(PROMETHEUS_SCRAPE.read_text()) or {}).get("scrape_configs") or []
-    if not report.check(len(jobs) == 1, w, f"one scrape job expected, found {len(jobs)}"):
-        return
-    job = jobs[0]
-    report.check(job.get("metrics_path", "/metrics") == "/metrics", w, "metrics_path must be /metrics")
-    target = scrape_target() or ""
-    host, _, port = target.rpartition(":")
-    report.check(port == str(PORT), w, f"target {target!r} must use port {PORT}")
-    credentials = dig(job, "authorization", "credentials_file") or ""
-    for overlay, objects in rendered.items():
-        config = tomllib.loads(config_text(objects) or "")
-        if shared_store(config):
-            continue  # several replicas behind the Service: see deploy/README.md, "Metrics"
-        label = overlay.relative_to(MANIFESTS).as_posix()
-        report.check(
-            host in dig(config, "server", "allowed-hosts", default=[]),
-            w,
-            f"target host {host!r} is not in {label}'s server.allowed-hosts: the daemon would answer 403",
-        )
-        report.check(
-            Path(credentials).name == dig(config, "server", "token-env"),
-            w,
-            f"authorization.credentials_file must be the Secret's key {dig(config, 'server', 'token-env')}",
-        )
-    promtool = shutil.which("promtool")
-    if not promtool:
-        print(f"    SKIP promtool check config {w}: promtool is not installed")
-        return
-    with tempfile.TemporaryDirectory(prefix="toolhost-deploy-prom-") as tmp:
-        token = Path(tmp) / "TOOLHOST_TOKEN"
-        token.write_text("x")
-        config = Path(tmp) / "prometheus.yml"
-        config.write_text(PROMETHEUS_SCRAPE.read_text().replace(credentials, str(token)))
-        run = subprocess.run(
-            [promtool, "check", "config", str(config)], capture_output=True, text=True, timeout=60
-        )
-        report.check(run.returncode == 0, w, f"promtool check config: {(run.stdout + run.stderr).strip()}")
-
-
 # --- (c) Dockerfile -------------------------------------------------------------------------------
 
 
@@ -814,6 +763,7 @@ def check_dockerfile(report: Report, objects: dict[str, dict]) -> None:
         )
     if not stages:
         return
+    check_commit_arg(report, w, stages)
     final = stages[-1]
     users = [args for word, args in final if word == "USER"]
     uid = None
@@ -848,6 +798,32 @@ def check_dockerfile(report: Report, objects: dict[str, dict]) -> None:
             w,
             f"USER {uid} differs from runAsUser {run_as} in {file}",
         )
+
+
+def check_commit_arg(report: Report, w: str, stages: list[list[tuple[str, str]]]) -> None:
+    """The stage that builds the binary takes the commit as a build argument and exports it before
+    `cargo build`: the context has no .git, and host/build.rs reads TOOLHOST_COMMIT instead (an
+    ARG declared before FROM, or in another stage, would not reach it)."""
+    builds = [s for s in stages if any(word == "RUN" and "cargo build" in args for word, args in s)]
+    if not report.check(builds, w, "no stage runs `cargo build`"):
+        return
+    stage = builds[0]
+    run_at = next(i for i, (word, args) in enumerate(stage) if word == "RUN" and "cargo build" in args)
+    before = stage[:run_at]
+    report.check(
+        any(word == "ARG" and re.fullmatch(r"TOOLHOST_COMMIT(=\S*)?", args) for word, args in before),
+        w,
+        "the stage that runs `cargo build` must declare `ARG TOOLHOST_COMMIT` before it "
+        "(toolhost --version names the commit from it: the context has no .git)",
+    )
+    report.check(
+        any(
+            word == "ENV" and re.fullmatch(r"TOOLHOST_COMMIT=(\$TOOLHOST_COMMIT|\$\{TOOLHOST_COMMIT\})", args)
+            for word, args in before
+        ),
+        w,
+        "export the argument for cargo before `cargo build`: `ENV TOOLHOST_COMMIT=${TOOLHOST_COMMIT}`",
+    )
 
 
 # --- (d) the config in the real binary ------------------------------------------------------------
@@ -945,26 +921,43 @@ def get(port: int, path: str, host: str, token: str | None = None) -> tuple[int,
         return 0, str(e)
 
 
-def serve_and_probe(
-    report: Report, binary: Path, pod: Pod, where: str, container: dict, service_host: str
-) -> None:
-    """The daemon, started as the image's CMD starts it but on 127.0.0.1, passes the container's own
-    probes (each one's path and Host header, readiness first: /ready 200) and serves /metrics the
-    way the documented scrape reads it."""
-    probes = []
-    for name in ("readinessProbe", "startupProbe", "livenessProbe"):
-        get_ = dig(container, name, "httpGet", default={})
-        headers = {h.get("name", "").lower(): h.get("value") for h in get_.get("httpHeaders") or []}
-        probes.append((name, get_.get("path"), headers.get("host", "127.0.0.1")))
+@contextlib.contextmanager
+def serving(binary: Path, pod: Pod):
+    """The daemon, started as the image's CMD starts it but on 127.0.0.1: yields its port and
+    whether to show its log at the end (set `show[0] = True`); SIGTERM on the way out."""
     port = free_port()
     command = [str(binary), "--config", str(pod.config), "--plugins", str(pod.plugins)]
     command += ["serve", "--http", f"127.0.0.1:{port}"]
     print(f"    $ {shlex.join(command)}")
     log = pod.state.parent / "serve.log"
-    ok = False
+    show = [False]
     with open(log, "w") as out:
         daemon = subprocess.Popen(command, env=pod.env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
     try:
+        yield port, daemon, show
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        if show[0]:
+            for line in log.read_text().splitlines()[-20:]:
+                print(f"    | {line}")
+
+
+def serve_and_probe(
+    report: Report, binary: Path, pod: Pod, where: str, container: dict, service_host: str
+) -> None:
+    """The daemon passes the container's own probes (each one's path and Host header, readiness
+    first: /ready 200) and serves /metrics the way the documented scrape reads it."""
+    probes = []
+    for name in ("readinessProbe", "startupProbe", "livenessProbe"):
+        get_ = dig(container, name, "httpGet", default={})
+        headers = {h.get("name", "").lower(): h.get("value") for h in get_.get("httpHeaders") or []}
+        probes.append((name, get_.get("path"), headers.get("host", "127.0.0.1")))
+    with serving(binary, pod) as (port, daemon, show):
         deadline = time.monotonic() + 60
         status, body = 0, ""
         _, ready_path, ready_host = probes[0]
@@ -973,54 +966,67 @@ def serve_and_probe(
             if status == 200:
                 break
             time.sleep(0.2)
-        ok = report.check(
+        show[0] = not report.check(
             status == 200,
             where,
             f"readinessProbe {ready_path} answered {status} {body.strip()!r}, expected 200",
         )
-        if ok:
-            print(f"    readinessProbe GET {ready_path} (Host: {ready_host}): 200 {body.strip()}")
-            for name, path, host in probes[1:]:
-                status, _ = get(port, str(path), host)
-                report.check(
-                    status == 200, where, f"{name} {path} (Host: {host}) answered {status}, expected 200"
-                )
-                print(f"    {name} GET {path} (Host: {host}): {status}")
-            report.check(
-                (pod.state / "state.db").is_file() or any(pod.state.glob("*.db")),
-                where,
-                f"no SQLite state file under the mapped {STATE_DIR}",
-            )
-            token = PLACEHOLDER_ENV["TOOLHOST_TOKEN"]
-            status, body = get(port, "/metrics", service_host, token)
-            report.check(
-                status == 200 and "toolhost_tools" in body,
-                where,
-                f"/metrics with the token and Host {service_host} answered {status}, expected 200",
-            )
-            status, _ = get(port, "/metrics", service_host)
-            report.check(status == 401, where, f"/metrics without a token answered {status}, expected 401")
-            # What a scrape of the pod's own address gets: the Host guard refuses it.
-            status, _ = get(port, "/metrics", f"10.0.0.7:{PORT}", token)
-            report.check(
-                status == 403, where, f"/metrics with a pod IP as Host answered {status}, expected 403"
-            )
-            print(f"    /metrics: 200 with the token via {service_host}, 401 without, 403 via a pod IP")
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        try:
-            daemon.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
-    if not ok:
-        for line in log.read_text().splitlines()[-20:]:
-            print(f"    | {line}")
+        if show[0]:
+            return
+        print(f"    readinessProbe GET {ready_path} (Host: {ready_host}): 200 {body.strip()}")
+        for name, path, host in probes[1:]:
+            status, _ = get(port, str(path), host)
+            report.check(status == 200, where, f"{name} {path} (Host: {host}) answered {status}, expected 200")
+            print(f"    {name} GET {path} (Host: {host}): {status}")
+        report.check(
+            (pod.state / "state.db").is_file() or any(pod.state.glob("*.db")),
+            where,
+            f"no SQLite state file under the mapped {STATE_DIR}",
+        )
+        token = PLACEHOLDER_ENV["TOOLHOST_TOKEN"]
+        status, body = get(port, "/metrics", service_host, token)
+        report.check(
+            status == 200 and "toolhost_tools" in body,
+            where,
+            f"/metrics with the token and Host {service_host} answered {status}, expected 200",
+        )
+        status, _ = get(port, "/metrics", service_host)
+        report.check(status == 401, where, f"/metrics without a token answered {status}, expected 401")
+        # What a scrape of the pod's own address gets: this overlay allows no pod network.
+        status, _ = get(port, "/metrics", f"10.0.0.7:{PORT}", token)
+        report.check(status == 403, where, f"/metrics with a pod IP as Host answered {status}, expected 403")
+        print(f"    /metrics: 200 with the token via {service_host}, 401 without, 403 via a pod IP")
+
+
+def scrape_pods(report: Report, binary: Path, pod: Pod, where: str) -> None:
+    """The fleet's daemon serves /metrics as deploy/prometheus/scrape-fleet.yaml reads it: by a pod
+    IP (its allowed-hosts range), with the token; a name that begins with that IP is refused. It
+    never becomes Ready here (no PostgreSQL), but /metrics does not wait for the state store."""
+    token = PLACEHOLDER_ENV["TOOLHOST_TOKEN"]
+    pod_host = f"{scrape.SAMPLE_POD_IP}:{PORT}"
+    with serving(binary, pod) as (port, daemon, show):
+        deadline = time.monotonic() + 60
+        status, body = 0, ""
+        while time.monotonic() < deadline and daemon.poll() is None:
+            status, body = get(port, "/metrics", pod_host, token)
+            if status == 200:
+                break
+            time.sleep(0.2)
+        show[0] = not report.check(
+            status == 200 and "toolhost_tools" in body,
+            where,
+            f"/metrics with the token and Host {pod_host} (a pod IP) answered {status}, expected 200",
+        )
+        rebound = f"{scrape.SAMPLE_POD_IP}.evil.example:{PORT}"
+        status, _ = get(port, "/metrics", rebound, token)
+        report.check(status == 403, where, f"/metrics with Host {rebound} answered {status}, expected 403")
+        print(f"    /metrics: 200 via the pod IP {pod_host}, 403 via {rebound}")
 
 
 def check_binary(report: Report, binary: Path, overlay: Path, objects: dict[str, dict]) -> None:
     """The overlay's toolhost.toml loads (`toolhost list`); its init containers' command lines run;
-    on the embedded store, the daemon serves and becomes Ready."""
+    on the embedded store, the daemon serves and becomes Ready; the fleet's serves /metrics by a
+    pod IP."""
     label = overlay.relative_to(MANIFESTS).as_posix()
     if not report.check(config_text(objects) is not None, label, f"no ConfigMap with data.{CONFIG_KEY}"):
         return
@@ -1044,8 +1050,10 @@ def check_binary(report: Report, binary: Path, overlay: Path, objects: dict[str,
         if not shared_store(config):
             # /metrics as deploy/prometheus/scrape.yaml reads it: by the Service's name, with the token.
             container = dig(pod_spec, "containers", 0, default={})
-            target = scrape_target() or f"{APP}.{NAMESPACE}.svc:{PORT}"
+            target = scrape.service_target() or f"{APP}.{NAMESPACE}.svc:{PORT}"
             serve_and_probe(report, binary, pod, label, container, target)
+        else:
+            scrape_pods(report, binary, pod, label)
 
 
 # --- (e) registry plugins through the init container, against a real registry -------------------
@@ -1244,7 +1252,7 @@ def cargo_version() -> str:
 def check_workflow(report: Report) -> None:
     """The release workflow parses and has the steps it must: on a v* tag, release.sh with the tag,
     the example plugins, the dist binary, the archive and SHA256SUMS published, and the image from
-    deploy/Dockerfile pushed to ghcr.io."""
+    deploy/Dockerfile pushed to ghcr.io, told its commit."""
     w = WORKFLOW.relative_to(ROOT).as_posix()
     if not report.check(WORKFLOW.is_file(), w, "missing"):
         return
@@ -1273,6 +1281,13 @@ def check_workflow(report: Report) -> None:
         with_ = pushes[0].get("with") or {}
         report.check(with_.get("file") == "deploy/Dockerfile", w, "the image builds from deploy/Dockerfile")
         report.check(with_.get("push") is True, w, "the image must be pushed")
+        build_args = str(with_.get("build-args") or "").splitlines()
+        report.check(
+            "TOOLHOST_COMMIT=${{ github.sha }}" in [a.strip() for a in build_args],
+            w,
+            "the image build must pass `build-args: TOOLHOST_COMMIT=${{ github.sha }}`, or the image's "
+            "`toolhost --version` says unknown commit",
+        )
     meta = [s for _, s in steps if str(s.get("uses", "")).startswith("docker/metadata-action@")]
     report.check(
         meta and str(dig(meta[0], "with", "images")).startswith("ghcr.io/"), w, "the image goes to ghcr.io"
@@ -1450,7 +1465,12 @@ def main() -> int:
         )
         every = {k: v for objects in rendered.values() for k, v in objects.items()}
         step("(c) deploy/Dockerfile", lambda: check_dockerfile(report, every))
-        step("(c) deploy/prometheus/scrape.yaml", lambda: check_prometheus(report, rendered))
+        configs = {
+            o.relative_to(MANIFESTS).as_posix(): (c, objects, shared_store(c))
+            for o, objects in rendered.items()
+            for c in [scrape.parse_config(config_text(objects))]
+        }
+        step("(c) deploy/prometheus", lambda: scrape.check(report, configs, PORT))
         step("(c) .github/workflows/release.yml", lambda: check_workflow(report))
 
     binary = binary_or_skip(report, required=args.config_only)

@@ -19,6 +19,35 @@ fn call_prints_the_result_and_exits_by_outcome() {
 }
 
 #[test]
+fn a_malformed_allowed_hosts_range_stops_the_daemon_at_start_naming_the_entry() {
+    let env = Env::new(
+        &["echo"],
+        "[server]\nallowed-hosts = [\"tools.internal\", \"10.0.0.0/33\"]\n",
+    );
+    let mut child = env
+        .command(&["serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Refused before it listens, not ignored with a warning (which would leave it serving).
+    let exited = crate::harness::poll(std::time::Duration::from_secs(30), || {
+        child.try_wait().unwrap()
+    });
+    if exited.is_none() {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("server.allowed-hosts[1]") && err.contains("10.0.0.0/33"),
+        "{err}"
+    );
+}
+
+#[test]
 fn reads_the_input_from_stdin() {
     let env = Env::new(&["echo"], "");
     let mut child = env

@@ -1,7 +1,7 @@
 //! toolhost's policy: everything that decides what a call may do, as pure code.
 //!
 //! Tool specs and hints ([`tool`]), input validation, coercion and permission rules ([`gate`]),
-//! grants and limits ([`grants`]), network destinations, address classes and secret redaction
+//! grants and limits ([`grants`]), the `Host` values the HTTP server answers ([`hosts`]), network destinations, address classes and secret redaction
 //! ([`network`]), plugin sources and content digests ([`source`]), the OCI artifact and signature
 //! manifests ([`oci`]), the lockfile ([`lock`]), which signatures are trusted ([`trust`]), the
 //! operator's configuration ([`config`]), who calls and what their profile gives them
@@ -20,6 +20,7 @@ pub mod caller;
 pub mod config;
 pub mod gate;
 pub mod grants;
+pub mod hosts;
 pub mod lock;
 pub mod network;
 pub mod oci;

@@ -59,8 +59,12 @@ pub(crate) fn app(
     sessions.session_config.keep_alive = Some(SESSION_IDLE_TIMEOUT);
     let sessions = Arc::new(sessions);
     let owners = Arc::new(owners::Owners::new(sessions.clone()));
-    let mcp_config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(guard.rmcp_hosts())
+    let mcp_config = StreamableHttpServerConfig::default();
+    let mcp_config = match guard.rmcp_hosts() {
+        Some(hosts) => mcp_config.with_allowed_hosts(hosts),
+        None => mcp_config.disable_allowed_hosts(),
+    };
+    let mcp_config = mcp_config
         .with_allowed_origins(guard.rmcp_origins())
         .enforce_origin_validation()
         .with_max_request_body_bytes(config.max_body_bytes)

@@ -120,7 +120,8 @@ pub struct RawServer {
     /// Extra allowed `Origin` values for browsers; loopback origins are always allowed.
     #[serde(default)]
     pub allowed_origins: Vec<String>,
-    /// Extra allowed `Host` values; loopback hosts are always allowed.
+    /// Extra allowed `Host` values, names or IP ranges (`10.0.0.0/8`); loopback hosts are always
+    /// allowed.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
     /// Name of the environment variable holding the bearer token for HTTP.

@@ -58,8 +58,8 @@ pub struct ServerConfig {
     pub http: SocketAddr,
     /// Allowed origins besides loopback ones.
     pub allowed_origins: Vec<String>,
-    /// Allowed hosts besides loopback ones.
-    pub allowed_hosts: Vec<String>,
+    /// Allowed hosts besides loopback ones: names, and ranges of IP literals.
+    pub allowed_hosts: Vec<crate::hosts::AllowedHost>,
     /// Bearer token required on HTTP, if set.
     pub token: Option<String>,
     /// Largest request body, in bytes.

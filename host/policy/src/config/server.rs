@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::PoolOptions;
 use super::{ConfigError, Overrides, PluginPolicy, RawEngine, RawServer, ServerConfig, invalid};
+use crate::hosts::AllowedHost;
 
 /// Instances for plugin loads (each runs `describe`) on top of the calls the server runs at once.
 pub(super) const LOAD_INSTANCES: u32 = 16;
@@ -122,7 +123,7 @@ pub(super) fn resolve_server(
     Ok(ServerConfig {
         http,
         allowed_origins: raw.allowed_origins.clone(),
-        allowed_hosts: raw.allowed_hosts.clone(),
+        allowed_hosts: allowed_hosts(&raw.allowed_hosts)?,
         token,
         max_body_bytes: (raw.max_body_kb.unwrap_or(4096) as usize) << 10,
         request_timeout: Duration::from_millis(raw.request_timeout_ms.unwrap_or(300_000)),
@@ -133,6 +134,21 @@ pub(super) fn resolve_server(
         shutdown_grace: Duration::from_millis(raw.shutdown_grace_ms.unwrap_or(5_000)),
         state_key: super::state::resolve_state_key(raw.state_key_env.as_deref())?,
     })
+}
+
+/// `server.allowed-hosts`, each entry a name or a range; a bad one is refused by its index.
+fn allowed_hosts(raw: &[String]) -> Result<Vec<AllowedHost>, ConfigError> {
+    raw.iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            AllowedHost::parse(entry).map_err(|e| {
+                invalid(
+                    format!("server.allowed-hosts[{i}]"),
+                    format!("{entry:?}: {e}"),
+                )
+            })
+        })
+        .collect()
 }
 
 /// The address `--http` or `server.http` names: `IP:PORT` (`[::1]:PORT` for IPv6), or for the
@@ -225,5 +241,32 @@ mod tests {
             e.contains("engine.memory-mb") && e.contains("plugins.big.limits.memory-mb"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_malformed_allowed_hosts_entry_is_an_error_naming_it() {
+        for (bad, why) in [
+            ("10.0.0.0/33", "prefix"),
+            ("fd00::/129", "prefix"),
+            ("10.0.0.0/", "prefix"),
+            ("10.0.0.0/x8", "prefix"),
+            ("10.0.0.1/8", "10.0.0.0/8"),
+            ("evil.com/8", "address"),
+            ("10.0.0.0/8:8750", "prefix"),
+            ("[fd00::]/8", "address"),
+            ("box:port", "port"),
+            ("user@box", "host"),
+            ("", "host"),
+        ] {
+            let text = format!("[server]\nallowed-hosts = [\"tools.internal\", \"{bad}\"]\n");
+            let e = parse(&text).expect_err(bad).to_string();
+            assert!(
+                e.contains("server.allowed-hosts[1]") && e.contains(why),
+                "{bad}: {e}"
+            );
+        }
+        let text = "[server]\nallowed-hosts = [\"10.0.0.0/8\", \"fd00::/8\", \"10.1.2.3/32\", \
+                    \"tools.internal\", \"box:9000\", \"[fe80::1]\"]\n";
+        assert_eq!(parse(text).unwrap().server.allowed_hosts.len(), 6);
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! Loopback names (`localhost`, `127.0.0.1`, `::1`, any port) are always allowed as hosts and, with
 //! `http` or `https`, as origins; `server.allowed-hosts` and `server.allowed-origins` add more. An
-//! extra host without a port matches any port; an extra origin without a port means its scheme's
+//! extra host without a port matches any port; a range (`10.0.0.0/8`) matches IP literals inside
+//! it and never a name ([`toolhost_policy::hosts`] says why that is safe); an extra origin without a port means its scheme's
 //! default port. A request without `Origin` (any non-browser client) passes the origin check. A
 //! port must be a number (`127.0.0.1:8750.evil.com` is refused, not read as `127.0.0.1`), and a
 //! request with two `Host` or two `Origin` headers is refused.
@@ -16,6 +17,9 @@ use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use toolhost_policy::config::ServerConfig;
+use toolhost_policy::hosts::{
+    AllowedHost, BadAuthority, HostPort, normalize_host, parse_authority, strict_port,
+};
 
 use super::reply::error;
 
@@ -55,12 +59,6 @@ impl Refusal {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct HostPort {
-    host: String,
-    port: Option<u16>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
 enum Origin {
     Null,
     Tuple {
@@ -72,26 +70,15 @@ enum Origin {
 
 /// The checks, compiled from the server settings.
 pub(crate) struct Guard {
-    hosts: Vec<HostPort>,
+    hosts: Vec<AllowedHost>,
     origins: Vec<Origin>,
 }
 
 impl Guard {
-    /// Compile `config`; entries that cannot be parsed are logged and ignored.
+    /// Compile `config` (its hosts were checked with the rest of it); origins that cannot be
+    /// parsed are logged and ignored.
     pub(crate) fn new(config: &ServerConfig) -> Self {
-        let hosts = config
-            .allowed_hosts
-            .iter()
-            .filter_map(|h| {
-                let parsed = parse_authority(h).ok();
-                if parsed.is_none() {
-                    tracing::warn!(
-                        "ignoring server.allowed-hosts entry {h:?}: not a host or host:port"
-                    );
-                }
-                parsed
-            })
-            .collect();
+        let hosts = config.allowed_hosts.clone();
         let origins = config
             .allowed_origins
             .iter()
@@ -146,11 +133,7 @@ impl Guard {
     }
 
     fn host_allowed(&self, h: &HostPort) -> bool {
-        LOOPBACK_HOSTS.contains(&h.host.as_str())
-            || self
-                .hosts
-                .iter()
-                .any(|a| a.host == h.host && a.port.is_none_or(|p| Some(p) == h.port))
+        LOOPBACK_HOSTS.contains(&h.host.as_str()) || self.hosts.iter().any(|a| a.matches(h))
     }
 
     fn origin_allowed(&self, o: &Origin) -> bool {
@@ -163,15 +146,21 @@ impl Guard {
         self.origins.contains(o)
     }
 
-    /// The same host list in the form rmcp's own check takes.
-    pub(crate) fn rmcp_hosts(&self) -> Vec<String> {
+    /// The same host list in the form rmcp's own check takes; `None` when it holds a range, which
+    /// rmcp cannot express: `/mcp` then relies on this guard alone, which every route passes first.
+    pub(crate) fn rmcp_hosts(&self) -> Option<Vec<String>> {
+        let names = self.hosts.iter().map(|h| match h {
+            AllowedHost::Name(HostPort {
+                host,
+                port: Some(p),
+            }) => Some(format!("{}:{p}", bracket(host))),
+            AllowedHost::Name(HostPort { host, port: None }) => Some(host.clone()),
+            AllowedHost::Range(_) => None,
+        });
         LOOPBACK_HOSTS
             .iter()
-            .map(|h| h.to_string())
-            .chain(self.hosts.iter().map(|h| match h.port {
-                Some(p) => format!("{}:{p}", bracket(&h.host)),
-                None => h.host.clone(),
-            }))
+            .map(|h| Some(h.to_string()))
+            .chain(names)
             .collect()
     }
 
@@ -197,49 +186,6 @@ fn bracket(host: &str) -> String {
     } else {
         host.to_string()
     }
-}
-
-fn normalize_host(host: &str) -> String {
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
-}
-
-/// Why an authority (`host[:port]`) was not understood.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum BadAuthority {
-    /// Not an authority at all, or one with user information.
-    Syntax,
-    /// A port that is not a number (`127.0.0.1:8750.evil.com`), or an empty one: the `http` crate
-    /// then reports no port, and the host before it would pass for the whole.
-    Port,
-}
-
-fn parse_authority(text: &str) -> Result<HostPort, BadAuthority> {
-    let a = axum::http::uri::Authority::try_from(text.trim()).map_err(|_| BadAuthority::Syntax)?;
-    if a.as_str().contains('@') {
-        return Err(BadAuthority::Syntax);
-    }
-    Ok(HostPort {
-        host: normalize_host(a.host()),
-        port: strict_port(&a)?,
-    })
-}
-
-/// The port of `a`, if any: digits only, at most 65535.
-fn strict_port(a: &axum::http::uri::Authority) -> Result<Option<u16>, BadAuthority> {
-    let rest = a.as_str().get(a.host().len()..).unwrap_or_default();
-    let Some(digits) = rest.strip_prefix(':') else {
-        return if rest.is_empty() {
-            Ok(None)
-        } else {
-            Err(BadAuthority::Port)
-        };
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(BadAuthority::Port);
-    }
-    digits.parse().map(Some).map_err(|_| BadAuthority::Port)
 }
 
 fn parse_origin(text: &str) -> Option<Origin> {

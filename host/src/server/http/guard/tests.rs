@@ -10,7 +10,10 @@ fn config(hosts: &[&str], origins: &[&str], token: Option<&str>) -> ServerConfig
     ServerConfig {
         http: "127.0.0.1:0".parse().unwrap(),
         allowed_origins: origins.iter().map(|s| s.to_string()).collect(),
-        allowed_hosts: hosts.iter().map(|s| s.to_string()).collect(),
+        allowed_hosts: hosts
+            .iter()
+            .map(|h| AllowedHost::parse(h).unwrap())
+            .collect(),
         token: token.map(str::to_string),
         max_body_bytes: 1024,
         request_timeout: Duration::from_secs(1),
@@ -176,9 +179,105 @@ fn gives_rmcp_the_same_lists() {
         &["https://app.example.com"],
         None,
     ));
-    assert!(g.rmcp_hosts().contains(&"box:9000".to_string()));
-    assert!(g.rmcp_hosts().contains(&"fe80::1".to_string()));
+    let hosts = g.rmcp_hosts().unwrap();
+    assert!(hosts.contains(&"box:9000".to_string()));
+    assert!(hosts.contains(&"fe80::1".to_string()));
     let origins = g.rmcp_origins();
     assert!(origins.contains(&"http://[::1]:*".to_string()));
     assert!(origins.contains(&"https://app.example.com:443".to_string()));
+    // rmcp matches names only: with a range, `/mcp` relies on the guard, which runs first.
+    let ranged = Guard::new(&config(&["box:9000", "10.0.0.0/8"], &[], None));
+    assert_eq!(ranged.rmcp_hosts(), None);
+}
+
+// `server.allowed-hosts` ranges: IP literals inside them pass, names never do (DNS rebinding sends
+// the attacker's name, never an address).
+
+#[test]
+fn a_range_allows_ip_literals_inside_it_on_any_port() {
+    let g = Guard::new(&config(&["10.0.0.0/8", "fd00::/8"], &[], None));
+    for host in [
+        "10.1.2.3",
+        "10.1.2.3:8750",
+        "10.255.255.255:1",
+        "[fd12::1]:8750",
+        "[FD12::1]",
+    ] {
+        assert_eq!(check(&g, &[("host", host)]), Ok(()), "{host}");
+    }
+    for host in [
+        "11.0.0.1:8750",
+        "9.255.255.255",
+        "192.168.1.1:8750",
+        "[fe80::1]:8750",
+        "[fe00::1]",
+        // The same address written as IPv6 is another family: not in an IPv4 range.
+        "[::ffff:10.1.2.3]:8750",
+    ] {
+        assert!(
+            matches!(
+                check(&g, &[("host", host)]),
+                Err(Refusal::HostNotAllowed(_))
+            ),
+            "{host}"
+        );
+    }
+}
+
+#[test]
+fn a_hostname_never_matches_a_range() {
+    // Even ranges that hold every address: a name is not an address, however it begins.
+    let g = Guard::new(&config(&["10.0.0.0/8", "0.0.0.0/0", "::/0"], &[], None));
+    for host in [
+        "10.1.2.3.evil.com",
+        "10.1.2.3.evil.com:8750",
+        "10.1.2.3.nip.io",
+        "10-1-2-3.evil.com:8750",
+        "evil.com",
+        "0x0a010203",
+        "167772163",
+        "10.1.2",
+        "010.001.002.003",
+        "fd12--1.evil.com",
+    ] {
+        assert!(
+            matches!(
+                check(&g, &[("host", host)]),
+                Err(Refusal::HostNotAllowed(_))
+            ),
+            "{host}"
+        );
+    }
+    // An address's port is as strict as a name's: not read as the address before it.
+    for host in ["10.1.2.3:8750.evil.com", "[fd12::1]:80evil", "10.1.2.3:"] {
+        assert!(
+            matches!(
+                check(&g, &[("host", host)]),
+                Err(Refusal::HostNotAllowed(_))
+            ),
+            "{host}"
+        );
+    }
+    // A bare IPv6 address without brackets is not a Host at all.
+    assert!(check(&g, &[("host", "fd12::1")]).is_err());
+}
+
+#[test]
+fn a_range_beside_names_leaves_the_names_exact() {
+    let g = Guard::new(&config(&["tools.internal", "10.0.0.0/8"], &[], None));
+    assert_eq!(check(&g, &[("host", "tools.internal:8750")]), Ok(()));
+    assert_eq!(check(&g, &[("host", "10.0.0.7:8750")]), Ok(()));
+    for host in [
+        "tools.internal.evil.com",
+        "evil.tools.internal",
+        "10.0.0.7.tools.internal",
+    ] {
+        assert!(
+            matches!(
+                check(&g, &[("host", host)]),
+                Err(Refusal::HostNotAllowed(_))
+            ),
+            "{host}"
+        );
+    }
 }
