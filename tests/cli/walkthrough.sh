@@ -121,8 +121,11 @@ def call(t):
     check("call", "Operation not permitted" in t and re.search(r"^exit 1$", t, re.M), "reading outside the grant was not refused with exit 1")
 
 
-# The grant step (`toolhost grant`, another change) goes between "call" and "serve", with its check
-# here under the name its README block is marked with.
+def grant(t):
+    check("grant", "holds none of toolhost's own files" in t and re.search(r"^exit 2$", t, re.M), "granting the repository root was not refused with exit 2")
+    check("grant", "granted: fs dir docs" in t, "the docs grant was not written")
+    check("grant", re.search(r"^console\.md$", t, re.M), "list_dir docs does not show console.md")
+    check("grant", "revoked: fs dir docs" in t, "the docs grant was not revoked")
 
 
 def serve(t):
@@ -148,7 +151,7 @@ def audit(t, call_id):
     check("audit", call_id and last.get("call_id") == call_id, f"the record's call_id {last.get('call_id')} is not the answer's {call_id}")
 
 
-checks = {"setup": setup, "list": list_, "call": call, "serve": serve, "mcp": mcp}
+checks = {"setup": setup, "list": list_, "call": call, "grant": grant, "serve": serve, "mcp": mcp}
 call_id = None
 for name in order:
     if name not in steps:
