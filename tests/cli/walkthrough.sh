@@ -124,7 +124,7 @@ def call(t):
 def grant(t):
     check("grant", "holds none of toolhost's own files" in t and re.search(r"^exit 2$", t, re.M), "granting the repository root was not refused with exit 2")
     check("grant", "granted: fs dir docs" in t, "the docs grant was not written")
-    check("grant", re.search(r"^console\.md$", t, re.M), "list_dir docs does not show console.md")
+    check("grant", re.search(r"^console\.md ", t, re.M), "list_dir docs does not show console.md")
     check("grant", "revoked: fs dir docs" in t, "the docs grant was not revoked")
 
 
