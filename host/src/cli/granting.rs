@@ -20,17 +20,9 @@ use toolhost_policy::config::edit::{self, Change, Grant};
 use toolhost_policy::config::{Config, Overrides};
 use toolhost_policy::text::one_line;
 
-/// `grant` or `revoke`, with the flags that shape the config (`--plugins`, `--dir`, `--env`,
-/// `--mode`) applied to the check of the edited file as `serve` would apply them.
-pub(super) fn run(command: &Command, g: &Global) -> Result<u8, Failure> {
-    let overrides = Overrides {
-        plugins_dir: g.plugins.clone(),
-        mode: g.mode,
-        dirs: g.dirs.clone(),
-        env: g.env.clone(),
-        audit_path: g.audit.clone(),
-        http: None,
-    };
+/// `grant` or `revoke`, with the flags that shape the config (`overrides`: `--plugins`, `--dir`,
+/// `--env`, `--mode`) applied to the check of the edited file as `serve` would apply them.
+pub(super) fn run(command: &Command, g: &Global, overrides: &Overrides) -> Result<u8, Failure> {
     let request = match command {
         Command::Grant {
             plugin,
@@ -65,7 +57,7 @@ pub(super) fn run(command: &Command, g: &Global) -> Result<u8, Failure> {
         },
         _ => return Err(usage("not a grant")),
     };
-    edit(request, &overrides)
+    edit(request, overrides)
 }
 
 /// The edit one command asks for.

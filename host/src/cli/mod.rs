@@ -56,10 +56,6 @@ impl Cli {
             return new_project(name, *lang, *generic, &self.global.dirs);
         }
         let g = &self.global;
-        // `grant` and `revoke` check the file they write, not the one there is.
-        if let Command::Grant { .. } | Command::Revoke { .. } = &self.command {
-            return granting::run(&self.command, g);
-        }
         let overrides = Overrides {
             plugins_dir: g.plugins.clone(),
             mode: g.mode,
@@ -73,6 +69,10 @@ impl Cli {
                 _ => None,
             },
         };
+        // `grant` and `revoke` check the file they write, not the one there is.
+        if let Command::Grant { .. } | Command::Revoke { .. } = &self.command {
+            return granting::run(&self.command, g, &overrides);
+        }
         let config = Config::load(g.config.as_deref(), &overrides)?;
         match self.command {
             Command::New {
@@ -97,7 +97,7 @@ impl Cli {
                 Ok(0)
             }
             command @ (Command::Grant { .. } | Command::Revoke { .. }) => {
-                granting::run(&command, g)
+                granting::run(&command, g, &overrides)
             }
             Command::Inspect { file } => inspect(&file),
             Command::Doc { file, wit, out } => attach_docs(&file, &wit, out.as_deref()),
