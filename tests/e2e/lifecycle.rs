@@ -1,7 +1,8 @@
 //! The daemon's life around its calls, through the real binary: an idle daemon stays idle (measured
 //! from /proc), a client closing stdin ends its calls at once, a kill right after SIGTERM still leaves
 //! every running call in the audit log, a call stopped by the request timeout is `timeout` everywhere,
-//! and HTTP answers each protocol revision by its own rules (priming events, `DELETE`).
+//! HTTP answers each protocol revision by its own rules (priming events, `DELETE`), and SIGTERM ends a
+//! stdio session on a Unix socket as fast as one on pipes.
 
 use std::time::{Duration, Instant};
 
@@ -307,4 +308,49 @@ fn delete_ends_a_live_session_with_204_and_answers_404_for_unknown_or_ended_ones
     ];
     let reply = http(addr, "DELETE", "/mcp", &unknown, b"");
     assert_eq!(reply.status, 404, "{}", reply.text());
+}
+
+#[test]
+fn sigterm_ends_a_stdio_session_on_a_unix_socket_at_once() {
+    // Some clients hand the daemon one end of a socket pair as stdin and stdout, and keep theirs
+    // open until the daemon has exited. No plugins: nothing else may be running at exit.
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+    use std::process::Stdio;
+
+    let env = Env::new(&[], "");
+    for _ in 0..3 {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let mut child = env
+            .command(&["serve", "--stdio", "--no-watch"])
+            .stdin(Stdio::from(OwnedFd::from(theirs.try_clone().unwrap())))
+            .stdout(Stdio::from(OwnedFd::from(theirs)))
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        ours.set_read_timeout(Some(crate::daemon::ANSWER_WAIT))
+            .unwrap();
+        let mut line = initialize("2025-11-25");
+        line.push(b'\n');
+        (&ours).write_all(&line).unwrap();
+        let mut answer = String::new();
+        BufReader::new(&ours).read_line(&mut answer).unwrap();
+        assert!(answer.contains("\"serverInfo\""), "{answer}");
+
+        let termed = Instant::now();
+        let kill = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let status = crate::harness::poll(Duration::from_secs(10), || child.try_wait().unwrap());
+        let took = termed.elapsed();
+        let _ = child.kill();
+        assert!(status.is_some_and(|s| s.success()), "{status:?}");
+        assert!(
+            took < Duration::from_millis(500),
+            "exited {took:?} after SIGTERM"
+        );
+    }
 }

@@ -43,6 +43,7 @@ mod prometheus;
 mod renames;
 mod sandbox;
 mod services;
+mod sessions;
 mod soak;
 mod start;
 mod state;

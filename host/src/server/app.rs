@@ -35,6 +35,7 @@ use super::http::auth;
 use super::http::body::{self, BodyDeadlines};
 use super::http::guard::{self, Guard};
 use super::http::reply::error;
+use super::mcp::sessions::SessionCalls;
 use super::mcp::{McpServer, RequestStates, compat, legacy, owners};
 use super::ops;
 use super::shared::Shared;
@@ -70,7 +71,9 @@ pub(crate) fn app(
         .with_max_request_body_bytes(config.max_body_bytes)
         .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
         .with_cancellation_token(mcp_stop);
-    let server = McpServer::with_shared(shared.clone(), states, Some(config.request_timeout));
+    let calls = Arc::new(SessionCalls::default());
+    let server = McpServer::with_shared(shared.clone(), states, Some(config.request_timeout))
+        .with_sessions(calls.clone());
     let mcp = Arc::new(StreamableHttpService::new(
         move || Ok(server.clone()),
         sessions.clone(),
@@ -105,7 +108,13 @@ pub(crate) fn app(
             },
             json_rpc_errors,
         ))
-        .layer(middleware::from_fn_with_state(sessions, compat::revisions))
+        .layer(middleware::from_fn_with_state(
+            compat::Sessions {
+                manager: sessions,
+                calls,
+            },
+            compat::revisions,
+        ))
         .layer(middleware::from_fn_with_state(
             shared.clone(),
             legacy::tasks,

@@ -175,7 +175,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         let (session, running) = (pipeline.shutdown_token(), TaskTracker::new());
         let server = McpServer::with_shared(shared.clone(), states.clone(), None)
             .with_calls(session.clone(), running.clone());
-        let (stdin, stdout) = rmcp::transport::stdio_pipes();
+        let (stdin, stdout) = super::mcp::stdin::streams();
         // 2025-11-25 tasks on the wire (see `legacy`): requests renamed in, results amended out.
         let pending = legacy::Pending::default();
         let stdin = FinishOnEof::new(stdin, session, running);

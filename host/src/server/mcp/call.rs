@@ -15,6 +15,7 @@ use super::approval::{AskClient, ElicitingApprover};
 use super::handler::McpServer;
 use super::outcome::{self, Era};
 use super::progress::ProgressRelay;
+use super::sessions::SessionCall;
 use super::spans::{caller_of, end_request_span, request_span};
 use super::tasks;
 use crate::exec::{Approver, CallRequest, Deadline, ErrorKind};
@@ -29,6 +30,9 @@ impl McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         // Counted until its answer is handed to the transport.
         let _running = self.running.as_ref().map(TaskTracker::token);
+        // Entered before anything else, so that a `DELETE` of its session stops it at any point.
+        let session = self.sessions.as_ref().zip(session_of(&context));
+        let session = session.map(|(calls, id)| calls.enter(id, &self.calls));
         let shared = &self.shared;
         let tool = request.name.to_string();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
@@ -81,7 +85,10 @@ impl McpServer {
             .meta
             .get_progress_token()
             .map(|token| ProgressRelay::new(token, context.peer.clone()));
-        let cancel = self.calls.child_token();
+        let cancel = session
+            .as_ref()
+            .map_or(&self.calls, SessionCall::token)
+            .child_token();
         let started = std::time::Instant::now();
         let trace = telemetry::is_on()
             .then(|| request_span("tools/call", Some(&tool), &context, caller.as_deref()));
@@ -167,4 +174,16 @@ impl McpServer {
         let era = Era::of(context.protocol_version());
         outcome::to_result(&tool, outcome, era).map(Into::into)
     }
+}
+
+/// The HTTP session a request came in, by its `mcp-session-id`; `None` on stdio and for stateless
+/// requests.
+fn session_of(context: &RequestContext<RoleServer>) -> Option<&str> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()?
+        .headers
+        .get("mcp-session-id")?
+        .to_str()
+        .ok()
 }

@@ -5,8 +5,9 @@
 //!   are removed from the streams of clients that negotiated an earlier revision: the
 //!   `MCP-Protocol-Version` header says which (a client without it is of 2025-03-26, as the
 //!   2025-06-18 revision prescribes), and an `initialize` request says which it asks for.
-//! - `DELETE /mcp` ends a live session with 204 and answers 404 for a session that does not exist
-//!   or has ended (rmcp answers 202 to both).
+//! - `DELETE /mcp` ends a live session with 204, and its running calls with it (rmcp would let
+//!   them run on for seconds), and answers 404 for a session that does not exist or has ended
+//!   (rmcp answers 202 to both).
 //!
 //! It changes nothing else: every other request and response passes through untouched.
 
@@ -22,9 +23,10 @@ use axum::response::{IntoResponse, Json, Response};
 use bytes::{Bytes, BytesMut};
 use http_body::Frame;
 use memchr::memmem::{Finder, FinderRev};
-use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{Value, json};
+
+use super::sessions::SessionCalls;
 
 /// The first revision that defines priming events.
 const PRIMING_SINCE: &str = "2025-11-25";
@@ -34,9 +36,16 @@ const WITHOUT_HEADER: &str = "2025-03-26";
 /// not initialize requests.
 const INITIALIZE_MAX: usize = 64 << 10;
 
+/// The sessions of `/mcp`: rmcp's, and the calls each runs.
+#[derive(Clone)]
+pub(crate) struct Sessions {
+    pub(crate) manager: Arc<LocalSessionManager>,
+    pub(crate) calls: Arc<SessionCalls>,
+}
+
 /// The middleware: see the module documentation.
 pub(crate) async fn revisions(
-    State(sessions): State<Arc<LocalSessionManager>>,
+    State(sessions): State<Sessions>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -57,15 +66,26 @@ pub(crate) async fn revisions(
     Response::from_parts(parts, Body::new(WithoutPriming::new(body)))
 }
 
-async fn delete(sessions: &LocalSessionManager, request: Request, next: Next) -> Response {
+async fn delete(sessions: &Sessions, request: Request, next: Next) -> Response {
     let id = request
         .headers()
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
-        .map(|s| Arc::<str>::from(s.to_owned()));
-    if let Some(id) = id
-        && !sessions.has_session(&id).await.unwrap_or(false)
-    {
+        .map(str::to_owned);
+    // Taken before rmcp drops it: the session's end is awaited through it.
+    let live = match &id {
+        Some(id) => Some(
+            sessions
+                .manager
+                .sessions
+                .read()
+                .await
+                .get(id.as_str())
+                .cloned(),
+        ),
+        None => None,
+    };
+    if let Some(None) = live {
         let error = json!({
             "jsonrpc": "2.0",
             "id": null,
@@ -75,6 +95,9 @@ async fn delete(sessions: &LocalSessionManager, request: Request, next: Next) ->
     }
     let response = next.run(request).await;
     if response.status() == StatusCode::ACCEPTED {
+        if let (Some(id), Some(Some(handle))) = (&id, live) {
+            sessions.calls.end(id, &handle).await;
+        }
         return StatusCode::NO_CONTENT.into_response();
     }
     response

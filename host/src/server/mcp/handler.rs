@@ -24,6 +24,7 @@ use super::approval::RequestStates;
 use super::listing::{self, PAGE_SIZE};
 use super::outcome::Era;
 use super::routing::unroutable;
+use super::sessions::SessionCalls;
 use super::spans::{caller_of, end_request_span, request_span, traced};
 use super::task_view;
 use super::tasks::{self, AskVia};
@@ -50,6 +51,8 @@ pub struct McpServer {
     /// The calls running in this session, for a transport that lets them finish after its
     /// client stopped sending (stdin closed); `None` where nobody waits for them.
     pub(super) running: Option<TaskTracker>,
+    /// The running calls of each HTTP session, which `DELETE /mcp` cancels; `None` off HTTP.
+    pub(super) sessions: Option<Arc<SessionCalls>>,
 }
 
 impl McpServer {
@@ -65,7 +68,15 @@ impl McpServer {
             call_deadline,
             calls,
             running: None,
+            sessions: None,
         }
+    }
+
+    /// This server, each call of an HTTP session entered in `sessions` while it runs, so that
+    /// deleting the session stops it.
+    pub(crate) fn with_sessions(mut self, sessions: Arc<SessionCalls>) -> Self {
+        self.sessions = Some(sessions);
+        self
     }
 
     /// This server, its calls cancelled and its subscriptions ended when `calls` is (which must
