@@ -60,6 +60,7 @@ impl ServerHandler for Floor {
             progress: None,
             cancel: &never,
             caps: Default::default(),
+            tools: None,
         };
         let report = self
             .host

@@ -14,6 +14,7 @@ pub mod edit;
 mod flags;
 mod grants;
 mod host_state;
+mod limits;
 mod network;
 mod options;
 mod raw;

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::gate::ToolPattern;
 use super::network::{NetworkGrant, SecretGrant};
 
 /// Capabilities granted to one plugin. The default grants nothing: no files, no env, no network, no secrets.
@@ -17,6 +18,9 @@ pub struct Grants {
     pub network: Option<NetworkGrant>,
     /// Named secrets, as env vars and/or headers the host adds; redacted from everything the guest returns.
     pub secrets: Vec<SecretGrant>,
+    /// Other tools of the same host the plugin may call (`call-tools`), by name or glob; empty:
+    /// none. A nested call still runs the whole pipeline as the caller of the call that made it.
+    pub calls: Vec<ToolPattern>,
 }
 
 /// One preopened directory.
@@ -79,6 +83,25 @@ impl Default for Limits {
             fuel: 50_000_000_000,
             memory_bytes: 256 << 20,
             stdio_bytes: 64 << 10,
+        }
+    }
+}
+
+/// How far tool calls made from inside the sandbox may go (`[limits] nested-calls`,
+/// `nesting-depth`). The tree of calls under one call from a front end shares its root's budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Nesting {
+    /// Tool calls the whole tree may make, nested calls' own included.
+    pub calls: u32,
+    /// How deep the tree may grow: 1 lets a call make calls, 2 lets those make calls too.
+    pub depth: u32,
+}
+
+impl Default for Nesting {
+    fn default() -> Self {
+        Self {
+            calls: 64,
+            depth: 2,
         }
     }
 }

@@ -181,6 +181,7 @@ impl Calls {
             trace: trace.clone(),
             deadline: options.deadline,
             admitted: options.admitted.clone(),
+            nested: None,
         };
         let pipeline = pipeline.clone();
         let task = self.tasks.spawn(async move {

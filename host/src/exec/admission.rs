@@ -39,6 +39,14 @@ impl Deadline {
         }
     }
 
+    /// At `at`: the limit it names is what is left of it now.
+    pub fn until(at: Instant) -> Self {
+        Self {
+            at,
+            limit: at.saturating_duration_since(Instant::now()),
+        }
+    }
+
     /// The instant it passes.
     pub fn at(&self) -> Instant {
         self.at

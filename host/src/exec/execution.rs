@@ -12,7 +12,8 @@ use super::shape::{self, audit_unavailable, error, file_notes, network_notes};
 use super::timing::{SandboxTimes, Stage, Stopwatch};
 use crate::audit::{AuditRecord, Decision as AuditDecision};
 use crate::registry::Tool;
-use crate::sandbox::{CallIo, GuestError, RunError};
+use super::nested::{Inherited, Nested};
+use crate::sandbox::{CallIo, GuestError, NestedCalls, RunError};
 use toolhost_policy::call::ErrorKind;
 use toolhost_policy::gate::PathGuard;
 use toolhost_policy::grants::Caps;
@@ -54,6 +55,7 @@ impl Pipeline {
                 progress: req.progress.clone(),
                 cancel: &req.cancel,
                 caps,
+                tools: self.nested_calls(tool, req, call_id),
             },
         ))
         .await;
@@ -125,5 +127,34 @@ impl Pipeline {
             detail,
             refused,
         }
+    }
+}
+
+impl Pipeline {
+    /// The nested-call service for a call of `tool`, when its plugin may call tools at all.
+    fn nested_calls(
+        &self,
+        tool: &Tool,
+        req: &CallRequest,
+        call_id: &str,
+    ) -> Option<Arc<dyn NestedCalls>> {
+        let policy = &tool.plugin.policy;
+        if policy.grants.calls.is_empty() {
+            return None;
+        }
+        Some(Arc::new(Inherited {
+            pipeline: self.me(),
+            parent_id: call_id.to_owned(),
+            origin: req.origin,
+            caller: req.caller.clone(),
+            approver: req.approver.clone(),
+            admitted: req.admitted.clone(),
+            trace: req.trace.clone(),
+            deadline: req.deadline,
+            place: req
+                .nested
+                .clone()
+                .unwrap_or_else(|| Nested::root(policy.nesting)),
+        }))
     }
 }

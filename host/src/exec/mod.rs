@@ -8,6 +8,7 @@ mod execution;
 mod gate;
 mod health;
 mod live;
+mod nested;
 mod pipeline;
 mod questions;
 mod quiet;
@@ -20,6 +21,7 @@ mod view;
 
 pub use self::admission::{Deadline, Stopping, Ticket};
 pub use self::health::ToolsHealth;
+pub use self::nested::Nested;
 pub use self::live::{Live, LiveEvent, NotRunning, RECENT, RunningView, caller_name};
 pub use self::pipeline::Pipeline;
 pub use self::questions::{AnswerError, Question, Questions, Subject, Verdict, digest};

@@ -56,6 +56,8 @@ pub struct Pipeline {
     live: Live,
     /// Questions waiting for the console's operators.
     questions: Questions,
+    /// This pipeline, for the nested calls it lends plugins (which outlive a borrow of it).
+    me: std::sync::Weak<Pipeline>,
 }
 
 /// Why a call stopped before it ended by itself, when the pipeline stopped it.
@@ -75,8 +77,8 @@ impl Pipeline {
         registry: Arc<Registry>,
         audit: AuditLog,
         max_calls: usize,
-    ) -> Self {
-        Self {
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
             config,
             registry,
             audit,
@@ -87,7 +89,8 @@ impl Pipeline {
             admission: Admission::new(),
             live: Live::default(),
             questions: Questions::default(),
-        }
+            me: me.clone(),
+        })
     }
 
     /// The config this pipeline runs under.
@@ -140,6 +143,11 @@ impl Pipeline {
     /// The console's approval queue.
     pub fn questions(&self) -> &Questions {
         &self.questions
+    }
+
+    /// This pipeline, shared.
+    pub(super) fn me(&self) -> std::sync::Weak<Pipeline> {
+        self.me.clone()
     }
 
     pub(super) fn checks(&self) -> &Checks {
@@ -226,8 +234,9 @@ impl Pipeline {
         started.clock.mark(Stage::Begin);
         let call_id = started.record.call_id.clone();
         // Admission: a call that is part of admitted work runs; any other is admitted here.
-        let _ticket = match req.admitted.take().map_or_else(|| self.admit(), Ok) {
-            Ok(ticket) => ticket,
+        // Held by the request until the call ends; its nested calls run under it too.
+        req.admitted = match req.admitted.take().map_or_else(|| self.admit(), Ok) {
+            Ok(ticket) => Some(ticket),
             Err(stopping) => {
                 self.name_plugin(&req, &mut started.record);
                 let refused = Finished::failed(&call_id, ErrorKind::Busy, stopping.to_string());

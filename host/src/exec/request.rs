@@ -9,6 +9,7 @@ use toolhost_policy::call::{Approver, ProgressSink};
 use toolhost_policy::caller::Caller;
 
 use super::admission::{Deadline, Ticket};
+use super::nested::Nested;
 
 /// One tool call, from any front end.
 #[derive(Clone, Default)]
@@ -41,4 +42,6 @@ pub struct CallRequest {
     ///
     /// [`Pipeline::admit`]: super::Pipeline::admit
     pub admitted: Option<Ticket>,
+    /// Where the call sits among calls plugins make of other tools; `None` for a front end's call.
+    pub nested: Option<Nested>,
 }

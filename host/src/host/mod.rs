@@ -266,7 +266,7 @@ async fn open_pipeline(
         Plugins::Later => Registry::new(sandbox.clone(), config.clone())?,
     };
     let pipeline = Pipeline::new(config.clone(), Arc::new(registry), audit, max_calls);
-    Ok((config, sandbox, Arc::new(pipeline)))
+    Ok((config, sandbox, pipeline))
 }
 
 #[cfg(test)]

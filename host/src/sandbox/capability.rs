@@ -11,8 +11,9 @@
 //!
 //! Host services reach a capability the same way: as a trait object the sandbox defines, carried
 //! by the call's [`CallIo`] and handed to `prepare` in [`CallInputs`]. Progress does so today (a
-//! `ProgressSink`, consumed by `super::reporting`); a key-value store or a tool caller for plugins
-//! would be one more field of [`CallIo`] whose trait its capability module defines, and one module.
+//! `ProgressSink`, consumed by `super::reporting`) and so do nested tool calls (a
+//! [`NestedCalls`], consumed by `super::calling`): one field of [`CallIo`] whose trait the
+//! capability's module defines.
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use wasmtime::component::Linker;
 
 use tokio_util::sync::CancellationToken;
 
+use super::calling::NestedCalls;
 use super::output::CappedOutput;
 use super::secrets::Secrets;
 use toolhost_policy::call::ProgressSink;
@@ -37,6 +39,8 @@ pub struct CallIo<'a> {
     pub cancel: &'a CancellationToken,
     /// Lower limits for this call (a caller's profile).
     pub caps: Caps,
+    /// Who runs the tool calls the plugin makes (the calling capability), when it may make any.
+    pub tools: Option<Arc<dyn NestedCalls>>,
 }
 
 /// A capability a plugin may be given: its three phases. `S` is the store's data, which gives the
@@ -85,6 +89,8 @@ pub(crate) struct CallInputs<'a> {
     pub(crate) stderr: &'a CappedOutput,
     /// Whether the call runs on a thread of its own, where blocking host calls may block.
     pub(crate) apart: bool,
+    /// When the call's wall-clock limit passes.
+    pub(crate) deadline: std::time::Instant,
 }
 
 /// A capability that refused a plugin's settings (at load) or could not set up a call, by name.

@@ -16,6 +16,7 @@
 mod bindings;
 mod budget;
 mod cache;
+mod calling;
 mod capability;
 mod digests;
 mod engine;
@@ -45,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
+pub use self::calling::{NestedCalls, NestedFailure};
 pub use self::capability::{CallIo, CapabilityError};
 pub use self::engine::Inspection;
 pub use self::error::SandboxError;
@@ -262,6 +264,7 @@ impl Sandbox {
             progress: None,
             cancel: &never,
             caps: Default::default(),
+            tools: None,
         };
         let Ok(Kind::Contract(pre)) = self.compiler.code(&bare.plugin).await else {
             return RunReport::refused(RunError::Setup(

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use wasmtime::component::{HasData, Linker};
 
-use super::bindings::Plugin as PluginWorld;
 use super::bindings::toolhost::plugin::host::{Host, LogLevel};
 use super::capability::{CallInputs, Capability, CapabilityError, PluginSettings};
 use super::secrets::Secrets;
@@ -56,7 +55,9 @@ impl<S: ReportingView + 'static> Capability<S> for Reporting {
 
     /// Link the contract's imports: `toolhost:plugin/host` (and its `types`).
     fn link(linker: &mut Linker<S>) -> wasmtime::Result<()> {
-        PluginWorld::add_to_linker::<S, HostInterface>(linker, S::reporting)
+        use super::bindings::toolhost::plugin::{host, types};
+        types::add_to_linker::<S, HostInterface>(linker, S::reporting)?;
+        host::add_to_linker::<S, HostInterface>(linker, S::reporting)
     }
 
     fn bind(&self, plugin: &PluginSettings<'_>) -> Result<Arc<Secrets>, CapabilityError> {

@@ -97,6 +97,7 @@ impl Runner<'_> {
             stdout: &stdout,
             stderr: &stderr,
             apart,
+            deadline: started + limits.timeout,
         };
         let limiter = MemoryLimiter::new(limits.memory_bytes);
         let state =

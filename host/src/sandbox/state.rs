@@ -10,6 +10,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::budget::FileBudget;
+use super::calling::{Calling, CallingView, Calls};
 use super::capability::{CallInputs, Capability, CapabilityError, PluginSettings};
 use super::files::{Files, FilesAndEnv, FilesBinding, FilesView, GuardedView};
 use super::limiter::MemoryLimiter;
@@ -23,6 +24,7 @@ pub(crate) struct Capabilities {
     files: FilesAndEnv,
     network: Network,
     reporting: Reporting,
+    calling: Calling,
 }
 
 /// One plugin's bindings, made at load and shared by all of its calls.
@@ -32,6 +34,7 @@ pub(crate) struct Bound {
     pub(crate) files: FilesBinding,
     network: Arc<Binding>,
     reporting: Arc<Secrets>,
+    calling: <Calling as Capability<State>>::Bound,
 }
 
 /// Everything one store owns: each capability's piece of the call, the resource table they share,
@@ -49,6 +52,7 @@ pub(crate) struct State {
     pub(crate) net: NetworkHooks,
     /// Reporting: where log lines and progress go.
     reporter: Reporter,
+    calls: Calls,
 }
 
 impl Capabilities {
@@ -58,6 +62,7 @@ impl Capabilities {
             files: FilesAndEnv::new(budget.clone()),
             network: Network::new(budget.clone()),
             reporting: Reporting,
+            calling: Calling,
         }
     }
 
@@ -68,6 +73,7 @@ impl Capabilities {
         link::<FilesAndEnv>(linker)?;
         link::<Reporting>(linker)?;
         link::<Network>(linker)?;
+        link::<Calling>(linker)?;
         Ok(())
     }
 
@@ -86,6 +92,7 @@ impl Capabilities {
             files: Capability::<State>::bind(&self.files, &plugin)?,
             network: Capability::<State>::bind(&self.network, &plugin)?,
             reporting: Capability::<State>::bind(&self.reporting, &plugin)?,
+            calling: Capability::<State>::bind(&self.calling, &plugin)?,
             secrets,
         })
     }
@@ -101,6 +108,7 @@ impl Capabilities {
         let (wasi, files) = Capability::<State>::prepare(&self.files, &bound.files, call)?;
         let (http, net) = Capability::<State>::prepare(&self.network, &bound.network, call)?;
         let reporter = Capability::<State>::prepare(&self.reporting, &bound.reporting, call)?;
+        let calls = Capability::<State>::prepare(&self.calling, &bound.calling, call)?;
         Ok(State {
             table: ResourceTable::new(),
             limiter,
@@ -110,6 +118,7 @@ impl Capabilities {
             http,
             net,
             reporter,
+            calls,
         })
     }
 }
@@ -168,6 +177,12 @@ impl ReportingView for State {
             reporter: &mut self.reporter,
             plugin: &self.plugin,
         }
+    }
+}
+
+impl CallingView for State {
+    fn calling(&mut self) -> &mut Calls {
+        &mut self.calls
     }
 }
 

@@ -117,6 +117,7 @@ async fn run_calls(
             progress: None,
             cancel: &never,
             caps: Default::default(),
+            tools: None,
         };
         let r = sandbox.call(&prepared, s.tool, input.clone(), io).await;
         match &r.result {

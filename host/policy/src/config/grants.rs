@@ -1,5 +1,5 @@
 //! Directory, env and secret grants: `[plugins.NAME] dirs`, `env`, `env-from-host`, `network` and
-//! `secrets` (the `--dir` flag adds to `dirs`), checked once at load (a bad one is a config error,
+//! `secrets`, and `call-tools` (the `--dir` flag adds to `dirs`), checked once at load (a bad one is a config error,
 //! exit 2) and turned into the sandbox's plain [`Grants`].
 
 use std::path::{Path, PathBuf};
@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{ConfigError, RawPlugin, invalid, network};
-use crate::gate::{Denial, Mounts, PermissionConfig, Permissions, guest_root};
+use crate::gate::{Denial, Mounts, PermissionConfig, Permissions, ToolPattern, guest_root};
 use crate::grants::{DirGrant, Grants};
 
 /// One directory grant as written.
@@ -98,6 +98,11 @@ pub(super) fn resolve_grants(
     grants.network = network::resolve_network(p.network.as_ref(), &format!("{key}.network"))?;
     grants.secrets =
         network::resolve_secrets(&p.secrets, grants.network.as_ref(), &grants.env, base, key)?;
+    for (i, pattern) in p.call_tools.iter().enumerate() {
+        let parsed = ToolPattern::parse(pattern)
+            .map_err(|e| invalid(format!("{key}.call-tools[{i}]"), e.to_string()))?;
+        grants.calls.push(parsed);
+    }
     Ok((grants, excludes))
 }
 

@@ -84,6 +84,10 @@ pub struct RawLimits {
     pub max_input_kb: Option<u64>,
     /// Deepest accepted input nesting.
     pub max_input_depth: Option<usize>,
+    /// Tool calls one call may make from inside the sandbox, its nested calls' own included.
+    pub nested_calls: Option<u32>,
+    /// How deep calls made from inside the sandbox may nest.
+    pub nesting_depth: Option<u32>,
 }
 
 /// `[audit]` as written.
@@ -196,6 +200,10 @@ pub struct RawPlugin {
     pub arrives_later: bool,
     /// Outgoing HTTP by allowlist; without it the plugin has no network at all.
     pub network: Option<RawNetwork>,
+    /// Tools of this host the plugin may call (names or globs), through the whole pipeline as
+    /// the caller of the call that runs it; without it, none.
+    #[serde(default)]
+    pub call_tools: Vec<String>,
     /// Named secrets, given as env vars or as headers the host adds to requests.
     #[serde(default)]
     pub secrets: BTreeMap<String, RawSecret>,

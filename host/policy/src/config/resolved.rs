@@ -12,15 +12,16 @@ use std::time::Duration;
 use super::breaker::resolve_breaker;
 use super::grants::{compile_permissions, resolve_grants};
 use super::host_state::{self, GrantRef, OwnFiles, protected_paths};
+use super::limits::{Resolved as ResolvedLimits, resolve_limits};
 use super::reload::Origin;
 use super::sources::{PluginSource, Sources, resolve_source, resolve_sources};
 use super::{
-    AuditOptions, ConfigError, EngineOptions, Overrides, PoolOptions, RawConfig, RawLimits, flags,
-    invalid, raw, server,
+    AuditOptions, ConfigError, EngineOptions, Overrides, PoolOptions, RawConfig, flags, invalid,
+    raw, server,
 };
 use crate::breaker::BreakerPolicy;
 use crate::gate::{InputLimits, PermissionConfig, Permissions};
-use crate::grants::{Grants, Limits};
+use crate::grants::{Grants, Limits, Nesting};
 
 /// What a plugin may do and how far it may go, fully resolved.
 #[derive(Debug, Clone)]
@@ -33,6 +34,8 @@ pub struct PluginPolicy {
     pub output_bytes: usize,
     /// Input size and depth bounds.
     pub input: InputLimits,
+    /// How far the tool calls its calls make may go (with a `call-tools` grant).
+    pub nesting: Nesting,
     /// Prefix added to each tool name.
     pub prefix: String,
     /// The global rules and the plugin's own, compiled, with its directories and `exclude`s.
@@ -182,9 +185,10 @@ impl Config {
         let defaults = resolve_limits(&raw.limits, None, "limits")?;
         let default_policy = PluginPolicy {
             grants: Grants::default(),
-            limits: defaults.0,
-            output_bytes: defaults.1,
-            input: defaults.2,
+            limits: defaults.limits,
+            output_bytes: defaults.output_bytes,
+            input: defaults.input,
+            nesting: defaults.nesting,
             prefix: String::new(),
             permissions: compile_permissions(
                 &raw.permissions,
@@ -196,20 +200,24 @@ impl Config {
             disabled: false,
             arrives_later: false,
             source: None,
-            task: crate::task::TaskSupport::default_for(defaults.0.timeout),
+            task: crate::task::TaskSupport::default_for(defaults.limits.timeout),
             tools: BTreeMap::new(),
             breaker: resolve_breaker(
                 &raw.breaker,
                 &BreakerPolicy::default(),
-                defaults.0.timeout,
+                defaults.limits.timeout,
                 "breaker",
             )?,
         };
         let mut plugins = BTreeMap::new();
         for (name, p) in &raw.plugins {
             let key = format!("plugins.{name}");
-            let (limits, output_bytes, input) =
-                resolve_limits(&p.limits, Some(&default_policy), &format!("{key}.limits"))?;
+            let ResolvedLimits {
+                limits,
+                output_bytes,
+                input,
+                nesting,
+            } = resolve_limits(&p.limits, Some(&default_policy), &format!("{key}.limits"))?;
             let (grants, excludes) = resolve_grants(p, base, &key)?;
             let permissions = compile_permissions(
                 &raw.permissions,
@@ -241,6 +249,7 @@ impl Config {
                     limits,
                     output_bytes,
                     input,
+                    nesting,
                     prefix,
                     permissions,
                     disabled: p.disabled,
@@ -396,53 +405,6 @@ fn parent(p: &Path) -> PathBuf {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     }
-}
-
-fn resolve_limits(
-    raw: &RawLimits,
-    parent: Option<&PluginPolicy>,
-    key: &str,
-) -> Result<(Limits, usize, InputLimits), ConfigError> {
-    let base = Limits::default();
-    let (mut limits, mut output, mut input) = match parent {
-        Some(p) => (p.limits, p.output_bytes, p.input),
-        None => (base, 256 << 10, InputLimits::default()),
-    };
-    let positive = |v: u64, field: &str| {
-        if v == 0 {
-            Err(invalid(format!("{key}.{field}"), "must be greater than 0"))
-        } else {
-            Ok(v)
-        }
-    };
-    if let Some(v) = raw.timeout_ms {
-        limits.timeout = Duration::from_millis(positive(v, "timeout-ms")?);
-    }
-    if let Some(v) = raw.fuel {
-        limits.fuel = positive(v, "fuel")?;
-    }
-    if let Some(v) = raw.memory_mb {
-        if !(1..=4096).contains(&v) {
-            return Err(invalid(
-                format!("{key}.memory-mb"),
-                "must be between 1 and 4096",
-            ));
-        }
-        limits.memory_bytes = (v as usize) << 20;
-    }
-    if let Some(v) = raw.stdio_kb {
-        limits.stdio_bytes = (v as usize) << 10;
-    }
-    if let Some(v) = raw.output_kb {
-        output = (positive(v, "output-kb")? as usize) << 10;
-    }
-    if let Some(v) = raw.max_input_kb {
-        input.max_bytes = (positive(v, "max-input-kb")? as usize) << 10;
-    }
-    if let Some(v) = raw.max_input_depth {
-        input.max_depth = positive(v as u64, "max-input-depth")? as usize;
-    }
-    Ok((limits, output, input))
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ pub use self::limits::InputLimits;
 pub use self::mode::{Mode, UnknownMode};
 pub use self::mounts::{Mounts, Resolved, Unresolved, guest_root};
 pub use self::permission::{CallerRules, PermissionConfig, Permissions, Preview};
-pub use self::rule::{Rule, RuleError, RuleKind, RuleProblem, Scope};
+pub use self::rule::{Rule, RuleError, RuleKind, RuleProblem, Scope, ToolPattern};
 pub use self::validate::{
     InputValidator, InvalidInput, InvalidOutput, OutputValidator, SchemaError, Validated,
 };

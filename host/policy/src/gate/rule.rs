@@ -63,6 +63,42 @@ pub struct Rule {
     pattern: Option<Pattern>,
 }
 
+/// A tool name, or a glob over tool names with `*` (`fs_*`): which tools a grant reaches.
+#[derive(Debug, Clone)]
+pub struct ToolPattern {
+    text: String,
+    tool: ToolMatcher,
+}
+
+impl ToolPattern {
+    /// Parse `text` as a rule's tool part is parsed: letters, digits, `_`, `-` and `*`.
+    pub fn parse(text: &str) -> Result<Self, RuleProblem> {
+        Ok(Self {
+            text: text.to_owned(),
+            tool: parse_tool(text)?,
+        })
+    }
+
+    /// Whether it names `tool`.
+    pub fn matches(&self, tool: &str) -> bool {
+        match &self.tool {
+            ToolMatcher::Name(name) => name == tool,
+            ToolMatcher::Glob(glob) => is_match(glob, tool),
+        }
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl PartialEq for ToolPattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
 #[derive(Debug, Clone)]
 enum ToolMatcher {
     Name(String),

@@ -111,6 +111,7 @@ impl McpServer {
             // log and the stats all see `timeout`.
             deadline: self.call_deadline.map(Deadline::after),
             admitted: None,
+            nested: None,
         };
         let call = shared.pipeline.call(request);
         let pump = async {
