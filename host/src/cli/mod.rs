@@ -146,7 +146,8 @@ impl Cli {
             } => batch(config, format, concurrency).await,
             Command::Call { tool, input, json } => {
                 let input = read_input(&input)?;
-                let host = Host::open(config, 1).await?;
+                let slots = sandboxes(1, &config);
+                let host = Host::open(config, slots).await?;
                 let approver = TtyApprover::open();
                 let outcome = host
                     .pipeline()
@@ -199,7 +200,8 @@ async fn batch(
             source,
         })?;
     let parsed = toolhost::batch::parse_text(&text, format)?;
-    let host = Host::open(config, concurrency).await?;
+    let slots = sandboxes(concurrency, &config);
+    let host = Host::open(config, slots).await?;
     let options = batch_options(concurrency);
     let cancel = cancel_on_ctrl_c();
     let batch_id = toolhost::batch::new_batch_id();
@@ -227,7 +229,8 @@ async fn batch_stream(
     use std::io::Write;
     use toolhost::batch::stream::Decoder;
 
-    let host = Host::open(config, concurrency).await?;
+    let slots = sandboxes(concurrency, &config);
+    let host = Host::open(config, slots).await?;
     let opened = toolhost::batch::open(Decoder::new(format), stdin_chunks())
         .await
         .map_err(Failure::Stream)?;
@@ -277,6 +280,12 @@ fn stdin_chunks() -> impl futures_util::Stream<Item = std::io::Result<bytes::Byt
 }
 
 /// How the CLI runs a batch: `concurrency` reads at once, questions asked on the terminal.
+/// The sandboxes `calls` calls at once need: one each, and one more per level of the tool calls
+/// they may make from inside the sandbox (a calling call waits in its own).
+fn sandboxes(calls: usize, config: &Config) -> usize {
+    calls * (1 + config.deepest_nesting() as usize)
+}
+
 fn batch_options(concurrency: usize) -> toolhost::batch::BatchOptions {
     toolhost::batch::BatchOptions {
         concurrency,

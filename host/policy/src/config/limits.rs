@@ -92,3 +92,17 @@ pub(super) fn resolve_limits(
     }
     Ok(r)
 }
+
+impl super::Config {
+    /// How deep the deepest tree of nested calls may grow: the largest `nesting-depth` of a plugin
+    /// granted `call-tools` (0 when none is). A front end that runs `n` calls at once needs
+    /// `n * (1 + this)` sandboxes for them, since a calling call waits in its own.
+    pub fn deepest_nesting(&self) -> u32 {
+        self.plugins
+            .values()
+            .filter(|p| !p.grants.calls.is_empty())
+            .map(|p| p.nesting.depth)
+            .max()
+            .unwrap_or(0)
+    }
+}
