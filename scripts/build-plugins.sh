@@ -20,7 +20,7 @@ target=wasm32-wasip2
 examples=(echo math fs fetch github)
 fixtures=(hostile generic)
 # Example targets of the contract crate, one component each.
-contract=(describe_traps describe_spins bad_schema dup_names bad_name many_tools net_import)
+contract=(describe_traps describe_spins bad_schema dup_names bad_name many_tools net_import tool_caller)
 
 wasm_target
 

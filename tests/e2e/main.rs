@@ -42,6 +42,7 @@ mod pipeline;
 mod prometheus;
 mod renames;
 mod sandbox;
+mod scripts;
 mod services;
 mod sessions;
 mod soak;

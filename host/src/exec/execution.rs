@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::nested::{Inherited, Nested};
 use super::pipeline::Pipeline;
 use super::recorder::Finished;
 use super::request::CallRequest;
@@ -12,7 +13,6 @@ use super::shape::{self, audit_unavailable, error, file_notes, network_notes};
 use super::timing::{SandboxTimes, Stage, Stopwatch};
 use crate::audit::{AuditRecord, Decision as AuditDecision};
 use crate::registry::Tool;
-use super::nested::{Inherited, Nested};
 use crate::sandbox::{CallIo, GuestError, NestedCalls, RunError};
 use toolhost_policy::call::ErrorKind;
 use toolhost_policy::gate::PathGuard;

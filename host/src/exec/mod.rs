@@ -21,8 +21,8 @@ mod view;
 
 pub use self::admission::{Deadline, Stopping, Ticket};
 pub use self::health::ToolsHealth;
-pub use self::nested::Nested;
 pub use self::live::{Live, LiveEvent, NotRunning, RECENT, RunningView, caller_name};
+pub use self::nested::Nested;
 pub use self::pipeline::Pipeline;
 pub use self::questions::{AnswerError, Question, Questions, Subject, Verdict, digest};
 pub use self::recorder::CALL_LOG;

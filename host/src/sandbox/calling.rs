@@ -20,9 +20,6 @@ use super::capability::{CallInputs, Capability, CapabilityError, PluginSettings}
 use super::report::{GuestOutput, GuestSpec};
 use toolhost_policy::gate::ToolPattern;
 
-/// Longest tool name a guest may hand the host; longer ones are refused without a lookup.
-const MAX_NAME_BYTES: usize = 256;
-
 /// Why a nested call returned no output: the host's error kind and the message a model would get.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NestedFailure {
@@ -135,8 +132,10 @@ impl Host for &mut Calls {
             kind: "denied".into(),
             message,
         };
-        let shown = toolhost_policy::text::one_line(&name).into_owned();
-        if name.len() > MAX_NAME_BYTES || !self.grants(&name) {
+        let mut shown = toolhost_policy::text::one_line(&name).into_owned();
+        toolhost_policy::text::truncate_at_boundary(&mut shown, 80);
+        // Only a name a tool can have is matched at all: a glob's `*` would take a newline.
+        if !toolhost_policy::tool::is_valid_name(&name) || !self.grants(&name) {
             return Err(refuse(format!(
                 "Permission denied: plugin '{}' may not call tool '{shown}'; the operator grants it \
                  with `call-tools = [\"{shown}\"]` in [plugins.{}] of toolhost.toml",
