@@ -83,6 +83,7 @@ fn tool_json(t: &Arc<Tool>) -> Value {
                 "env": s.env,
                 "header": s.header.as_ref().map(|h| &h.name),
             })).collect::<Vec<_>>(),
+            "calls": g.calls.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
         },
     })
 }
@@ -206,5 +207,6 @@ pub(super) fn grant_words(g: &Grants) -> Vec<String> {
         }
         words.push(format!("secret:{} ({})", one_line(&s.name), how.join(", ")));
     }
+    words.extend(g.calls.iter().map(|p| format!("calls:{}", p.as_str())));
     words
 }

@@ -17,6 +17,13 @@ impl Pipeline {
         }
     }
 
+    /// Whether a listing for `caller` names `tool`: a tool it sees, within `server.short-list`
+    /// when one is set (the others stay callable, and `search_tools` finds them).
+    pub fn lists(&self, caller: Option<&Caller>, tool: &str) -> bool {
+        let short = &self.config().server.short_list;
+        (short.is_empty() || short.iter().any(|p| p.matches(tool))) && self.sees(caller, tool)
+    }
+
     /// Whether `caller` sees the whole daemon, as the operator does: the local operator, and every
     /// caller when no `[[callers]]` profiles are configured. A profiled caller's view is narrowed
     /// to its tools, and leaves out what no tool of theirs did (calls of unknown names).

@@ -128,6 +128,11 @@ pub struct RawServer {
     /// allowed.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// For hosts with many tools: `tools/list` names only the tools these names or globs match
+    /// (`search_tools`, `run_script`, the few pinned ones); every tool stays callable and
+    /// findable. Empty: the whole list.
+    #[serde(default)]
+    pub short_list: Vec<String>,
     /// Name of the environment variable holding the bearer token for HTTP.
     pub token_env: Option<String>,
     /// Largest request body, in KiB.

@@ -63,6 +63,8 @@ pub struct ServerConfig {
     pub allowed_origins: Vec<String>,
     /// Allowed hosts besides loopback ones: names, and ranges of IP literals.
     pub allowed_hosts: Vec<crate::hosts::AllowedHost>,
+    /// When not empty, the tools a listing names (`server.short-list`); the rest stay callable.
+    pub short_list: Vec<crate::gate::ToolPattern>,
     /// Bearer token required on HTTP, if set.
     pub token: Option<String>,
     /// Largest request body, in bytes.

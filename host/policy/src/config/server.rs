@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::gate::ToolPattern;
 use super::PoolOptions;
 use super::{ConfigError, Overrides, PluginPolicy, RawEngine, RawServer, ServerConfig, invalid};
 use crate::hosts::AllowedHost;
@@ -124,6 +125,15 @@ pub(super) fn resolve_server(
         http,
         allowed_origins: raw.allowed_origins.clone(),
         allowed_hosts: allowed_hosts(&raw.allowed_hosts)?,
+        short_list: raw
+            .short_list
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                ToolPattern::parse(p)
+                    .map_err(|e| invalid(format!("server.short-list[{i}]"), e.to_string()))
+            })
+            .collect::<Result<_, _>>()?,
         token,
         max_body_bytes: (raw.max_body_kb.unwrap_or(4096) as usize) << 10,
         request_timeout: Duration::from_millis(raw.request_timeout_ms.unwrap_or(300_000)),

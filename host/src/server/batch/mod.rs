@@ -91,6 +91,8 @@ struct CallParams {
 #[derive(Debug, Default, Deserialize)]
 struct ToolsParams {
     format: Option<String>,
+    /// `all=true`: every tool the caller sees, beyond `server.short-list`.
+    all: Option<String>,
 }
 
 fn bad_request(message: impl Into<String>) -> Response {
@@ -114,9 +116,15 @@ async fn tools(
         Ok(format) => {
             let caller = caller.as_ref().map(|Extension(c)| c.as_ref());
             let catalog = api.shared.pipeline.listing().await;
-            let specs = catalog
-                .specs()
-                .filter(|s| api.shared.pipeline.sees(caller, &s.name));
+            let all = params.all.as_deref() == Some("true");
+            let pipeline = &api.shared.pipeline;
+            let specs = catalog.specs().filter(|s| {
+                if all {
+                    pipeline.sees(caller, &s.name)
+                } else {
+                    pipeline.lists(caller, &s.name)
+                }
+            });
             Json(batch::definitions(specs, format)).into_response()
         }
         Err(e) => bad_request(e.to_string()),

@@ -117,9 +117,9 @@ impl ServerHandler for McpServer {
         let trace = telemetry::is_on()
             .then(|| request_span("tools/list", None, &context, caller.as_deref()));
         let pipeline = &self.shared.pipeline;
-        let sees = |name: &str| pipeline.sees(caller.as_deref(), name);
+        let lists = |name: &str| pipeline.lists(caller.as_deref(), name);
         let catalog = pipeline.listing().await;
-        let page = listing::page(&catalog, cursor, PAGE_SIZE, era, sees);
+        let page = listing::page(&catalog, cursor, PAGE_SIZE, era, lists);
         if let Some(cx) = &trace {
             let error = page.as_ref().err().map(|_| "invalid_params");
             end_request_span(cx, "tools/list", None, error, started);

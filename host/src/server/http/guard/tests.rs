@@ -14,6 +14,7 @@ fn config(hosts: &[&str], origins: &[&str], token: Option<&str>) -> ServerConfig
             .iter()
             .map(|h| AllowedHost::parse(h).unwrap())
             .collect(),
+        short_list: Vec::new(),
         token: token.map(str::to_string),
         max_body_bytes: 1024,
         request_timeout: Duration::from_secs(1),
