@@ -23,7 +23,7 @@ const RUNNER: Example = Example {
 };
 
 /// A workspace with the runner, fs (over `work/`, holding `secret/key.txt` and `notes/a..e.txt`),
-/// echo and hostile, under `config` (which grants the runner what the test needs).
+/// echo, hostile and search_tools, under `config` (which grants the runner what the test needs).
 fn workspace(config: &str) -> Option<Env> {
     let runner = RUNNER.component()?;
     let _heavy = crate::languages::heavy();
@@ -32,7 +32,7 @@ fn workspace(config: &str) -> Option<Env> {
         "[cache]\ndir = '{}'\n[plugins.fs]\ndirs = [{{ host = \"work\", mode = \"rw\" }}]\n{config}",
         cache.display()
     );
-    let env = Env::new(&["fs", "echo", "hostile"], &config);
+    let env = Env::new(&["fs", "echo", "hostile", "search_tools"], &config);
     std::fs::copy(runner, env.path().join("plugins/run_script.wasm")).unwrap();
     std::fs::create_dir_all(env.work().join("secret")).unwrap();
     std::fs::write(env.work().join("secret/key.txt"), "TOPSECRET-4242\n").unwrap();
@@ -486,4 +486,63 @@ async fn a_script_cannot_outlive_its_deadline_through_nested_calls_and_a_cancel_
     })
     .await;
     assert_eq!(nested[0]["error_kind"], "cancelled", "{nested:#?}");
+}
+
+#[tokio::test]
+async fn over_mcp_a_short_list_names_search_and_scripts_and_every_tool_stays_reachable() {
+    let config = "[server]\nshort-list = [\"search_tools\", \"run_script\"]\n\
+        [plugins.search_tools]\ncall-tools = [\"*\"]\n\
+        [plugins.run_script]\npermissions = { allow = [\"run_script\"] }\ncall-tools = [\"*\"]\n";
+    let Some(env) = workspace(config) else {
+        return;
+    };
+    let mut d = crate::daemon::Daemon::start(&env, &[]);
+    let list = d.request("tools/list", json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["run_script", "search_tools"], "{list}");
+
+    // search_tools ranks by what a tool does and hands back definitions ready to call.
+    let found = d.call(
+        "search_tools",
+        json!({ "query": "read a text file", "limit": 3 }),
+    );
+    assert!(!found.is_error(), "{}", found.text());
+    let s = &found.result["structuredContent"];
+    assert_eq!(s["tools"][0]["name"], "read_file", "{s:#}");
+    assert_eq!(s["tools"][0]["inputSchema"]["required"], json!(["path"]));
+    assert_eq!(s["tools"].as_array().unwrap().len(), 3);
+    assert!(s["searched"].as_u64().unwrap() >= 8, "{s:#}");
+    // Deterministic: the same query, the same answer.
+    let again = d.call(
+        "search_tools",
+        json!({ "query": "read a text file", "limit": 3 }),
+    );
+    assert_eq!(again.result["structuredContent"], *s);
+    let none = d.call("search_tools", json!({ "query": "zzqx" }));
+    assert!(
+        none.text().starts_with("No tool matches 'zzqx'"),
+        "{}",
+        none.text()
+    );
+
+    // A tool left out of the list is still called directly, and from a script.
+    let direct = d.call("read_file", json!({ "path": "notes/a.txt" }));
+    assert!(
+        direct.text().starts_with("match line 0"),
+        "{}",
+        direct.text()
+    );
+    let scripted = d.call(
+        "run_script",
+        json!({ "code": "const t = await tools.read_file({ path: 'notes/b.txt' }); return t.split('\\n').length" }),
+    );
+    assert!(!scripted.is_error(), "{}", scripted.text());
+    assert_eq!(scripted.result["structuredContent"]["result"], 7);
+    let status = d.stop();
+    assert!(status.success(), "{status:?}");
 }

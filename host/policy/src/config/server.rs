@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::gate::ToolPattern;
 use super::PoolOptions;
 use super::{ConfigError, Overrides, PluginPolicy, RawEngine, RawServer, ServerConfig, invalid};
+use crate::gate::ToolPattern;
 use crate::hosts::AllowedHost;
 
 /// Instances for plugin loads (each runs `describe`) on top of the calls the server runs at once.
