@@ -9,8 +9,9 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import {
   auditLines, callTool, endRecord, mcpClient, openBrowser, questionFor, screenshot, session, shownOrError,
-  signIn, startDaemon, text, until,
+  root, signIn, startDaemon, text, until,
 } from './harness.mjs';
+import { join } from 'node:path';
 
 const ASK_ECHO = `
 [permissions]
@@ -22,8 +23,8 @@ approvals = "both"
 `;
 
 /** Runs `body` with a fresh daemon (config) and browser; always stops both. */
-async function scenario(config, body) {
-  const daemon = await startDaemon(config);
+async function scenario(config, body, plugins = []) {
+  const daemon = await startDaemon(config, plugins);
   let browser;
   const clients = [];
   try {
@@ -263,6 +264,39 @@ test('6 live calls: a long sleep shows as running, Cancel ends it cancelled and 
     const rec = await endRecord(daemon, callId);
     assert.equal(rec.error_kind, 'cancelled', JSON.stringify(rec));
   });
+});
+
+test('6b tree: a tool call made from inside a plugin shows under the call that made it', { timeout: 90000 }, async () => {
+  const config = BYPASS('[plugins.hostile.limits]\ntimeout-ms = 60000\n[plugins.tool_caller]\ncall-tools = ["sleep"]\n');
+  await scenario(config, async ({ daemon, page, client }) => {
+    await signIn(page, daemon);
+    await page.getByTestId('tab-calls').click();
+    await page.getByTestId('running-empty').waitFor();
+    const c = await client();
+    const call = callTool(c, 'call_tool', { name: 'sleep', input: JSON.stringify({ ms: 1500 }) });
+    const parent = page.getByTestId('running-row').filter({ has: page.getByTestId('call-tool').getByText('call_tool') });
+    const child = page.getByTestId('running-row').filter({ has: page.getByTestId('call-tool').getByText('sleep') });
+    await child.waitFor();
+    const parentId = await parent.getAttribute('data-call-id');
+    // The nested call is listed right after its parent, one level in.
+    const rows = page.getByTestId('running-row');
+    assert.equal(await rows.nth(0).getAttribute('data-call-id'), parentId);
+    assert.equal(await rows.nth(1).getByTestId('call-tool').getAttribute('data-depth'), '1');
+    assert.equal(await parent.getByTestId('call-tool').getAttribute('data-depth'), '0');
+    await screenshot(page, '06b-running-tree');
+    const result = await call;
+    assert.match(text(result), /^ok: slept \d+ ms$/, text(result));
+    // Once ended, the tree stays in the recent table: the parent first (it ended last).
+    const recentParent = page.locator(`[data-testid=recent-row][data-call-id="${parentId}"]`);
+    await recentParent.waitFor();
+    const recent = page.getByTestId('recent-row');
+    assert.equal(await recent.nth(0).getAttribute('data-call-id'), parentId);
+    assert.equal(await recent.nth(1).getByTestId('call-tool').getAttribute('data-depth'), '1');
+    assert.match(await recent.nth(1).getByTestId('call-tool').textContent(), /sleep/);
+    const nested = (await endRecord(daemon, await recent.nth(1).getAttribute('data-call-id')));
+    assert.equal(nested.parent_id, parentId, JSON.stringify(nested));
+    await screenshot(page, '06b-recent-tree');
+  }, [join(root, 'target/fixtures/tool_caller.wasm')]);
 });
 
 test('7 audit: filters by tool and by outcome find the right records; the export has the same', { timeout: 90000 }, async () => {

@@ -46,14 +46,15 @@ async function waitForBinary() {
 }
 
 /**
- * Starts a daemon on 127.0.0.1:0 with `config` (toolhost.toml text). Returns
+ * Starts a daemon on 127.0.0.1:0 with `config` (toolhost.toml text), and the plugins `extra`
+ * (component paths) beside echo and hostile. Returns
  * { dir, port, origin, mcpUrl, signinLink, auditPath, stderr(), stop() }.
  */
-export async function startDaemon(config) {
+export async function startDaemon(config, extra = []) {
   await waitForBinary();
   const dir = mkdtempSync(join(tmpdir(), 'toolhost-console-'));
   mkdirSync(join(dir, 'plugins'));
-  for (const p of PLUGINS) copyFileSync(p, join(dir, 'plugins', p.split('/').pop()));
+  for (const p of [...PLUGINS, ...extra]) copyFileSync(p, join(dir, 'plugins', p.split('/').pop()));
   writeFileSync(join(dir, 'toolhost.toml'), config);
   const child = spawn(
     bin,

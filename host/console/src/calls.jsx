@@ -4,8 +4,19 @@ import { post, seg } from './api.js';
 import { useNow } from './live.js';
 import { RecordPanel, rowOpener } from './record.jsx';
 import * as fmt from './format.js';
+import { nest } from './tree.js';
 
-function RunningRow({ call, now, onOpen, selected }) {
+/** The tool's cell: indented under the call that made it (a script's tool calls). */
+function ToolCell({ tool, depth }) {
+  return (
+    <td data-testid="call-tool" data-depth={depth} style={depth ? { paddingLeft: `${depth * 1.5 + 0.5}em` } : undefined}>
+      {depth ? '\u21b3 ' : ''}
+      {tool}
+    </td>
+  );
+}
+
+function RunningRow({ call, depth, now, onOpen, selected }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
   const cancel = async (e) => {
@@ -27,7 +38,7 @@ function RunningRow({ call, now, onOpen, selected }) {
       class={selected ? 'selected' : undefined}
       {...rowOpener(onOpen, `Show the record of this call of ${tool}`)}
     >
-      <td data-testid="call-tool">{tool}</td>
+      <ToolCell tool={tool} depth={depth} />
       <td data-testid="call-caller">{fmt.caller(call.caller)}</td>
       <td data-testid="call-origin">{fmt.text(call.origin)}</td>
       <td data-testid="call-state" class={call.waiting ? 'warn' : 'running'}>
@@ -58,7 +69,7 @@ function RunningRow({ call, now, onOpen, selected }) {
   );
 }
 
-function RecentRow({ record, onOpen, selected }) {
+function RecentRow({ record, depth, onOpen, selected }) {
   const tool = fmt.text(record.tool);
   return (
     <tr
@@ -68,7 +79,7 @@ function RecentRow({ record, onOpen, selected }) {
       {...rowOpener(onOpen, `Show the record of this call of ${tool}`)}
     >
       <td data-testid="call-ended">{fmt.time(record.ts_end)}</td>
-      <td data-testid="call-tool">{tool}</td>
+      <ToolCell tool={tool} depth={depth} />
       <td data-testid="call-caller">{fmt.caller(record.caller)}</td>
       <td data-testid="call-decision">{fmt.decision(record.decision)}</td>
       <td data-testid="call-outcome" class={fmt.outcomeClass(record)}>
@@ -106,8 +117,8 @@ export function Calls({ live }) {
             {live.running.length === 0 ? (
               <tr><td colSpan={6} class="empty" data-testid="running-empty">No calls are running.</td></tr>
             ) : (
-              live.running.map((c) => (
-                <RunningRow key={c.call_id} call={c} now={now} selected={open === c.call_id} onOpen={() => setOpen(c.call_id)} />
+              nest(live.running).map(({ item: c, depth }) => (
+                <RunningRow key={c.call_id} call={c} depth={depth} now={now} selected={open === c.call_id} onOpen={() => setOpen(c.call_id)} />
               ))
             )}
           </tbody>
@@ -134,8 +145,8 @@ export function Calls({ live }) {
             {live.recent.length === 0 ? (
               <tr><td colSpan={8} class="empty" data-testid="recent-empty">No calls have ended yet.</td></tr>
             ) : (
-              live.recent.map((r) => (
-                <RecentRow key={r.call_id} record={r} selected={open === r.call_id} onOpen={() => setOpen(r.call_id)} />
+              nest(live.recent).map(({ item: r, depth }) => (
+                <RecentRow key={r.call_id} record={r} depth={depth} selected={open === r.call_id} onOpen={() => setOpen(r.call_id)} />
               ))
             )}
           </tbody>

@@ -51,6 +51,8 @@ pub struct RunningView {
     pub caller: String,
     /// The front end.
     pub origin: &'static str,
+    /// The call or batch it is part of: a script's nested calls name the script's call.
+    pub parent_id: Option<String>,
     /// When it was admitted.
     pub started_at: DateTime<Utc>,
     /// Whether it waits for an approval.
@@ -61,6 +63,7 @@ struct Running {
     tool: String,
     caller: Option<Arc<Caller>>,
     origin: &'static str,
+    parent_id: Option<String>,
     started_at: DateTime<Utc>,
     waiting: bool,
     stop: CancellationToken,
@@ -74,6 +77,7 @@ impl Running {
             tool: self.tool.clone(),
             caller: caller_name(self.caller.as_deref()),
             origin: self.origin,
+            parent_id: self.parent_id.clone(),
             started_at: self.started_at,
             waiting: self.waiting,
         }
@@ -156,7 +160,7 @@ impl Live {
     pub(super) fn start(
         &self,
         call_id: &str,
-        (tool, caller, origin): (&str, Option<&Arc<Caller>>, &'static str),
+        (tool, caller, origin, parent_id): (&str, Option<&Arc<Caller>>, &'static str, Option<&str>),
         stop: CancellationToken,
     ) -> Listed<'_> {
         let cancelled_by = Arc::new(OnceLock::new());
@@ -164,6 +168,7 @@ impl Live {
             tool: tool.to_owned(),
             caller: caller.cloned(),
             origin,
+            parent_id: parent_id.map(str::to_owned),
             started_at: Utc::now(),
             waiting: false,
             stop,

@@ -264,7 +264,12 @@ impl Pipeline {
         req.cancel = stop.clone();
         let listed = self.live.start(
             &call_id,
-            (&req.tool, req.caller.as_ref(), req.origin),
+            (
+                &req.tool,
+                req.caller.as_ref(),
+                req.origin,
+                req.parent_id.as_deref(),
+            ),
             stop.clone(),
         );
         let mut stopped = None;
