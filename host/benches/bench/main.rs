@@ -17,6 +17,7 @@
 
 mod audit;
 mod client;
+mod codemode;
 mod coldstart;
 mod e2e;
 mod floor;
@@ -42,7 +43,7 @@ usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE]
        bench --serve-floor-stdio | --serve-floor-http ADDR     (the same, each echo in a fresh sandbox; in a workspace)
 
 PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp, generic,
-stream
+stream, scripts
 (default: all).
 --quick runs fewer, shorter rounds (a few minutes on 2 cores). Run it through scripts/bench.sh,
 which builds the plugins and the release binaries first.";
@@ -68,7 +69,7 @@ impl Options {
     }
 }
 
-const PARTS: [&str; 9] = [
+const PARTS: [&str; 10] = [
     "pipeline",
     "failures",
     "audit",
@@ -78,6 +79,7 @@ const PARTS: [&str; 9] = [
     "mcp",
     "generic",
     "stream",
+    "scripts",
 ];
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -190,6 +192,9 @@ fn main() -> ExitCode {
         }
         if options.wants("stream") {
             stream::run(&options, &mut report).await?;
+        }
+        if options.wants("scripts") {
+            codemode::run(&options, &mut report).await?;
         }
         Ok::<(), String>(())
     });
