@@ -30,6 +30,9 @@ for (const e of entries) {
 }
 return counts.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 3);";
 
+/// How one way did the job: the top three (file, count), the bytes the model read, the round trips.
+type Done = (Vec<(String, usize)>, usize, usize);
+
 /// `FILES` files of text in `ws`'s `corpus/`, file `i` holding `3 * i + 1` needle lines among others.
 fn corpus(ws: &Workspace) -> Result<(), String> {
     for i in 0..FILES {
@@ -84,7 +87,7 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
         }
         Ok(r)
     };
-    let one_by_one = async || -> Result<(Vec<(String, usize)>, usize, usize), String> {
+    let one_by_one = async || -> Result<Done, String> {
         let listing = call("list_dir", json!({ "path": "." })).await?;
         let mut bytes = text_of(&listing).len();
         let mut trips = 1;
@@ -106,7 +109,7 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
         top.truncate(3);
         Ok((top, bytes, trips))
     };
-    let scripted = async || -> Result<(Vec<(String, usize)>, usize, usize), String> {
+    let scripted = async || -> Result<Done, String> {
         let r = call("run_script", json!({ "code": SCRIPT })).await?;
         let top = r["structuredContent"]["result"]
             .as_array()
