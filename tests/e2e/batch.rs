@@ -21,7 +21,7 @@ use crate::harness::{EVENT_WAIT, Env, audit_line_at, wait_for_async};
 const HOSTILE: &str = "[permissions]\nmode = \"bypass\"\n[plugins.hostile]\ndirs = [{ host = \"work\", mode = \"rw\" }]\n";
 
 /// An Anthropic assistant message with one `tool_use` per (id, tool, input).
-fn anthropic(calls: &[(&str, &str, Value)]) -> Value {
+pub(crate) fn anthropic(calls: &[(&str, &str, Value)]) -> Value {
     let blocks: Vec<Value> = calls
         .iter()
         .map(|(id, name, input)| json!({ "type": "tool_use", "id": id, "name": name, "input": input }))
@@ -456,10 +456,10 @@ fn cli_list_prints_tool_definitions_for_each_api() {
 // ---------------------------------------------------------------------------------------------
 // the HTTP API, on a real socket
 
-struct Reply {
-    status: u16,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Reply {
@@ -469,7 +469,7 @@ impl Reply {
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
     }
 }
@@ -484,12 +484,12 @@ pub(crate) async fn serve(pipeline: Arc<Pipeline>, server: &ServerConfig) -> Soc
 
 /// The batch API's routes, driven without a socket: nothing these tests check depends on one
 /// (the streamed and disconnect tests in `streaming` use [`serve`]).
-fn app(pipeline: Arc<Pipeline>, server: &ServerConfig) -> axum::Router {
+pub(crate) fn app(pipeline: Arc<Pipeline>, server: &ServerConfig) -> axum::Router {
     toolhost::server::Server::new(pipeline, server.clone()).batch_router()
 }
 
 /// One request through `app`, its body read to the end.
-async fn request(
+pub(crate) async fn request(
     app: &axum::Router,
     method: &str,
     path: &str,

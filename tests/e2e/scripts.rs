@@ -496,7 +496,7 @@ async fn over_mcp_a_short_list_names_search_and_scripts_and_every_tool_stays_rea
     let Some(env) = workspace(config) else {
         return;
     };
-    let mut d = crate::daemon::Daemon::start(&env, &[]);
+    let mut d = crate::daemon::Daemon::start(&env, &["--http", "127.0.0.1:0"]);
     let list = d.request("tools/list", json!({}));
     let names: Vec<&str> = list["result"]["tools"]
         .as_array()
@@ -543,6 +543,89 @@ async fn over_mcp_a_short_list_names_search_and_scripts_and_every_tool_stays_rea
     );
     assert!(!scripted.is_error(), "{}", scripted.text());
     assert_eq!(scripted.result["structuredContent"]["result"], 7);
+
+    // The 2026-07-28 era, stateless over HTTP: the same short list, the same script.
+    let addr = d.http.unwrap();
+    let modern = |method: &str, params: Value| {
+        crate::daemon::modern_request(addr, method, params, json!({}), None)
+    };
+    let list = modern("tools/list", json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["run_script", "search_tools"], "{list}");
+    let answer = modern(
+        "tools/call",
+        json!({ "name": "run_script", "arguments": { "code": "return (await tools.search_tools({ query: 'list a directory', limit: 1 })).tools[0].name" } }),
+    );
+    // The script's search answers as a direct search does.
+    let direct = d.call(
+        "search_tools",
+        json!({ "query": "list a directory", "limit": 1 }),
+    );
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"],
+        direct.result["structuredContent"]["tools"][0]["name"],
+        "{answer}"
+    );
     let status = d.stop();
     assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_batch_api_lists_short_or_all_and_runs_a_script_whose_calls_nest_under_the_batch() {
+    let config = "[server]\nshort-list = [\"search_tools\", \"run_script\"]\n\
+        [plugins.search_tools]\ncall-tools = [\"*\"]\n\
+        [plugins.run_script]\npermissions = { allow = [\"run_script\"] }\ncall-tools = [\"read_file\"]\n";
+    let Some(env) = workspace(config) else {
+        return;
+    };
+    let p = env.pipeline(8).await;
+    let app = crate::batch::app(p, &env.config().server);
+    let names = |reply: crate::batch::Reply| -> Vec<String> {
+        let list = reply.json();
+        list.as_array()
+            .unwrap_or_else(|| panic!("{list}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let short = crate::batch::request(&app, "GET", "/v1/tools?format=anthropic", &[], "").await;
+    assert_eq!(names(short), ["run_script", "search_tools"]);
+    let all =
+        crate::batch::request(&app, "GET", "/v1/tools?format=anthropic&all=true", &[], "").await;
+    assert!(names(all).contains(&"read_file".to_owned()));
+
+    let message = crate::batch::anthropic(&[(
+        "s1",
+        "run_script",
+        json!({ "code": "return (await tools.read_file({ path: 'notes/c.txt' })).split('\\n').length" }),
+    )]);
+    let reply =
+        crate::batch::request(&app, "POST", "/v1/tool-calls", &[], &message.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(
+        reply.body.contains("\"tool_use_id\":\"s1\""),
+        "{}",
+        reply.body
+    );
+    let script = env
+        .audit()
+        .into_iter()
+        .find(|r| r["tool"] == "run_script")
+        .unwrap();
+    assert_eq!(script["outcome"], "ok", "{script:#}");
+    assert!(
+        script["parent_id"].is_string(),
+        "the batch is the script's parent: {script:#}"
+    );
+    let nested = children(&env, script["call_id"].as_str().unwrap());
+    assert_eq!(nested.len(), 1);
+    assert_eq!(
+        (nested[0]["tool"].as_str(), nested[0]["origin"].as_str()),
+        (Some("read_file"), script["origin"].as_str())
+    );
 }
