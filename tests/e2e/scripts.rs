@@ -629,3 +629,54 @@ async fn the_batch_api_lists_short_or_all_and_runs_a_script_whose_calls_nest_und
         (Some("read_file"), script["origin"].as_str())
     );
 }
+
+#[test]
+fn the_audit_tree_is_whole_after_a_shutdown_and_after_a_kill() {
+    let config = "[server]\nshutdown-grace-ms = 300\n\
+        [plugins.run_script]\npermissions = { allow = [\"run_script\"] }\ncall-tools = [\"sleep\"]\n\
+        limits = { timeout-ms = 60000 }\n[plugins.hostile.limits]\ntimeout-ms = 60000\n";
+    for kill in [false, true] {
+        let Some(env) = workspace(config) else {
+            return;
+        };
+        let mut d =
+            crate::daemon::Daemon::start_env(&env, &["--no-watch"], &[("TOOLHOST_LOG", "info")]);
+        let id = d.id();
+        d.send(&json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": "run_script", "arguments": { "code": "await tools.sleep({ ms: 30000 }); return 1" } }
+        }));
+        // The script and its nested sleep are both running, each recorded as begun.
+        env.wait_for_begins(2);
+        let begins: Vec<Value> = env
+            .audit_lines()
+            .into_iter()
+            .filter(|l| l["event"] == "begin")
+            .collect();
+        let script = begins.iter().find(|b| b["tool"] == "run_script").unwrap();
+        let sleep = begins.iter().find(|b| b["tool"] == "sleep").unwrap();
+        assert_eq!(sleep["parent_id"], script["call_id"]);
+        d.signal("TERM");
+        if kill {
+            d.wait_for_stderr("for calls in flight");
+            d.signal("KILL");
+            d.wait(Duration::from_secs(10));
+            // Both stay in the log as begun and unfinished, the tree intact.
+            let out = env.run(&["audit", "--json"]);
+            let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(summary["total"]["unfinished"], 2, "{summary}");
+        } else {
+            // The grace ends both; each has its end record, the nested one under the script.
+            let status = d.wait(Duration::from_secs(20));
+            assert!(status.success(), "{status:?}");
+            let ends = env.audit();
+            assert_eq!(ends.len(), 2, "{ends:#?}");
+            assert!(
+                ends.iter().all(|r| r["error_kind"] == "cancelled"),
+                "{ends:#?}"
+            );
+            let nested = children(&env, script["call_id"].as_str().unwrap());
+            assert_eq!(nested.len(), 1);
+        }
+    }
+}
