@@ -8,7 +8,7 @@
 #
 #   --binary PATH   an already built toolhost for x86_64 Linux; default: build it with the `dist`
 #                   profile (cargo build --locked --profile dist -p toolhost)
-#   --plugins DIR   where echo, math, fs, fetch and github.wasm are; default: build them
+#   --plugins DIR   where echo, math, fs, fetch, github and search_tools.wasm are; default: build them
 #                   (scripts/build-plugins.sh --langs none, into plugins/)
 #   --out DIR       where the archive and SHA256SUMS go; default: target/release-dist
 #   --tag vVERSION  fail unless the tag names host/Cargo.toml's version (the workflow passes its tag)
@@ -18,7 +18,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 triple=x86_64-unknown-linux-gnu
-examples=(echo math fs fetch github)
+examples=(echo math fs fetch github search_tools)
 binary="" plugins="" out="$root/target/release-dist" tag=""
 while [ $# -gt 0 ]; do
     case "$1" in

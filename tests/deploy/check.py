@@ -80,7 +80,7 @@ CONFIG_DIR = "/etc/toolhost"
 CONFIG_KEY = "toolhost.toml"
 IMAGE_PLUGINS = "/opt/toolhost/plugins"
 # The example plugins deploy/Dockerfile puts in IMAGE_PLUGINS (and scripts/release.sh in the archive).
-EXAMPLES = ["echo", "math", "fs", "fetch", "github"]
+EXAMPLES = ["echo", "math", "fs", "fetch", "github", "search_tools"]
 PORT = 8750
 # run.rs: after the grace period, cancelled calls get CANCEL_WAIT (5 s) and the transports
 # CLOSE_WAIT (5 s), plus a 300 ms flush.
