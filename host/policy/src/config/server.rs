@@ -243,6 +243,18 @@ mod tests {
     }
 
     #[test]
+    fn a_short_list_takes_names_and_globs_and_names_a_bad_entry() {
+        let c = parse("[server]\nshort-list = [\"search_tools\", \"run_*\"]\n").unwrap();
+        let listed = |t: &str| c.server.short_list.iter().any(|p| p.matches(t));
+        assert!(listed("search_tools") && listed("run_script") && !listed("read_file"));
+        assert!(parse("").unwrap().server.short_list.is_empty());
+        let e = parse("[server]\nshort-list = [\"ok\", \"no/slash\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("server.short-list[1]"), "{e}");
+    }
+
+    #[test]
     fn refuses_a_pool_slot_smaller_than_a_memory_limit() {
         let e = parse("[engine]\nmemory-mb = 64\n[limits]\nmemory-mb = 32\n[plugins.big.limits]\nmemory-mb = 128\n")
             .unwrap_err()
