@@ -42,7 +42,8 @@ fn assert_kind(o: &CallOutcome, kind: &str, needle: &str) {
     assert!(o.structured().is_none());
 }
 
-struct Person(bool, Mutex<Vec<String>>);
+/// Says `yes` or `no` to every question, and keeps each question's reason.
+pub(crate) struct Person(pub(crate) bool, pub(crate) Mutex<Vec<String>>);
 
 impl Approver for Person {
     fn approve<'a>(

@@ -4,18 +4,17 @@
 //! denied file's content smuggled out, recursion, a fan-out bomb, a script outliving its deadline,
 //! and the audit tree after a cancel.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolhost::exec::{Answer, ApprovalRequest, Approver, CallOutcome, CallRequest};
+use toolhost::exec::{CallOutcome, CallRequest};
 use toolhost_policy::caller::Caller;
 
 use crate::harness::{EVENT_WAIT, Env, wait_for_async};
 use crate::languages::Example;
+use crate::pipeline::Person;
 
 const RUNNER: Example = Example {
     lang: "js",
@@ -305,19 +304,6 @@ async fn the_host_refuses_what_a_plugin_is_not_granted_and_hides_what_its_caller
     assert_eq!(nested[0]["error_kind"], "unknown_tool");
 }
 
-/// Says `yes` or `no` to every question, and keeps what it was asked.
-struct Person(bool, Mutex<Vec<String>>);
-
-impl Approver for Person {
-    fn approve<'a>(
-        &'a self,
-        r: &'a ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
-        self.1.lock().unwrap().push(r.tool.clone());
-        Box::pin(async move { Answer::from_yes(self.0) })
-    }
-}
-
 #[tokio::test]
 async fn a_deny_inside_a_script_is_a_deny_and_an_ask_goes_to_the_scripts_approver() {
     let config = "[permissions]\nmode = \"default\"\ndeny = [\"read_file(./secret/**)\"]\n\
@@ -366,7 +352,11 @@ async fn a_deny_inside_a_script_is_a_deny_and_an_ask_goes_to_the_scripts_approve
             o.structured().unwrap()["result"],
             if yes { "written" } else { "denied" }
         );
-        assert_eq!(*person.1.lock().unwrap(), ["write_file"]);
+        let asked = person.1.lock().unwrap().clone();
+        assert!(
+            asked.len() == 1 && asked[0].contains("write_file"),
+            "{asked:?}"
+        );
         assert_eq!(env.work().join("notes/new.txt").is_file(), yes);
     }
     // With no approver (the CLI without a terminal), an ask inside a script is a deny.
