@@ -147,6 +147,9 @@ pub enum ErrorKind {
     /// The tool's circuit breaker is open: it failed too often in a row and is not run until its
     /// cool-down has passed ([`crate::breaker`]). Not a failure of this call's input.
     Suspended,
+    /// The caller used up its share ([`crate::quota`]): too many calls in the window, too many at
+    /// once, or too much fuel; the message says when to retry. Not a failure of the tool.
+    RateLimited,
     /// The audit log could not be written and the policy refuses unaudited calls.
     AuditUnavailable,
     /// A fault in the host itself.
@@ -170,6 +173,7 @@ impl ErrorKind {
             Self::InputRequired => "input_required",
             Self::Busy => "busy",
             Self::Suspended => "suspended",
+            Self::RateLimited => "rate_limited",
             Self::AuditUnavailable => "audit_unavailable",
             Self::Internal => "internal",
         }
@@ -196,6 +200,7 @@ impl ErrorKind {
             | Self::InputRequired
             | Self::Busy
             | Self::Suspended
+            | Self::RateLimited
             | Self::AuditUnavailable => false,
         }
     }
@@ -213,6 +218,8 @@ pub struct CallOutcome {
     pub content: String,
     /// Whether the call succeeded, and what it returned or why it failed.
     pub status: CallStatus,
+    /// When a `rate_limited` call could be made again, at the earliest.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 /// How a call ended: a failure always has its kind, and only a success carries structured output.
@@ -234,6 +241,7 @@ impl CallOutcome {
             call_id: call_id.into(),
             content,
             status: CallStatus::Ok { structured },
+            retry_after: None,
         }
     }
 
@@ -243,6 +251,7 @@ impl CallOutcome {
             call_id: call_id.into(),
             content,
             status: CallStatus::Failed(kind),
+            retry_after: None,
         }
     }
 

@@ -113,6 +113,8 @@ pub struct RawProfile {
     /// `"operator"`: the caller may use the console (answer approvals, cancel calls, read the
     /// whole audit log). Absent: an ordinary caller, who sees nothing of it.
     pub role: Option<Role>,
+    /// The caller's fair share: calls per window, calls at once, fuel per window, all tools together.
+    pub quota: Option<crate::quota::RawQuota>,
 }
 
 /// What a profile's caller may do beyond calling tools.
@@ -140,6 +142,8 @@ pub struct Profile {
     pub memory_mb: Option<u64>,
     /// Its role, if any.
     pub role: Option<Role>,
+    /// Its callers' share, each caller its own.
+    pub quota: Option<crate::quota::Quota>,
 }
 
 impl Profile {
@@ -177,6 +181,9 @@ pub enum ProfileError {
     /// A limit is zero.
     #[error("`{0}` must be greater than 0")]
     Zero(&'static str),
+    /// The quota is wrong.
+    #[error("quota.{0}: {1}")]
+    Quota(&'static str, String),
 }
 
 /// Every profile, in the order written: the first that matches a caller applies.
@@ -281,6 +288,12 @@ fn compile(index: usize, p: &RawProfile) -> Result<Profile, ProfileError> {
             deny: p.deny.clone(),
         })?,
         role: p.role,
+        quota: p
+            .quota
+            .as_ref()
+            .map(crate::quota::Quota::new)
+            .transpose()
+            .map_err(|(field, why)| ProfileError::Quota(field, why))?,
         timeout_ms: p.timeout_ms,
         fuel: p.fuel,
         memory_mb: p.memory_mb.map(|mb| mb.min(4096)),

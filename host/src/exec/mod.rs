@@ -11,6 +11,7 @@ mod live;
 mod nested;
 mod pipeline;
 mod questions;
+mod quota;
 mod quiet;
 mod recorder;
 mod request;

@@ -14,6 +14,7 @@ use super::gate::Passed;
 use super::health::{Asker, ToolsHealth};
 use super::live::Live;
 use super::questions::Questions;
+use super::quota::Quotas;
 use super::quiet::Slots;
 use super::recorder::{Finished, Started};
 use super::request::CallRequest;
@@ -58,6 +59,8 @@ pub struct Pipeline {
     questions: Questions,
     /// This pipeline, for the nested calls it lends plugins (which outlive a borrow of it).
     me: std::sync::Weak<Pipeline>,
+    /// Each caller's share of calls, calls at once and fuel.
+    quotas: Quotas,
 }
 
 /// Why a call stopped before it ended by itself, when the pipeline stopped it.
@@ -90,6 +93,7 @@ impl Pipeline {
             live: Live::default(),
             questions: Questions::default(),
             me: me.clone(),
+            quotas: Quotas::default(),
         })
     }
 
@@ -394,6 +398,29 @@ impl Pipeline {
         note_plugin(record, &tool);
         clock.mark(Stage::Find);
 
+        // Fair shares: the caller's own, and its share of this tool; before any work.
+        let of_tool = plugin
+            .policy
+            .tools
+            .get(&tool.guest_name)
+            .and_then(|o| o.quota());
+        let whose = (
+            owner_of(req.caller.as_deref()),
+            super::live::caller_name(req.caller.as_deref()),
+        );
+        let share = match self.quotas.admit(
+            (&whose.0, &whose.1),
+            &tool.spec.name,
+            (profile.and_then(|p| p.quota.as_ref()), of_tool),
+        ) {
+            Ok(held) => held,
+            Err(refused) => {
+                let mut finished = fail(ErrorKind::RateLimited, refused.message);
+                finished.outcome.retry_after = refused.retry_after;
+                return finished;
+            }
+        };
+
         // Validate (coercions included), off the runtime unless surely quick.
         let input = match self.validate(&tool, input, req, record).await {
             Ok(input) => input,
@@ -453,6 +480,7 @@ impl Pipeline {
             .execute(&tool, input, req, record, clock, (files, caps))
             .await;
         finished.admitted = Some(admitted);
+        share.charge(finished.fuel.unwrap_or(0));
         finished
     }
 }

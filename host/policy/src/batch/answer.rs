@@ -36,6 +36,19 @@ pub struct BatchReport {
 }
 
 impl BatchReport {
+    /// When every call was refused as `rate_limited`: the longest wait any of them was told, for
+    /// the HTTP answer's `Retry-After` (`429`). `None` when any call got further.
+    pub fn all_rate_limited(&self) -> Option<std::time::Duration> {
+        let mut longest = std::time::Duration::ZERO;
+        for r in &self.results {
+            if r.outcome.error_kind() != Some(crate::call::ErrorKind::RateLimited) {
+                return None;
+            }
+            longest = longest.max(r.outcome.retry_after.unwrap_or_default());
+        }
+        (!self.results.is_empty()).then_some(longest)
+    }
+
     /// The answer to send back to the API.
     pub fn answer(&self) -> Value {
         let items: Vec<Value> = self.results.iter().map(|r| item(self.format, r)).collect();

@@ -33,6 +33,8 @@ pub struct RawToolOverride {
     pub permission_subject: Option<String>,
     /// When this tool is suspended, over the plugin's breaker.
     pub breaker: Option<RawBreaker>,
+    /// Each caller's share of this tool: calls per window, calls at once, fuel per window.
+    pub quota: Option<crate::quota::RawQuota>,
 }
 
 /// One tool's override, checked.
@@ -40,6 +42,7 @@ pub struct RawToolOverride {
 pub struct ToolOverride {
     raw: RawToolOverride,
     breaker: Option<BreakerPolicy>,
+    quota: Option<crate::quota::Quota>,
 }
 
 impl ToolOverride {
@@ -76,6 +79,11 @@ impl ToolOverride {
     /// The tool's own breaker policy, when its table has a `breaker`.
     pub fn breaker(&self) -> Option<&BreakerPolicy> {
         self.breaker.as_ref()
+    }
+
+    /// Each caller's share of the tool, when its table has a `quota`.
+    pub fn quota(&self) -> Option<&crate::quota::Quota> {
+        self.quota.as_ref()
     }
 }
 
@@ -121,11 +129,18 @@ pub(super) fn resolve_tools(
             .as_ref()
             .map(|b| resolve_breaker(b, breaker, timeout, &format!("{key}.tools.{tool}.breaker")))
             .transpose()?;
+        let quota = o
+            .quota
+            .as_ref()
+            .map(crate::quota::Quota::new)
+            .transpose()
+            .map_err(|(field, why)| invalid(at(&format!("quota.{field}")), why))?;
         out.insert(
             tool.clone(),
             ToolOverride {
                 raw: o.clone(),
                 breaker,
+                quota,
             },
         );
     }

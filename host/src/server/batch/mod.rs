@@ -36,7 +36,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{DefaultBodyLimit, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
@@ -223,7 +223,19 @@ async fn tool_calls(
             let joined = task.await;
             guard.disarm();
             match joined {
-                Ok(report) => Json(report.answer()).into_response(),
+                Ok(report) => match report.all_rate_limited() {
+                    // Every call was over its caller's share: the whole request was too early.
+                    Some(wait) => {
+                        let mut response =
+                            (StatusCode::TOO_MANY_REQUESTS, Json(report.answer())).into_response();
+                        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                        response
+                            .headers_mut()
+                            .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+                        response
+                    }
+                    None => Json(report.answer()).into_response(),
+                },
                 Err(e) => {
                     tracing::error!(batch_id, "the batch task failed: {e}");
                     error(

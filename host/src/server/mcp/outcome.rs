@@ -55,6 +55,7 @@ pub(crate) fn to_result(
         call_id,
         content,
         status,
+        ..
     } = outcome;
     if status == CallStatus::Failed(ErrorKind::UnknownTool) {
         return Err(ErrorData::invalid_params(
