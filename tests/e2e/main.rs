@@ -40,6 +40,7 @@ mod outcomes;
 mod paths;
 mod pipeline;
 mod prometheus;
+mod quotas;
 mod renames;
 mod sandbox;
 mod scripts;

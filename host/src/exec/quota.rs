@@ -55,7 +55,13 @@ impl Quotas {
     ) -> Result<Held<'_>, Refused> {
         let mut wanted = Vec::new();
         if let Some(q) = caller {
-            wanted.push((Key { who: who.to_owned(), tool: None }, *q));
+            wanted.push((
+                Key {
+                    who: who.to_owned(),
+                    tool: None,
+                },
+                *q,
+            ));
         }
         if let Some(q) = of_tool {
             let key = Key {
@@ -65,7 +71,10 @@ impl Quotas {
             wanted.push((key, *q));
         }
         if wanted.is_empty() {
-            return Ok(Held { quotas: self, held: wanted });
+            return Ok(Held {
+                quotas: self,
+                held: wanted,
+            });
         }
         let now = Instant::now();
         let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
@@ -91,7 +100,11 @@ impl Quotas {
                 let bucket = share.fuel.get_or_insert_with(|| Bucket::full(rate, now));
                 if let Err(wait) = bucket.check(rate, now) {
                     return Err(refused(
-                        format!("{shown} used its fuel budget{what} ({} per {})", rate.amount, window(rate)),
+                        format!(
+                            "{shown} used its fuel budget{what} ({} per {})",
+                            rate.amount,
+                            window(rate)
+                        ),
                         wait,
                     ));
                 }
@@ -132,7 +145,11 @@ impl Held<'_> {
             return;
         }
         let now = Instant::now();
-        let mut shares = self.quotas.shares.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut shares = self
+            .quotas
+            .shares
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         for (key, q) in &self.held {
             if let (Some(rate), Some(share)) = (&q.fuel, shares.get_mut(key))
                 && let Some(bucket) = share.fuel.as_mut()
@@ -148,7 +165,11 @@ impl Drop for Held<'_> {
         if self.held.is_empty() {
             return;
         }
-        let mut shares = self.quotas.shares.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut shares = self
+            .quotas
+            .shares
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         for (key, _) in &self.held {
             if let Some(share) = shares.get_mut(key) {
                 share.running = share.running.saturating_sub(1);
