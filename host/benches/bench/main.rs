@@ -26,6 +26,7 @@ mod grep;
 mod inproc;
 mod memory;
 mod native;
+mod quota;
 mod report;
 mod setup;
 mod stream;
@@ -43,7 +44,7 @@ usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE]
        bench --serve-floor-stdio | --serve-floor-http ADDR     (the same, each echo in a fresh sandbox; in a workspace)
 
 PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp, generic,
-stream, scripts
+stream, scripts, quota
 (default: all).
 --quick runs fewer, shorter rounds (a few minutes on 2 cores). Run it through scripts/bench.sh,
 which builds the plugins and the release binaries first.";
@@ -69,7 +70,7 @@ impl Options {
     }
 }
 
-const PARTS: [&str; 10] = [
+const PARTS: [&str; 11] = [
     "pipeline",
     "failures",
     "audit",
@@ -80,6 +81,7 @@ const PARTS: [&str; 10] = [
     "generic",
     "stream",
     "scripts",
+    "quota",
 ];
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -195,6 +197,9 @@ fn main() -> ExitCode {
         }
         if options.wants("scripts") {
             codemode::run(&options, &mut report).await?;
+        }
+        if options.wants("quota") {
+            quota::run(&options, &mut report).await?;
         }
         Ok::<(), String>(())
     });
