@@ -18,6 +18,8 @@ use crate::exec::{CallOutcome, CallStatus, ErrorKind};
 pub(crate) const META_CALL_ID: &str = "toolhost/callId";
 /// `_meta` key of the error kind (`denied`, `invalid_input`, ...) on error results.
 pub(crate) const META_ERROR_KIND: &str = "toolhost/errorKind";
+/// `_meta` key of a `rate_limited` result's wait before a retry, in milliseconds.
+pub(crate) const META_RETRY_AFTER: &str = "toolhost/retryAfterMs";
 
 /// Which protocol revision's rules for structured output a client gets.
 ///
@@ -55,7 +57,7 @@ pub(crate) fn to_result(
         call_id,
         content,
         status,
-        ..
+        retry_after,
     } = outcome;
     if status == CallStatus::Failed(ErrorKind::UnknownTool) {
         return Err(ErrorData::invalid_params(
@@ -68,6 +70,11 @@ pub(crate) fn to_result(
     let mut result = match status {
         CallStatus::Failed(kind) => {
             meta.insert(META_ERROR_KIND.into(), Value::String(kind.as_str().into()));
+            if let Some(wait) = retry_after {
+                // A `rate_limited` call: when a client may try again, for one that retries itself.
+                let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                meta.insert(META_RETRY_AFTER.into(), Value::from(ms));
+            }
             CallToolResult::error(vec![ContentBlock::text(content)])
         }
         CallStatus::Ok { structured } => match structured {
@@ -161,6 +168,16 @@ mod tests {
         assert_eq!(v["isError"], true);
         assert!(v.get("structuredContent").is_none());
         assert_eq!(v["_meta"][META_ERROR_KIND], "denied");
+        assert!(v["_meta"].get(META_RETRY_AFTER).is_none());
+    }
+
+    #[test]
+    fn a_rate_limited_result_says_when_to_retry() {
+        let mut o = outcome(Some(ErrorKind::RateLimited), None);
+        o.retry_after = Some(std::time::Duration::from_millis(2500));
+        let v = serde_json::to_value(to_result("calc", o, Era::AnyValue).unwrap()).unwrap();
+        assert_eq!(v["_meta"][META_ERROR_KIND], "rate_limited");
+        assert_eq!(v["_meta"][META_RETRY_AFTER], 2500);
     }
 
     #[test]
