@@ -151,6 +151,11 @@ impl Bucket {
     }
 }
 
+/// `wait` in whole seconds, rounded up and at least one: what a retry time says.
+pub fn whole_seconds(wait: Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -404,12 +404,8 @@ impl Pipeline {
             .tools
             .get(&tool.guest_name)
             .and_then(|o| o.quota());
-        let whose = (
-            owner_of(req.caller.as_deref()),
-            super::live::caller_name(req.caller.as_deref()),
-        );
         let share = match self.quotas.admit(
-            (&whose.0, &whose.1),
+            req.caller.as_deref(),
             &tool.spec.name,
             (profile.and_then(|p| p.quota.as_ref()), of_tool),
         ) {

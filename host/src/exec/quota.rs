@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use toolhost_policy::quota::{Bucket, Quota, Rate};
+use toolhost_policy::caller::Caller;
+use toolhost_policy::quota::{Bucket, Quota, Rate, whole_seconds};
 
 /// Whose share, of what: a caller's own (`tool` none) or its share of one tool.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -45,36 +46,36 @@ pub(crate) struct Held<'a> {
 }
 
 impl Quotas {
-    /// Admit a call of `tool` by `who` (`shown`, for messages) under the caller's quota and the
-    /// tool's, or say which is spent and when to retry.
+    /// Admit a call of `tool` by `caller` under the caller's quota and the tool's, or say which
+    /// is spent and when to retry. Without either, nothing is looked at or kept.
     pub(crate) fn admit(
         &self,
-        (who, shown): (&str, &str),
+        caller: Option<&Caller>,
         tool: &str,
-        (caller, of_tool): (Option<&Quota>, Option<&Quota>),
+        (of_caller, of_tool): (Option<&Quota>, Option<&Quota>),
     ) -> Result<Held<'_>, Refused> {
-        let mut wanted = Vec::new();
-        if let Some(q) = caller {
-            wanted.push((
-                Key {
-                    who: who.to_owned(),
-                    tool: None,
-                },
-                *q,
-            ));
+        if of_caller.is_none() && of_tool.is_none() {
+            return Ok(Held {
+                quotas: self,
+                held: Vec::new(),
+            });
         }
-        if let Some(q) = of_tool {
+        let who = toolhost_policy::task::owner_of(caller);
+        let shown = super::live::caller_name(caller);
+        let mut wanted = Vec::new();
+        if let Some(q) = of_caller {
             let key = Key {
-                who: who.to_owned(),
-                tool: Some(tool.to_owned()),
+                who: who.clone(),
+                tool: None,
             };
             wanted.push((key, *q));
         }
-        if wanted.is_empty() {
-            return Ok(Held {
-                quotas: self,
-                held: wanted,
-            });
+        if let Some(q) = of_tool {
+            let key = Key {
+                who,
+                tool: Some(tool.to_owned()),
+            };
+            wanted.push((key, *q));
         }
         let now = Instant::now();
         let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
@@ -188,9 +189,8 @@ fn window(rate: &Rate) -> String {
 }
 
 fn refused(what: String, wait: Duration) -> Refused {
-    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
     Refused {
-        message: format!("Rate limited: {what}; retry in {} s.", secs.max(1)),
+        message: format!("Rate limited: {what}; retry in {} s.", whole_seconds(wait)),
         retry_after: Some(wait),
     }
 }

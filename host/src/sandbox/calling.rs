@@ -58,13 +58,19 @@ pub(crate) struct Calling;
 /// One call's piece: what it may call, through whom, until when.
 pub(crate) struct Calls {
     granted: Arc<[ToolPattern]>,
-    service: Option<Arc<dyn NestedCalls>>,
+    /// The service, lent only to calls that may use it.
+    lent: Option<Lent>,
+    by: Instant,
+    plugin: Arc<str>,
+}
+
+/// The nested-call service as one call holds it.
+struct Lent {
+    service: Arc<dyn NestedCalls>,
     /// Cancelled when the caller cancels, and when this call's store drops (its deadline, its
     /// end): nested calls never outlive the call that made them.
     stop: CancellationToken,
     _stop_on_drop: DropGuard,
-    by: Instant,
-    plugin: Arc<str>,
 }
 
 /// [`HasData`] for linking `toolhost:plugin/tools` to a [`Calls`].
@@ -95,13 +101,23 @@ impl<S: CallingView + 'static> Capability<S> for Calling {
         (granted, plugin): &Self::Bound,
         call: &CallInputs<'_>,
     ) -> Result<Calls, CapabilityError> {
-        let stop = call.io.cancel.child_token();
+        // A call of a plugin without a grant costs nothing more than the empty piece.
+        let lent = call
+            .io
+            .tools
+            .as_ref()
+            .filter(|_| !granted.is_empty())
+            .map(|service| {
+                let stop = call.io.cancel.child_token();
+                Lent {
+                    service: service.clone(),
+                    _stop_on_drop: stop.clone().drop_guard(),
+                    stop,
+                }
+            });
         Ok(Calls {
             granted: granted.clone(),
-            // The service is only lent to calls that may use it.
-            service: call.io.tools.clone().filter(|_| !granted.is_empty()),
-            _stop_on_drop: stop.clone().drop_guard(),
-            stop,
+            lent,
             by: call.deadline,
             plugin: plugin.clone(),
         })
@@ -116,10 +132,10 @@ impl Calls {
 
 impl Host for &mut Calls {
     fn list(&mut self) -> Vec<ToolSpec> {
-        let Some(service) = &self.service else {
+        let Some(lent) = &self.lent else {
             return Vec::new();
         };
-        service
+        lent.service
             .tools()
             .into_iter()
             .filter(|s| self.grants(&s.name))
@@ -142,13 +158,15 @@ impl Host for &mut Calls {
                 self.plugin, self.plugin
             )));
         }
-        let Some(service) = self.service.clone() else {
+        let Some(lent) = &self.lent else {
             return Err(refuse(format!(
                 "Permission denied: tool calls from inside a plugin are not available to this call of '{}'",
                 self.plugin
             )));
         };
-        let nested = service.call(name, input, self.stop.child_token(), self.by);
+        let nested = lent
+            .service
+            .call(name, input, lent.stop.child_token(), self.by);
         match nested.await {
             Ok(out) => Ok(ToolOutput {
                 content: out.content,

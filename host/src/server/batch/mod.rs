@@ -228,10 +228,10 @@ async fn tool_calls(
                     Some(wait) => {
                         let mut response =
                             (StatusCode::TOO_MANY_REQUESTS, Json(report.answer())).into_response();
-                        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                        let secs = toolhost_policy::quota::whole_seconds(wait);
                         response
                             .headers_mut()
-                            .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+                            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
                         response
                     }
                     None => Json(report.answer()).into_response(),
