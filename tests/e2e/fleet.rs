@@ -2,7 +2,8 @@
 //! clients need no stickiness; `initialize`-era sessions work through a balancer that pins them. A task created through one daemon is read through another; an
 //! approval's `requestState` sealed by one is accepted by another (and only once, fleet-wide);
 //! a daemon killed with SIGKILL mid-load leaves no task silently `working` and no call without its
-//! audit line. Small on purpose (CI); `scripts/fleet-soak.sh` runs the bigger version.
+//! audit line; a quota is one budget for the whole fleet. Small on purpose (CI);
+//! `scripts/fleet-soak.sh` runs the bigger version.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -50,9 +51,13 @@ struct Fleet {
 }
 
 fn fleet(test: &str) -> Option<Fleet> {
+    fleet_with(test, &config())
+}
+
+fn fleet_with(test: &str, config: &str) -> Option<Fleet> {
     let pg = Postgres::start(test)?;
     crate::harness::service("haproxy", test)?;
-    let env = Env::new(&["hostile", "echo"], &config());
+    let env = Env::new(&["hostile", "echo"], config);
     let vars = [
         ("TOOLHOST_STATE_URL", pg.url.as_str()),
         ("TOOLHOST_STATE_KEY", KEY),
@@ -296,4 +301,149 @@ fn a_fleet_shares_tasks_and_approvals_and_survives_a_killed_daemon() {
         }
     }
     let _ = &f.env;
+}
+
+/// What a call through the fleet came to: "ok" or its error kind.
+fn outcome(answer: &Value) -> String {
+    let result = &answer["result"];
+    if result["isError"] == false {
+        return "ok".into();
+    }
+    result["_meta"]["toolhost/errorKind"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_owned()
+}
+
+/// `n` calls of `name` through `addr` at once; what each came to.
+fn at_once(addr: SocketAddr, n: usize, name: &str, arguments: Value) -> Vec<String> {
+    let threads: Vec<_> = (0..n)
+        .map(|_| {
+            let arguments = arguments.clone();
+            let name = name.to_owned();
+            std::thread::spawn(move || {
+                outcome(&modern(
+                    addr,
+                    "tools/call",
+                    json!({"name": name, "arguments": arguments}),
+                ))
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+fn count(outcomes: &[String], kind: &str) -> usize {
+    outcomes.iter().filter(|o| *o == kind).count()
+}
+
+#[test]
+fn three_daemons_enforce_one_quota() {
+    let config = r#"
+[permissions]
+mode = "bypass"
+
+[server]
+state-key-env = "TOOLHOST_STATE_KEY"
+
+[state]
+url-env = "TOOLHOST_STATE_URL"
+
+[tasks]
+lease-ms = 2000
+
+[plugins.echo.tools.echo]
+quota = { calls = 12, per-s = 3600 }
+
+[plugins.hostile.tools.sleep]
+quota = { in-flight = 2 }
+
+[plugins.hostile.limits]
+timeout-ms = 60000
+"#;
+    let Some(mut f) = fleet_with("fleet-quota", config) else {
+        return;
+    };
+
+    // 12 calls an hour, fleet-wide: 36 at once through the balancer (12 reach each daemon, each
+    // of which alone would admit all 12) start exactly 12.
+    let echoes = at_once(f.lb.addr, 36, "echo", json!({"text": "x"}));
+    assert_eq!(count(&echoes, "ok"), 12, "{echoes:?}\n{}", f.lb.log());
+    assert_eq!(count(&echoes, "rate_limited"), 24, "{echoes:?}");
+    // And the next, whichever daemon it reaches, says when to retry (about 5 minutes).
+    for addr in &f.addrs {
+        let more = modern(
+            *addr,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "x"}}),
+        );
+        assert_eq!(outcome(&more), "rate_limited", "{more}");
+        let text = more["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.contains("retry in 30") || text.contains("retry in 29"),
+            "{text}"
+        );
+    }
+    // Recorded on the daemon that refused each.
+    let records: Vec<Value> = f.audits.iter().flat_map(audit_lines).collect();
+    let limited = records
+        .iter()
+        .filter(|r| r["tool"] == "echo" && r["error_kind"] == "rate_limited")
+        .count();
+    assert_eq!(limited, 27, "{records:#?}");
+
+    // Two sleeps at once, fleet-wide: of six sent together, two run.
+    let sleeps = at_once(f.lb.addr, 6, "sleep", json!({"ms": 1500}));
+    assert_eq!(count(&sleeps, "ok"), 2, "{sleeps:?}");
+    assert_eq!(count(&sleeps, "rate_limited"), 4, "{sleeps:?}");
+    // Ended calls free their places.
+    wait_until("two sleeps to run again", EVENT_WAIT, || {
+        count(&at_once(f.lb.addr, 2, "sleep", json!({"ms": 50})), "ok") == 2
+    });
+
+    // A daemon killed while it runs a call frees its place once the fleet notices its silence.
+    let (a0, a1, a2) = (f.addrs[0], f.addrs[1], f.addrs[2]);
+    let long = json!({"name": "sleep", "arguments": {"ms": 8000}});
+    let begun = |i: usize| {
+        audit_lines(&f.audits[i])
+            .iter()
+            .filter(|l| l["event"] == "begin" && l["tool"] == "sleep")
+            .count()
+    };
+    let before = [begun(0), begun(1)];
+    let held = [a0, a1].map(|addr| {
+        let long = long.clone();
+        std::thread::spawn(move || modern(addr, "tools/call", long))
+    });
+    wait_until("both long sleeps to begin", EVENT_WAIT, || {
+        begun(0) > before[0] && begun(1) > before[1]
+    });
+    let third = modern(
+        a2,
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 10}}),
+    );
+    assert_eq!(outcome(&third), "rate_limited", "{third}");
+    let victim = f.daemons[0].take().unwrap();
+    victim.signal("KILL");
+    drop(victim);
+    let freed = Instant::now();
+    wait_until(
+        "the killed daemon's place to be freed",
+        Duration::from_secs(20),
+        || {
+            outcome(&modern(
+                a2,
+                "tools/call",
+                json!({"name": "sleep", "arguments": {"ms": 10}}),
+            )) == "ok"
+        },
+    );
+    eprintln!(
+        "fleet quota: a killed daemon's place freed after {:?}",
+        freed.elapsed()
+    );
+    let [h0, h1] = held;
+    let _ = h0.join();
+    assert_eq!(outcome(&h1.join().unwrap()), "ok");
 }

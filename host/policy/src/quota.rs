@@ -49,6 +49,18 @@ pub struct Rate {
     pub burst: u64,
 }
 
+impl Rate {
+    /// How long a bucket at `level` takes to refill to `cost` (at least a millisecond).
+    pub fn wait(&self, level: f64, cost: f64) -> Duration {
+        Duration::from_secs_f64(((cost - level) / self.per_second()).max(0.001))
+    }
+
+    /// Tokens added per second.
+    pub fn per_second(&self) -> f64 {
+        self.amount as f64 / self.per.as_secs_f64()
+    }
+}
+
 impl Quota {
     /// Check `raw`; a bad value names its field.
     pub fn new(raw: &RawQuota) -> Result<Self, (&'static str, String)> {
@@ -110,8 +122,7 @@ impl Bucket {
 
     fn refill(&mut self, rate: &Rate, now: Instant) {
         let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
-        let per_second = rate.amount as f64 / rate.per.as_secs_f64();
-        self.level = (self.level + elapsed * per_second).min(rate.burst as f64);
+        self.level = (self.level + elapsed * rate.per_second()).min(rate.burst as f64);
         self.at = now.max(self.at);
     }
 
@@ -146,8 +157,7 @@ impl Bucket {
     }
 
     fn wait(&self, rate: &Rate, cost: f64) -> Duration {
-        let per_second = rate.amount as f64 / rate.per.as_secs_f64();
-        Duration::from_secs_f64(((cost - self.level) / per_second).max(0.001))
+        rate.wait(self.level, cost)
     }
 }
 

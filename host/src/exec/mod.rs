@@ -26,6 +26,7 @@ pub use self::live::{Live, LiveEvent, NotRunning, RECENT, RunningView, caller_na
 pub use self::nested::Nested;
 pub use self::pipeline::Pipeline;
 pub use self::questions::{AnswerError, Question, Questions, Subject, Verdict, digest};
+pub use self::quota::{Ledger, LedgerError, Taken};
 pub use self::recorder::CALL_LOG;
 pub use self::request::CallRequest;
 pub use self::timing::StageTimes;

@@ -15,7 +15,7 @@ use super::health::{Asker, ToolsHealth};
 use super::live::Live;
 use super::questions::Questions;
 use super::quiet::Slots;
-use super::quota::Quotas;
+use super::quota::{Ledger, Quotas};
 use super::recorder::{Finished, Started};
 use super::request::CallRequest;
 use super::shape;
@@ -95,6 +95,12 @@ impl Pipeline {
             me: me.clone(),
             quotas: Quotas::default(),
         })
+    }
+
+    /// Share every quota's budget with the other daemons of a fleet through `ledger` (the state
+    /// store's), from the next call on.
+    pub fn share_quotas(&self, ledger: Arc<dyn Ledger>) {
+        self.quotas.share(ledger);
     }
 
     /// The config this pipeline runs under.
@@ -404,11 +410,15 @@ impl Pipeline {
             .tools
             .get(&tool.guest_name)
             .and_then(|o| o.quota());
-        let share = match self.quotas.admit(
-            req.caller.as_deref(),
-            &tool.spec.name,
-            (profile.and_then(|p| p.quota.as_ref()), of_tool),
-        ) {
+        let share = match self
+            .quotas
+            .admit(
+                req.caller.as_deref(),
+                &tool.spec.name,
+                (profile.and_then(|p| p.quota.as_ref()), of_tool),
+            )
+            .await
+        {
             Ok(held) => held,
             Err(refused) => {
                 let mut finished = fail(ErrorKind::RateLimited, refused.message);

@@ -153,7 +153,10 @@ impl Host {
             background,
         };
         match TaskStore::new(tasks, &host.config, &host.stop, &host.background) {
-            Ok(store) => host.store = Some(store),
+            Ok(store) => {
+                store.share_quotas(&host.pipeline, &host.stop, &host.background);
+                host.store = Some(store);
+            }
             Err(e) => {
                 host.flush_telemetry();
                 return Err(e.into());

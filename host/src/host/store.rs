@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::exec::Pipeline;
 use crate::server::Server;
 use crate::state::StateError;
 use crate::tasks::Tasks;
@@ -78,6 +79,40 @@ impl TaskStore {
                         && let Some(tasks) = tasks.clone()
                     {
                         server.attach_tasks(tasks);
+                    }
+                }
+            }
+        });
+    }
+}
+
+impl TaskStore {
+    /// Share the pipeline's quotas with the fleet through the store's ledger (a PostgreSQL
+    /// store's), now if the store is open, else as soon as it is.
+    pub(super) fn share_quotas(
+        &self,
+        pipeline: &Arc<Pipeline>,
+        stop: &CancellationToken,
+        background: &Background,
+    ) {
+        let share = |pipeline: &Pipeline, tasks: &Tasks| {
+            if let Some(ledger) = tasks.store().ledger(tasks.daemon()) {
+                pipeline.share_quotas(ledger);
+            }
+        };
+        if let Some(tasks) = self.ready() {
+            share(pipeline, &tasks);
+            return;
+        }
+        let (pipeline, stop, mut ready) = (pipeline.clone(), stop.clone(), self.ready.clone());
+        spawn(background, async move {
+            tokio::select! {
+                () = stop.cancelled() => {}
+                found = ready.wait_for(Option::is_some) => {
+                    if let Ok(tasks) = found
+                        && let Some(tasks) = tasks.clone()
+                    {
+                        share(&pipeline, &tasks);
                     }
                 }
             }

@@ -19,10 +19,11 @@ pub(super) const LEDGER: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (\
     version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_ms BIGINT NOT NULL)";
 
 /// Every migration, oldest first.
-pub(super) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "tasks, daemons and used approval states",
-    sql: "CREATE TABLE tasks (
+pub(super) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "tasks, daemons and used approval states",
+        sql: "CREATE TABLE tasks (
             id TEXT PRIMARY KEY,
             kind TEXT NOT NULL,
             owner TEXT NOT NULL,
@@ -51,7 +52,25 @@ pub(super) const MIGRATIONS: &[Migration] = &[Migration {
             nonce TEXT PRIMARY KEY,
             expires_ms BIGINT NOT NULL
         )",
-}];
+    },
+    Migration {
+        version: 2,
+        name: "the fleet's quota buckets and running counts",
+        sql: "CREATE TABLE quota_buckets (
+            key TEXT PRIMARY KEY,
+            tokens DOUBLE PRECISION NOT NULL,
+            taken DOUBLE PRECISION NOT NULL DEFAULT 0,
+            updated_ms BIGINT NOT NULL,
+            running BIGINT NOT NULL DEFAULT 0
+        );
+        CREATE TABLE quota_running (
+            key TEXT NOT NULL,
+            daemon TEXT NOT NULL,
+            running BIGINT NOT NULL,
+            PRIMARY KEY (key, daemon)
+        )",
+    },
+];
 
 /// The migrations still to apply to a database at `current`; a database ahead of this build is
 /// refused rather than written with an older idea of its schema.

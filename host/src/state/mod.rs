@@ -3,6 +3,7 @@
 //! used. One [`Store`] trait; `sqlite` is the embedded default for one daemon, `postgres`
 //! serves many. Both apply the same versioned migrations (`migrations`) at open.
 
+mod buckets;
 mod migrations;
 mod postgres;
 mod sql;
@@ -186,6 +187,12 @@ pub trait Store: Send + Sync {
     async fn sweep(&self, now: i64, silent_since: i64, except: &str) -> Result<Swept, StateError>;
     /// Record the single-use `nonce` (valid until `expires`); `false` if it was used before.
     async fn use_once(&self, nonce: &str, expires: i64) -> Result<bool, StateError>;
+    /// The buckets every daemon of a fleet shares, kept by `daemon`; `None` where the store
+    /// serves one daemon (the embedded file), whose buckets stay in its memory.
+    fn ledger(&self, daemon: &str) -> Option<Arc<dyn crate::exec::Ledger>> {
+        let _ = daemon;
+        None
+    }
 }
 
 /// Open (creating and migrating) the store `config` names.
@@ -215,6 +222,16 @@ trait Backend: Send + Sync {
     async fn texts(&self, s: Statement) -> Result<Vec<Option<String>>, StateError>;
     /// Rows changed by each statement, run in order (in one transaction where that is cheap).
     async fn execute_all(&self, all: Vec<Statement>) -> Result<Vec<u64>, StateError>;
+    /// See [`Store::ledger`].
+    fn ledger(&self, daemon: &str) -> Option<Arc<dyn crate::exec::Ledger>> {
+        let _ = daemon;
+        None
+    }
+    /// What else a sweep clears in this backend (the fleet's running counts of silent daemons).
+    async fn sweep_more(&self, silent_since: i64, except: &str) -> Result<(), StateError> {
+        let _ = (silent_since, except);
+        Ok(())
+    }
 }
 
 /// The [`Store`] over any [`Backend`]: every method is one shared statement.
@@ -279,6 +296,7 @@ impl<B: Backend> Store for Sql<B> {
             .0
             .execute_all(sql::sweep(now, silent_since, except).into())
             .await?;
+        self.0.sweep_more(silent_since, except).await?;
         Ok(Swept {
             orphaned: changed.first().copied().unwrap_or(0),
             expired: changed.get(2).copied().unwrap_or(0),
@@ -287,6 +305,10 @@ impl<B: Backend> Store for Sql<B> {
 
     async fn use_once(&self, nonce: &str, expires: i64) -> Result<bool, StateError> {
         Ok(self.0.execute(sql::use_once(nonce, expires)).await? == 1)
+    }
+
+    fn ledger(&self, daemon: &str) -> Option<Arc<dyn crate::exec::Ledger>> {
+        self.0.ledger(daemon)
     }
 }
 

@@ -19,11 +19,12 @@ use super::{Backend, Param, Row, StateError, Statement, TaskRecord, migrations};
 /// Any number: the advisory lock key of toolhost's migrations ("toolhost" in ASCII, cut to 8 bytes).
 const MIGRATION_LOCK: i64 = 0x746f_6f6c_686f_7374;
 
-/// A PostgreSQL database.
+/// A PostgreSQL database (a handle: clones share the connection).
+#[derive(Clone)]
 pub(super) struct Postgres {
-    url: String,
+    url: Arc<str>,
     tls: MakeRustlsConnect,
-    client: Mutex<Option<Arc<Client>>>,
+    client: Arc<Mutex<Option<Arc<Client>>>>,
 }
 
 /// TLS as the URL's `sslmode` asks, verifying the server against the webpki roots and the
@@ -61,7 +62,7 @@ fn tls(ca_file: Option<&Path>) -> Result<MakeRustlsConnect, StateError> {
     Ok(MakeRustlsConnect::new(config))
 }
 
-fn fail(e: impl std::fmt::Display) -> StateError {
+pub(super) fn fail(e: impl std::fmt::Display) -> StateError {
     StateError::Postgres(e.to_string())
 }
 
@@ -106,9 +107,9 @@ impl Postgres {
     /// Connect to `url` and bring the schema up to date.
     pub(super) async fn open(url: &str, ca_file: Option<&Path>) -> Result<Self, StateError> {
         let store = Self {
-            url: url.to_owned(),
+            url: url.into(),
             tls: tls(ca_file)?,
-            client: Mutex::new(None),
+            client: Arc::default(),
         };
         let client = store.client().await?;
         migrate(&client).await?;
@@ -147,11 +148,17 @@ impl Postgres {
     }
 
     async fn query(&self, s: &Statement) -> Result<Vec<tokio_postgres::Row>, StateError> {
+        self.query_typed(&dollars(&s.sql), &params(&s.params)).await
+    }
+
+    /// Run `sql` (in PostgreSQL's own spelling) with `params`.
+    pub(super) async fn query_typed(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StateError> {
         let client = self.client().await?;
-        client
-            .query(&dollars(&s.sql), &params(&s.params))
-            .await
-            .map_err(fail)
+        client.query(sql, params).await.map_err(fail)
     }
 }
 
@@ -201,6 +208,14 @@ async fn migrate(client: &Client) -> Result<(), StateError> {
 
 #[async_trait]
 impl Backend for Postgres {
+    fn ledger(&self, daemon: &str) -> Option<Arc<dyn crate::exec::Ledger>> {
+        Some(Arc::new(super::buckets::Buckets::new(self.clone(), daemon)))
+    }
+
+    async fn sweep_more(&self, silent_since: i64, except: &str) -> Result<(), StateError> {
+        super::buckets::sweep(self, silent_since, except).await
+    }
+
     async fn ping(&self) -> Result<(), StateError> {
         self.client()
             .await?

@@ -1,0 +1,178 @@
+//! One budget for a whole fleet, through the [`Ledger`] every daemon shares.
+//!
+//! How exact: every call admitted anywhere took a token the ledger gave out atomically, so the
+//! fleet never starts more calls than a bucket allows (its burst plus its rate over the time
+//! passed). To spare a round trip per call, a daemon takes tokens in blocks (a twentieth of the
+//! burst, at least one) and keeps an unused reservation at most [`HOLD`], then gives it back:
+//! a bucket may refuse while tokens sit in other daemons' reservations, by at most
+//! `daemons × (block − 1)` calls. Calls at once are counted fleet-wide per daemon, so a daemon
+//! that dies stops counting when the fleet's sweep notices its silence; fuel is checked before a
+//! call and charged after it, so calls running together may overdraw a fuel budget as they do in
+//! one daemon.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use toolhost_policy::quota::{Quota, Rate};
+
+use super::{Key, Ledger, LedgerError, Refused, busy, out_of_calls, out_of_fuel};
+
+/// The longest a daemon keeps tokens it reserved and has not used.
+pub(super) const HOLD: Duration = Duration::from_secs(1);
+
+/// Tokens this daemon took from the ledger and has not used yet.
+struct Reserve {
+    tokens: u64,
+    until: Instant,
+}
+
+/// The fleet's budgets as this daemon sees them.
+pub(super) struct Fleet {
+    ledger: Arc<dyn Ledger>,
+    reserved: Mutex<HashMap<String, Reserve>>,
+}
+
+impl Fleet {
+    pub(super) fn new(ledger: Arc<dyn Ledger>) -> Self {
+        Self {
+            ledger,
+            reserved: Mutex::default(),
+        }
+    }
+
+    pub(super) fn ledger(&self) -> &Arc<dyn Ledger> {
+        &self.ledger
+    }
+
+    /// Admit a call under every quota in `wanted` fleet-wide, or undo what was taken and say
+    /// which is spent. A ledger that fails is an error (the caller falls back to this daemon's
+    /// own buckets), after undoing what it can.
+    pub(super) async fn admit(
+        &self,
+        wanted: &[(Key, Quota)],
+        shown: &str,
+    ) -> Result<Result<(), Refused>, LedgerError> {
+        let mut entered = Vec::new();
+        let mut took = Vec::new();
+        let result = self
+            .admit_each(wanted, shown, &mut entered, &mut took)
+            .await;
+        if !matches!(result, Ok(Ok(()))) {
+            for (key, rate) in took {
+                self.put_back(key, &rate);
+            }
+            if !entered.is_empty() {
+                leave_all(self.ledger.clone(), entered);
+            }
+        }
+        result
+    }
+
+    async fn admit_each(
+        &self,
+        wanted: &[(Key, Quota)],
+        shown: &str,
+        entered: &mut Vec<String>,
+        took: &mut Vec<(String, Rate)>,
+    ) -> Result<Result<(), Refused>, LedgerError> {
+        for (key, q) in wanted {
+            if let Some(most) = q.in_flight {
+                let id = key.ledger("running");
+                if !self.ledger.enter(&id, most).await? {
+                    return Ok(Err(busy(shown, key, most)));
+                }
+                entered.push(id);
+            }
+            if let Some(rate) = &q.fuel {
+                let level = self.ledger.take(&key.ledger("fuel"), rate, 0).await?.level;
+                if level <= 0.0 {
+                    let wait = rate.wait(level, f64::MIN_POSITIVE);
+                    return Ok(Err(out_of_fuel(shown, key, rate, wait)));
+                }
+            }
+            if let Some(rate) = &q.calls {
+                let id = key.ledger("calls");
+                if let Err(wait) = self.take_call(&id, rate).await? {
+                    return Ok(Err(out_of_calls(shown, key, rate, wait)));
+                }
+                took.push((id, *rate));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// One call's token from this daemon's reservation, or from the ledger (reserving a block).
+    async fn take_call(&self, id: &str, rate: &Rate) -> Result<Result<(), Duration>, LedgerError> {
+        let now = Instant::now();
+        let expired = {
+            let mut reserved = self.lock();
+            match reserved.get_mut(id) {
+                Some(r) if r.until > now && r.tokens > 0 => {
+                    r.tokens -= 1;
+                    return Ok(Ok(()));
+                }
+                Some(_) => reserved.remove(id).map_or(0, |r| r.tokens),
+                None => 0,
+            }
+        };
+        if expired > 0 {
+            self.give_back(id.to_owned(), rate, expired);
+        }
+        let taken = self.ledger.take(id, rate, block(rate)).await?;
+        if taken.got == 0 {
+            return Ok(Err(rate.wait(taken.level, 1.0)));
+        }
+        if taken.got > 1 {
+            let mut reserved = self.lock();
+            let r = reserved.entry(id.to_owned()).or_insert(Reserve {
+                tokens: 0,
+                until: now + HOLD,
+            });
+            r.tokens += taken.got - 1;
+        }
+        Ok(Ok(()))
+    }
+
+    /// A token taken for a call that was then refused goes back to the reservation it came from
+    /// (or to the ledger, when that reservation is gone).
+    fn put_back(&self, id: String, rate: &Rate) {
+        let mut reserved = self.lock();
+        match reserved.get_mut(&id) {
+            Some(r) if r.until > Instant::now() => r.tokens += 1,
+            _ => {
+                drop(reserved);
+                self.give_back(id, rate, 1);
+            }
+        }
+    }
+
+    fn give_back(&self, id: String, rate: &Rate, tokens: u64) {
+        let (ledger, rate) = (self.ledger.clone(), *rate);
+        tokio::spawn(async move {
+            if let Err(e) = ledger.charge(&id, &rate, -(tokens as f64)).await {
+                tracing::debug!("giving unused tokens back to the fleet's quota ledger: {e}");
+            }
+        });
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Reserve>> {
+        self.reserved.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// How many tokens a daemon reserves at once: a twentieth of the burst, at least one.
+fn block(rate: &Rate) -> u64 {
+    (rate.burst / 20).max(1)
+}
+
+/// Count the calls of `keys` as ended, in the background (a call's end never waits on the store).
+pub(super) fn leave_all(ledger: Arc<dyn Ledger>, keys: Vec<String>) {
+    tokio::spawn(async move {
+        for key in keys {
+            if let Err(e) = ledger.leave(&key).await {
+                tracing::warn!("the fleet's quota ledger missed a call's end: {e}");
+            }
+        }
+    });
+}

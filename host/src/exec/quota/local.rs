@@ -1,0 +1,86 @@
+//! One daemon's buckets and running counts, in its memory.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
+
+use toolhost_policy::quota::{Bucket, Quota};
+
+use super::{Key, Refused, busy, out_of_calls, out_of_fuel};
+
+#[derive(Default)]
+struct Share {
+    calls: Option<Bucket>,
+    fuel: Option<Bucket>,
+    running: u32,
+}
+
+/// The buckets of every key this daemon has seen.
+#[derive(Default)]
+pub(super) struct Local {
+    shares: Mutex<HashMap<Key, Share>>,
+}
+
+impl Local {
+    /// Admit a call under every quota in `wanted`, or take nothing and say which is spent.
+    pub(super) fn admit(&self, wanted: &[(Key, Quota)], shown: &str) -> Result<(), Refused> {
+        let now = Instant::now();
+        let mut shares = self.lock();
+        // Every check before any taking, so that a refusal takes nothing.
+        for (key, q) in wanted {
+            let share = shares.entry(key.clone()).or_default();
+            if let Some(most) = q.in_flight
+                && share.running >= most
+            {
+                return Err(busy(shown, key, most));
+            }
+            if let Some(rate) = &q.fuel {
+                let bucket = share.fuel.get_or_insert_with(|| Bucket::full(rate, now));
+                if let Err(wait) = bucket.check(rate, now) {
+                    return Err(out_of_fuel(shown, key, rate, wait));
+                }
+            }
+            if let Some(rate) = &q.calls {
+                let mut trial = *share.calls.get_or_insert_with(|| Bucket::full(rate, now));
+                if let Err(wait) = trial.take(rate, 1.0, now) {
+                    return Err(out_of_calls(shown, key, rate, wait));
+                }
+            }
+        }
+        for (key, q) in wanted {
+            let share = shares.get_mut(key).expect("checked above");
+            if let (Some(rate), Some(bucket)) = (&q.calls, share.calls.as_mut()) {
+                let _ = bucket.take(rate, 1.0, now);
+            }
+            share.running += 1;
+        }
+        Ok(())
+    }
+
+    /// Charge `fuel` to every fuel budget in `held`.
+    pub(super) fn charge(&self, held: &[(Key, Quota)], fuel: u64) {
+        let now = Instant::now();
+        let mut shares = self.lock();
+        for (key, q) in held {
+            if let (Some(rate), Some(share)) = (&q.fuel, shares.get_mut(key))
+                && let Some(bucket) = share.fuel.as_mut()
+            {
+                bucket.charge(rate, fuel as f64, now);
+            }
+        }
+    }
+
+    /// The calls admitted under `held` ended.
+    pub(super) fn release(&self, held: &[(Key, Quota)]) {
+        let mut shares = self.lock();
+        for (key, _) in held {
+            if let Some(share) = shares.get_mut(key) {
+                share.running = share.running.saturating_sub(1);
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Share>> {
+        self.shares.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

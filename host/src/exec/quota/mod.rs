@@ -1,0 +1,263 @@
+//! Each caller's fair share, enforced. A caller's `[[callers]] quota` covers all its calls; a
+//! tool's `quota` covers each caller's calls of that tool. Both are checked before the call does
+//! any work and taken together or not at all; fuel is charged when the call ends. Refusals are
+//! `rate_limited` with when to retry.
+//!
+//! One daemon keeps its buckets in memory ([`local`]). A fleet that shares a PostgreSQL state
+//! store enforces one budget across every daemon ([`fleet`]), through a [`Ledger`] the store
+//! provides; until the store is reachable, or while it fails, each daemon enforces the budget
+//! alone.
+
+mod fleet;
+mod local;
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use toolhost_policy::caller::Caller;
+use toolhost_policy::quota::{Quota, Rate, whole_seconds};
+
+use self::fleet::Fleet;
+use self::local::Local;
+
+/// Buckets shared by every daemon of a fleet, kept where all of them see them (the state store).
+/// Keys are opaque; every method is one atomic step.
+#[async_trait]
+pub trait Ledger: Send + Sync {
+    /// Refill `key`'s bucket at `rate` (up to its burst; a new bucket starts full), then take as
+    /// many whole tokens as are there, up to `most` (none if fewer than one is there). `most` 0
+    /// only reads the level.
+    async fn take(&self, key: &str, rate: &Rate, most: u64) -> Result<Taken, LedgerError>;
+    /// Refill, then spend `cost` (the level may fall below zero; a negative cost gives back).
+    async fn charge(&self, key: &str, rate: &Rate, cost: f64) -> Result<(), LedgerError>;
+    /// Count one more call running under `key` if fewer than `most` run fleet-wide.
+    async fn enter(&self, key: &str, most: u32) -> Result<bool, LedgerError>;
+    /// Count one call under `key` of this daemon's as ended.
+    async fn leave(&self, key: &str) -> Result<(), LedgerError>;
+}
+
+/// What [`Ledger::take`] took, and the level it left.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Taken {
+    /// Whole tokens taken.
+    pub got: u64,
+    /// The level after.
+    pub level: f64,
+}
+
+/// The ledger could not answer (its store is down).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct LedgerError(pub String);
+
+/// Whose share, of what: a caller's own (`tool` none) or its share of one tool.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    who: String,
+    tool: Option<String>,
+}
+
+impl Key {
+    /// The ledger's name for this key's bucket of `what` (unambiguous whatever the names hold).
+    fn ledger(&self, what: &str) -> String {
+        serde_json::json!([what, self.who, self.tool]).to_string()
+    }
+
+    /// " of 'TOOL'" for a tool's share, nothing for the caller's own.
+    fn of(&self) -> String {
+        self.tool
+            .as_ref()
+            .map_or_else(String::new, |t| format!(" of '{t}'"))
+    }
+}
+
+/// The buckets of every caller and tool that has a quota.
+#[derive(Default)]
+pub(crate) struct Quotas {
+    local: Arc<Local>,
+    fleet: OnceLock<Fleet>,
+}
+
+/// Why a call was refused, and when it could be made.
+pub(crate) struct Refused {
+    pub(crate) message: String,
+    pub(crate) retry_after: Option<Duration>,
+}
+
+/// A call admitted under its quotas: counted as running until dropped; charged its fuel at the end.
+pub(crate) struct Held {
+    held: Vec<(Key, Quota)>,
+    by: Keeper,
+}
+
+/// Who keeps a held call's counts.
+enum Keeper {
+    Local(Arc<Local>),
+    Fleet(Arc<dyn Ledger>),
+}
+
+impl Quotas {
+    /// From now on, share every budget through `ledger` (the fleet's state store).
+    pub(crate) fn share(&self, ledger: Arc<dyn Ledger>) {
+        let _ = self.fleet.set(Fleet::new(ledger));
+    }
+
+    /// Admit a call of `tool` by `caller` under the caller's quota and the tool's, or say which
+    /// is spent and when to retry. Without either, nothing is looked at or kept.
+    pub(crate) async fn admit(
+        &self,
+        caller: Option<&Caller>,
+        tool: &str,
+        (of_caller, of_tool): (Option<&Quota>, Option<&Quota>),
+    ) -> Result<Held, Refused> {
+        if of_caller.is_none() && of_tool.is_none() {
+            return Ok(Held {
+                held: Vec::new(),
+                by: Keeper::Local(self.local.clone()),
+            });
+        }
+        let who = toolhost_policy::task::owner_of(caller);
+        let shown = super::live::caller_name(caller);
+        let mut wanted = Vec::new();
+        if let Some(q) = of_caller {
+            let key = Key {
+                who: who.clone(),
+                tool: None,
+            };
+            wanted.push((key, *q));
+        }
+        if let Some(q) = of_tool {
+            let key = Key {
+                who,
+                tool: Some(tool.to_owned()),
+            };
+            wanted.push((key, *q));
+        }
+        if let Some(fleet) = self.fleet.get() {
+            match fleet.admit(&wanted, &shown).await {
+                Ok(Ok(())) => {
+                    return Ok(Held {
+                        held: wanted,
+                        by: Keeper::Fleet(fleet.ledger().clone()),
+                    });
+                }
+                Ok(Err(refused)) => return Err(refused),
+                Err(e) => tracing::warn!(
+                    "the fleet's quota ledger did not answer ({e}); this daemon enforces the \
+                     quota alone for this call"
+                ),
+            }
+        }
+        self.local.admit(&wanted, &shown)?;
+        Ok(Held {
+            held: wanted,
+            by: Keeper::Local(self.local.clone()),
+        })
+    }
+}
+
+impl Held {
+    /// Charge the fuel the call used to every fuel budget it ran under.
+    pub(crate) fn charge(&self, fuel: u64) {
+        if fuel == 0 || !self.held.iter().any(|(_, q)| q.fuel.is_some()) {
+            return;
+        }
+        match &self.by {
+            Keeper::Local(local) => local.charge(&self.held, fuel),
+            Keeper::Fleet(ledger) => {
+                let charges: Vec<(String, Rate)> = self
+                    .held
+                    .iter()
+                    .filter_map(|(key, q)| Some((key.ledger("fuel"), q.fuel?)))
+                    .collect();
+                let ledger = ledger.clone();
+                tokio::spawn(async move {
+                    for (key, rate) in charges {
+                        if let Err(e) = ledger.charge(&key, &rate, fuel as f64).await {
+                            tracing::warn!("charging fuel to the fleet's quota ledger: {e}");
+                        }
+                    }
+                });
+            }
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        match &self.by {
+            Keeper::Local(local) => local.release(&self.held),
+            Keeper::Fleet(ledger) => {
+                let running: Vec<String> = self
+                    .held
+                    .iter()
+                    .filter(|(_, q)| q.in_flight.is_some())
+                    .map(|(key, _)| key.ledger("running"))
+                    .collect();
+                if !running.is_empty() {
+                    fleet::leave_all(ledger.clone(), running);
+                }
+            }
+        }
+    }
+}
+
+/// "second", "minute", "hour" or "N s".
+fn window(rate: &Rate) -> String {
+    match rate.per.as_secs() {
+        1 => "second".to_owned(),
+        60 => "minute".to_owned(),
+        3600 => "hour".to_owned(),
+        s => format!("{s} s"),
+    }
+}
+
+/// Refused: `shown` has `most` calls of `key` running.
+fn busy(shown: &str, key: &Key, most: u32) -> Refused {
+    Refused {
+        message: format!(
+            "Rate limited: {shown} already has {most} call(s){} running, the most allowed at \
+             once; retry when one ends.",
+            key.of()
+        ),
+        retry_after: None,
+    }
+}
+
+/// Refused: `shown` used its fuel under `key`.
+fn out_of_fuel(shown: &str, key: &Key, rate: &Rate, wait: Duration) -> Refused {
+    refused(
+        format!(
+            "{shown} used its fuel budget{} ({} per {})",
+            key.of(),
+            rate.amount,
+            window(rate)
+        ),
+        wait,
+    )
+}
+
+/// Refused: `shown` started all the calls `key` allows for now.
+fn out_of_calls(shown: &str, key: &Key, rate: &Rate, wait: Duration) -> Refused {
+    refused(
+        format!(
+            "{shown} may start {} call(s){} per {} (bursts of {})",
+            rate.amount,
+            key.of(),
+            window(rate),
+            rate.burst
+        ),
+        wait,
+    )
+}
+
+fn refused(what: String, wait: Duration) -> Refused {
+    Refused {
+        message: format!("Rate limited: {what}; retry in {} s.", whole_seconds(wait)),
+        retry_after: Some(wait),
+    }
+}

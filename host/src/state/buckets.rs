@@ -1,0 +1,170 @@
+//! The fleet's quota buckets in PostgreSQL: each step one statement, atomic under concurrent
+//! daemons (row locks; a waiting statement re-reads the row it waited for). Times come from the
+//! database's clock, so daemons whose clocks differ still refill a bucket once.
+
+use async_trait::async_trait;
+use toolhost_policy::quota::Rate;
+
+use super::StateError;
+use super::postgres::{Postgres, fail};
+use crate::exec::{Ledger, LedgerError, Taken};
+
+/// Now, in milliseconds since the epoch, by the database (the same all through a statement).
+const NOW: &str = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
+
+/// The bucket's level refilled to now: `$3` burst, `$4` tokens per millisecond.
+fn refilled() -> String {
+    format!(
+        "LEAST($3::float8, quota_buckets.tokens \
+         + GREATEST(0, {NOW} - quota_buckets.updated_ms) * $4::float8)"
+    )
+}
+
+/// Take up to `$2` whole tokens (none if under one is there); a new bucket starts at the burst.
+fn take_sql() -> String {
+    let level = refilled();
+    let take =
+        format!("(CASE WHEN {level} >= 1 THEN LEAST($2::float8, FLOOR({level})) ELSE 0 END)");
+    format!(
+        "INSERT INTO quota_buckets AS quota_buckets (key, tokens, taken, updated_ms) \
+         VALUES ($1, $3::float8 - LEAST($2::float8, FLOOR($3::float8)), \
+                 LEAST($2::float8, FLOOR($3::float8)), {NOW}) \
+         ON CONFLICT (key) DO UPDATE SET \
+           tokens = {level} - {take}, taken = {take}, \
+           updated_ms = GREATEST(quota_buckets.updated_ms, {NOW}) \
+         RETURNING taken, tokens"
+    )
+}
+
+/// Spend `$2` (below zero allowed; a negative cost gives back, up to the burst).
+fn charge_sql() -> String {
+    let level = refilled();
+    format!(
+        "INSERT INTO quota_buckets AS quota_buckets (key, tokens, updated_ms) \
+         VALUES ($1, LEAST($3::float8, $3::float8 - $2::float8), {NOW}) \
+         ON CONFLICT (key) DO UPDATE SET \
+           tokens = LEAST($3::float8, {level} - $2::float8), \
+           updated_ms = GREATEST(quota_buckets.updated_ms, {NOW})"
+    )
+}
+
+/// Count one more running call of daemon `$3` under `$1` if fewer than `$2` run fleet-wide.
+fn enter_sql() -> String {
+    format!(
+        "WITH up AS ( \
+           INSERT INTO quota_buckets AS quota_buckets (key, tokens, updated_ms, running) \
+           VALUES ($1, 0, {NOW}, 1) \
+           ON CONFLICT (key) DO UPDATE SET running = quota_buckets.running + 1 \
+             WHERE quota_buckets.running < $2::bigint \
+           RETURNING key) \
+         INSERT INTO quota_running AS quota_running (key, daemon, running) \
+         SELECT key, $3, 1 FROM up \
+         ON CONFLICT (key, daemon) DO UPDATE SET running = quota_running.running + 1 \
+         RETURNING running"
+    )
+}
+
+/// Count one running call of daemon `$2` under `$1` as ended (never below zero, never one the
+/// sweep already cleared).
+const LEAVE: &str = "WITH mine AS ( \
+    UPDATE quota_running SET running = running - 1 \
+    WHERE key = $1 AND daemon = $2 AND running > 0 RETURNING key) \
+  UPDATE quota_buckets SET running = GREATEST(0, running - 1) \
+  WHERE key IN (SELECT key FROM mine)";
+
+/// Clear the running counts of daemons silent since `$1` (other than `$2`) in one step.
+const SWEEP: &str = "WITH gone AS ( \
+    DELETE FROM quota_running WHERE daemon <> $2 \
+      AND daemon NOT IN (SELECT id FROM daemons WHERE heartbeat_ms >= $1) \
+    RETURNING key, running), \
+  sums AS (SELECT key, SUM(running) AS n FROM gone GROUP BY key) \
+  UPDATE quota_buckets SET running = GREATEST(0, quota_buckets.running - sums.n) \
+  FROM sums WHERE quota_buckets.key = sums.key";
+
+/// The ledger of one daemon over the shared database.
+pub(super) struct Buckets {
+    pg: Postgres,
+    daemon: String,
+    take: String,
+    charge: String,
+    enter: String,
+}
+
+impl Buckets {
+    pub(super) fn new(pg: Postgres, daemon: &str) -> Self {
+        Self {
+            pg,
+            daemon: daemon.to_owned(),
+            take: take_sql(),
+            charge: charge_sql(),
+            enter: enter_sql(),
+        }
+    }
+}
+
+fn per_ms(rate: &Rate) -> f64 {
+    rate.per_second() / 1000.0
+}
+
+fn ledger_error(e: StateError) -> LedgerError {
+    LedgerError(e.to_string())
+}
+
+#[async_trait]
+impl Ledger for Buckets {
+    async fn take(&self, key: &str, rate: &Rate, most: u64) -> Result<Taken, LedgerError> {
+        let (most, burst, per_ms) = (most as f64, rate.burst as f64, per_ms(rate));
+        let rows = self
+            .pg
+            .query_typed(&self.take, &[&key, &most, &burst, &per_ms])
+            .await
+            .map_err(ledger_error)?;
+        let row = rows
+            .first()
+            .ok_or_else(|| LedgerError("the quota bucket was not written".into()))?;
+        let taken: f64 = row.try_get(0).map_err(|e| ledger_error(fail(e)))?;
+        let level: f64 = row.try_get(1).map_err(|e| ledger_error(fail(e)))?;
+        Ok(Taken {
+            got: taken.max(0.0) as u64,
+            level,
+        })
+    }
+
+    async fn charge(&self, key: &str, rate: &Rate, cost: f64) -> Result<(), LedgerError> {
+        let (burst, per_ms) = (rate.burst as f64, per_ms(rate));
+        self.pg
+            .query_typed(&self.charge, &[&key, &cost, &burst, &per_ms])
+            .await
+            .map_err(ledger_error)
+            .map(drop)
+    }
+
+    async fn enter(&self, key: &str, most: u32) -> Result<bool, LedgerError> {
+        let most = i64::from(most);
+        let rows = self
+            .pg
+            .query_typed(&self.enter, &[&key, &most, &self.daemon])
+            .await
+            .map_err(ledger_error)?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn leave(&self, key: &str) -> Result<(), LedgerError> {
+        self.pg
+            .query_typed(LEAVE, &[&key, &self.daemon])
+            .await
+            .map_err(ledger_error)
+            .map(drop)
+    }
+}
+
+/// Clear the running counts of daemons silent since `silent_since`, other than `except`.
+pub(super) async fn sweep(
+    pg: &Postgres,
+    silent_since: i64,
+    except: &str,
+) -> Result<(), StateError> {
+    pg.query_typed(SWEEP, &[&silent_since, &except])
+        .await
+        .map(drop)
+}
