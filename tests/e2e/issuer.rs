@@ -20,6 +20,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
+mod exchange;
+
 /// Longest a connection may take to send its request, and a response write may block.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest request head the server reads before answering 400.
@@ -66,6 +68,11 @@ struct State {
     next_sign_in: Option<String>,
     /// Codes /authorize handed out and /token has not spent.
     codes: HashMap<String, Grant>,
+    /// Every token signed here, with its claims: what /token accepts as a `subject_token`.
+    signed: HashMap<String, Value>,
+    /// Token exchanges answered, and the lifetime (`expires_in`) the next ones get.
+    exchanges: usize,
+    exchanged_life: u64,
 }
 
 /// What an authorization code stands for.
@@ -125,6 +132,9 @@ impl Issuer {
                 opaque: HashMap::new(),
                 next_sign_in: None,
                 codes: HashMap::new(),
+                signed: HashMap::new(),
+                exchanges: 0,
+                exchanged_life: 300,
             }),
             fetches: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
@@ -189,7 +199,12 @@ impl Issuer {
                 .unwrap_or_else(|e| panic!("openssl's ECDSA signature: {e}"))
                 .to_vec(),
         };
-        format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature))
+        let token = format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature));
+        self.shared
+            .state()
+            .signed
+            .insert(token.clone(), claims.clone());
+        token
     }
 
     /// An unsecured token, header {"alg":"none","typ":"JWT"} and an empty signature ("h.p."),
@@ -249,6 +264,16 @@ impl Issuer {
     /// receives `token`: the test signs it with the claims it wants them to have.
     pub(crate) fn sign_in_next_as(&self, token: String) {
         self.shared.state().next_sign_in = Some(token);
+    }
+
+    /// "http://127.0.0.1:PORT/token": the token endpoint, also for token exchange (RFC 8693).
+    pub(crate) fn token_url(&self) -> String {
+        format!("{}/token", self.shared.origin)
+    }
+
+    /// How many token exchanges were answered.
+    pub(crate) fn exchanges(&self) -> usize {
+        self.shared.state().exchanges
     }
 
     /// "http://127.0.0.1:PORT/introspect"
@@ -595,6 +620,9 @@ fn handle(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     }
     if method == "POST" && path == "/token" {
         let body = read_body(&mut stream, &head, &rest)?;
+        if form(&body).get("grant_type").map(String::as_str) == Some(exchange::GRANT) {
+            return exchange::answer(&mut stream, shared, &head, &body);
+        }
         return token(&mut stream, shared, &body);
     }
     if method == "GET" && path == "/authorize" {
@@ -631,7 +659,7 @@ fn handle(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     }
 }
 
-/// The client the introspection endpoint accepts (HTTP Basic), and its secret.
+/// The client the introspection and token exchange endpoints accept (HTTP Basic), and its secret.
 pub(crate) const INTROSPECTION_CLIENT: (&str, &str) = ("toolhost", "introspect-secret");
 
 /// POST /introspect: `token=…` in a form body, the client by Basic auth; `{"active": …}`.

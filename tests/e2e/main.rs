@@ -22,6 +22,7 @@ mod budgets;
 mod cli;
 mod clients;
 mod console;
+mod credentials;
 mod deadlines;
 mod declarations;
 mod disclosure;

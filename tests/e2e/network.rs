@@ -18,19 +18,19 @@ const TOKEN: &str = "tok-3f9a7c1e-only-for-server-a";
 
 /// One request a test server received.
 #[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    headers: Vec<(String, String)>,
+pub(crate) struct Seen {
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
 }
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 with fixed routes; it records every request.
-struct Server {
+pub(crate) struct Server {
     port: u16,
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl Server {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -46,15 +46,15 @@ impl Server {
         Self { port, seen }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
-    fn origin(&self) -> String {
+    pub(crate) fn origin(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn requests(&self) -> Vec<Seen> {
+    pub(crate) fn requests(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 }

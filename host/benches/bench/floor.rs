@@ -61,6 +61,7 @@ impl ServerHandler for Floor {
             cancel: &never,
             caps: Default::default(),
             tools: None,
+            credentials: Vec::new(),
         };
         let report = self
             .host

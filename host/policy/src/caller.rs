@@ -11,8 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::gate::{CallerRules, PermissionConfig, RuleError};
 
-/// An authenticated caller: what the verified token says about them. Never the token itself.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// An authenticated caller: what the verified token says about them. The token itself is kept
+/// only as an opaque [`Secret`](crate::network::Secret) to exchange for a destination's token: it
+/// is never serialized, printed or compared (two tokens of one identity are the same caller).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Caller {
     /// The token's issuer (`iss`), or `toolhost` for the static bearer token.
     pub issuer: String,
@@ -27,7 +29,22 @@ pub struct Caller {
     /// Groups (`groups`), when the issuer puts them in tokens.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// The bearer token the caller presented, for token exchange only.
+    #[serde(skip)]
+    pub token: Option<crate::network::Secret>,
 }
+
+impl PartialEq for Caller {
+    fn eq(&self, other: &Self) -> bool {
+        self.issuer == other.issuer
+            && self.subject == other.subject
+            && self.client_id == other.client_id
+            && self.scopes == other.scopes
+            && self.groups == other.groups
+    }
+}
+
+impl Eq for Caller {}
 
 impl Caller {
     /// The caller of the static bearer token (`server.token-env`).
@@ -115,6 +132,19 @@ pub struct RawProfile {
     pub role: Option<Role>,
     /// The caller's fair share: calls per window, calls at once, fuel per window, all tools together.
     pub quota: Option<crate::quota::RawQuota>,
+    /// The profile's own credentials, by name, for plugin secrets that say `from-caller = "NAME"`.
+    #[serde(default)]
+    pub secrets: std::collections::BTreeMap<String, RawProfileSecret>,
+}
+
+/// `secrets.NAME = { from-env = "..." }` (or `from-file`) of a `[[callers]]` entry.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawProfileSecret {
+    /// Read the value from this variable of the daemon's environment.
+    pub from_env: Option<String>,
+    /// Read the value from this file (relative to the config file), one trailing newline removed.
+    pub from_file: Option<std::path::PathBuf>,
 }
 
 /// What a profile's caller may do beyond calling tools.
@@ -144,6 +174,8 @@ pub struct Profile {
     pub role: Option<Role>,
     /// Its callers' share, each caller its own.
     pub quota: Option<crate::quota::Quota>,
+    /// Its own credentials by name (read by the config, which does the I/O), never printed.
+    pub secrets: std::collections::BTreeMap<String, crate::network::Secret>,
 }
 
 impl Profile {
@@ -216,6 +248,17 @@ impl Profiles {
             .map(|(i, p)| compile(i, p).map_err(|e| (i, e)))
             .collect::<Result<_, _>>()?;
         Ok(Self { list })
+    }
+
+    /// Give the profile at `index` its credentials (the config reads them).
+    pub fn set_secrets(
+        &mut self,
+        index: usize,
+        secrets: std::collections::BTreeMap<String, crate::network::Secret>,
+    ) {
+        if let Some(p) = self.list.get_mut(index) {
+            p.secrets = secrets;
+        }
     }
 
     /// Whether any profile is configured.
@@ -297,6 +340,7 @@ fn compile(index: usize, p: &RawProfile) -> Result<Profile, ProfileError> {
         timeout_ms: p.timeout_ms,
         fuel: p.fuel,
         memory_mb: p.memory_mb.map(|mb| mb.min(4096)),
+        secrets: std::collections::BTreeMap::new(),
     })
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::gate::ToolPattern;
-use super::network::{NetworkGrant, SecretGrant};
+use super::network::{CallerSecret, NetworkGrant, SecretGrant};
 
 /// Capabilities granted to one plugin. The default grants nothing: no files, no env, no network, no secrets.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -18,6 +18,9 @@ pub struct Grants {
     pub network: Option<NetworkGrant>,
     /// Named secrets, as env vars and/or headers the host adds; redacted from everything the guest returns.
     pub secrets: Vec<SecretGrant>,
+    /// Headers whose values each call's caller brings (its profile's secret, or an exchanged
+    /// token); added by the host like secret headers, redacted the same way.
+    pub caller_secrets: Vec<CallerSecret>,
     /// Other tools of the same host the plugin may call (`call-tools`), by name or glob; empty:
     /// none. A nested call still runs the whole pipeline as the caller of the call that made it.
     pub calls: Vec<ToolPattern>,

@@ -105,6 +105,7 @@ impl BeginRecord {
             breaker: Vec::new(),
             detail: None,
             refused: Vec::new(),
+            credentials: Vec::new(),
         }
     }
 }

@@ -47,6 +47,7 @@ pub(super) fn end(record: &AuditRecord, keep_input: bool) -> Result<Vec<u8>, ser
         breaker: _,
         detail: _,
         refused: _,
+        credentials: _,
     } = record;
     let mut line = Line::new();
     let head = (record.v, record.event, Some(record.ts_end));
@@ -67,6 +68,9 @@ pub(super) fn end(record: &AuditRecord, keep_input: bool) -> Result<Vec<u8>, ser
     }
     if !record.refused.is_empty() {
         line.serde("refused", &record.refused)?;
+    }
+    if !record.credentials.is_empty() {
+        line.serde("credentials", &record.credentials)?;
     }
     Ok(line.finish())
 }

@@ -177,6 +177,7 @@ fn every_decision_outcome_and_absent_field_is_written_as_serde_writes_it() {
         input: Some(json!({"url": "https://example.com"})),
         detail: Some("cannot open granted directory '/srv/x': No such file".into()),
         refused: vec!["no directory grant covers /etc/hosts; grant it with [plugins.fs] …".into()],
+        credentials: vec!["token: profile alice's secret 'github'".into()],
         breaker: vec![BreakerNote {
             event: "opened".into(),
             kind: Some(ErrorKind::Timeout),
@@ -248,6 +249,18 @@ proptest! {
         for keep in [false, true] {
             prop_assert_eq!(end(&record, keep).unwrap(), reference_end(&record, keep));
             prop_assert_eq!(begin(&record, keep).unwrap(), reference_begin(&record, keep));
+        }
+    }
+}
+
+#[test]
+fn a_callers_token_is_never_written() {
+    let record = sample();
+    assert!(record.caller.as_ref().unwrap().token.is_some());
+    for keep in [false, true] {
+        for line in [end(&record, keep).unwrap(), begin(&record, keep).unwrap()] {
+            let text = String::from_utf8(line).unwrap();
+            assert!(!text.contains("never.written") && text.contains("alice"), "{text}");
         }
     }
 }

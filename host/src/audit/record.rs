@@ -111,6 +111,10 @@ pub struct AuditRecord {
     /// the network allowlist. The guest saw only an error code. Absent when nothing was refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,
+    /// Which of the caller's own credentials the host added to the plugin's requests, by
+    /// secret and source (never a value): `"token: profile alice's secret 'github'"`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub credentials: Vec<String>,
 }
 
 impl AuditRecord {
@@ -152,6 +156,7 @@ impl AuditRecord {
             breaker: Vec::new(),
             detail: None,
             refused: Vec::new(),
+            credentials: Vec::new(),
         }
     }
 
@@ -378,6 +383,8 @@ pub(super) mod tests {
                 client_id: Some("claude-code".into()),
                 scopes: vec!["tools.read".into()],
                 groups: Vec::new(),
+                // Never written: a record's caller is who, not how.
+                token: Some(toolhost_policy::network::Secret::new("eyJ.never.written")),
             }),
             input_sha256: input_sha256(&json!({"url": "https://example.com"})),
             input: None,
@@ -395,6 +402,7 @@ pub(super) mod tests {
             breaker: Vec::new(),
             detail: None,
             refused: Vec::new(),
+            credentials: Vec::new(),
         }
     }
 

@@ -17,6 +17,7 @@ use crate::sandbox::{CallIo, GuestError, NestedCalls, RunError};
 use toolhost_policy::call::ErrorKind;
 use toolhost_policy::gate::PathGuard;
 use toolhost_policy::grants::Caps;
+use toolhost_policy::network::SecretGrant;
 use toolhost_policy::text::OneLine;
 
 impl Pipeline {
@@ -29,7 +30,7 @@ impl Pipeline {
         req: &CallRequest,
         record: &AuditRecord,
         clock: &mut Stopwatch,
-        (files, caps): (Arc<PathGuard>, Caps),
+        (files, caps, credentials): (Arc<PathGuard>, Caps, Vec<SecretGrant>),
     ) -> Finished {
         let call_id = record.call_id.as_str();
         // Recorded before the plugin runs, so that a daemon killed mid-call still shows the call
@@ -56,6 +57,7 @@ impl Pipeline {
                 cancel: &req.cancel,
                 caps,
                 tools: self.nested_calls(tool, req, call_id),
+                credentials,
             },
         ))
         .await;

@@ -4,6 +4,7 @@
 
 mod admission;
 mod checks;
+mod credentials;
 mod execution;
 mod gate;
 mod health;

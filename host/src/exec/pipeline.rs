@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::admission::{Admission, Stopping, Ticket};
 use super::checks::Checks;
+use super::credentials::{Brought, Credentials};
 use super::gate::Passed;
 use super::health::{Asker, ToolsHealth};
 use super::live::Live;
@@ -61,6 +62,8 @@ pub struct Pipeline {
     me: std::sync::Weak<Pipeline>,
     /// Each caller's share of calls, calls at once and fuel.
     quotas: Quotas,
+    /// Callers' own credentials for plugins' requests.
+    credentials: Credentials,
 }
 
 /// Why a call stopped before it ended by itself, when the pipeline stopped it.
@@ -82,7 +85,6 @@ impl Pipeline {
         max_calls: usize,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
-            config,
             registry,
             audit,
             stats: Stats::new(),
@@ -94,6 +96,10 @@ impl Pipeline {
             questions: Questions::default(),
             me: me.clone(),
             quotas: Quotas::default(),
+            credentials: Credentials::new(
+                config.auth.as_ref().and_then(|a| a.token_exchange.as_ref()),
+            ),
+            config,
         })
     }
 
@@ -455,6 +461,22 @@ impl Pipeline {
         };
         clock.mark(Stage::Gate);
 
+        // The caller's own credentials, when the plugin's secrets want any.
+        let wanted = &plugin.policy.grants.caller_secrets;
+        let brought = if wanted.is_empty() {
+            Brought::default()
+        } else {
+            match self
+                .credentials
+                .bring(&plugin.name, wanted, req.caller.as_deref(), profile)
+                .await
+            {
+                Ok(brought) => brought,
+                Err((kind, message)) => return fail(kind, message),
+            }
+        };
+        record.credentials.clone_from(&brought.used);
+
         // Execute.
         let Some(_slot) = self.slots.try_take() else {
             return fail(
@@ -483,7 +505,14 @@ impl Pipeline {
             },
         };
         let mut finished = self
-            .execute(&tool, input, req, record, clock, (files, caps))
+            .execute(
+                &tool,
+                input,
+                req,
+                record,
+                clock,
+                (files, caps, brought.grants),
+            )
             .await;
         finished.admitted = Some(admitted);
         share.charge(finished.fuel.unwrap_or(0));

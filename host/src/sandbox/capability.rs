@@ -41,6 +41,9 @@ pub struct CallIo<'a> {
     pub caps: Caps,
     /// Who runs the tool calls the plugin makes (the calling capability), when it may make any.
     pub tools: Option<Arc<dyn NestedCalls>>,
+    /// The caller's own credentials for this call (headers only; redacted like the plugin's
+    /// secrets). Empty for most calls.
+    pub credentials: Vec<toolhost_policy::network::SecretGrant>,
 }
 
 /// A capability a plugin may be given: its three phases. `S` is the store's data, which gives the
@@ -91,6 +94,8 @@ pub(crate) struct CallInputs<'a> {
     pub(crate) apart: bool,
     /// When the call's wall-clock limit passes.
     pub(crate) deadline: std::time::Instant,
+    /// The plugin's secrets and the caller's credentials for this call.
+    pub(crate) secrets: &'a Arc<Secrets>,
 }
 
 /// A capability that refused a plugin's settings (at load) or could not set up a call, by name.

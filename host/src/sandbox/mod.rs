@@ -265,6 +265,7 @@ impl Sandbox {
             cancel: &never,
             caps: Default::default(),
             tools: None,
+            credentials: Vec::new(),
         };
         let Ok(Kind::Contract(pre)) = self.compiler.code(&bare.plugin).await else {
             return RunReport::refused(RunError::Setup(
@@ -288,7 +289,14 @@ impl Sandbox {
             Ok(kind) => kind,
             Err(e) => return RunReport::refused(RunError::Setup(e.to_string())),
         };
-        let runner = self.runner();
+        let secrets = match prepared.bound.secrets.for_call(&io.credentials) {
+            Ok(secrets) => secrets,
+            Err(e) => return RunReport::refused(RunError::Setup(e.to_string())),
+        };
+        let runner = Runner {
+            secrets: Some(secrets.clone()),
+            ..self.runner()
+        };
         let report = match kind {
             Kind::Contract(pre) => runner.call(prepared, io, pre, tool, input).await,
             Kind::Generic(g) => match GenericCall::new(g, tool, &input) {
@@ -302,7 +310,7 @@ impl Sandbox {
                 Err(answer) => RunReport::without_guest(answer),
             },
         };
-        prepared.bound.secrets.redact_report(report)
+        secrets.redact_report(report)
     }
 
     /// What running a call needs of the sandbox.
@@ -311,6 +319,7 @@ impl Sandbox {
             engine: &self.engine,
             ticker: &self.ticker,
             capabilities: &self.capabilities,
+            secrets: None,
         }
     }
 }

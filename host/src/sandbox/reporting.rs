@@ -23,7 +23,8 @@ pub(crate) trait ReportingView: Send {
     fn reporting(&mut self) -> Reports<'_>;
 }
 
-/// The reporting capability. Linked for every plugin; binds only the plugin's secrets (to redact).
+/// The reporting capability. Linked for every plugin; binds nothing (each call brings the secrets
+/// to redact).
 pub(crate) struct Reporting;
 
 /// One call's reporting: where progress goes, the secrets to redact, the log lines written so far.
@@ -50,7 +51,7 @@ impl HasData for HostInterface {
 
 impl<S: ReportingView + 'static> Capability<S> for Reporting {
     const NAME: &'static str = "reporting";
-    type Bound = Arc<Secrets>;
+    type Bound = ();
     type PerCall = Reporter;
 
     /// Link the contract's imports: `toolhost:plugin/host` (and its `types`).
@@ -60,18 +61,14 @@ impl<S: ReportingView + 'static> Capability<S> for Reporting {
         host::add_to_linker::<S, HostInterface>(linker, S::reporting)
     }
 
-    fn bind(&self, plugin: &PluginSettings<'_>) -> Result<Arc<Secrets>, CapabilityError> {
-        Ok(plugin.secrets.clone())
+    fn bind(&self, _plugin: &PluginSettings<'_>) -> Result<(), CapabilityError> {
+        Ok(())
     }
 
-    fn prepare(
-        &self,
-        bound: &Arc<Secrets>,
-        call: &CallInputs<'_>,
-    ) -> Result<Reporter, CapabilityError> {
+    fn prepare(&self, _bound: &(), call: &CallInputs<'_>) -> Result<Reporter, CapabilityError> {
         Ok(Reporter {
             progress: call.io.progress.clone(),
-            secrets: bound.clone(),
+            secrets: call.secrets.clone(),
             log_lines: 0,
         })
     }

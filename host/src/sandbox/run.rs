@@ -2,6 +2,7 @@
 //! task, or on a thread of its own when the guest may block in file operations ([`super::thread`]).
 //! Calling a contract plugin's exports is here too; a generic plugin's is [`super::generic`]'s.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmtime::{Engine, Store};
@@ -13,6 +14,7 @@ use super::limiter::MemoryLimiter;
 use super::output::CappedOutput;
 use super::prepared::Prepared;
 use super::report::{GuestError, GuestOutput, GuestSpec, RunError, RunReport};
+use super::secrets::Secrets;
 use super::state::{Capabilities, State};
 use super::store::{FreshStore, Instantiate};
 use super::thread::{self, Abandoned};
@@ -26,6 +28,8 @@ pub(crate) struct Runner<'a> {
     pub(crate) engine: &'a Engine,
     pub(crate) ticker: &'a Ticker,
     pub(crate) capabilities: &'a Capabilities,
+    /// The call's secrets, when they differ from the plugin's (the caller brought credentials).
+    pub(crate) secrets: Option<Arc<Secrets>>,
 }
 
 impl Runner<'_> {
@@ -92,7 +96,12 @@ impl Runner<'_> {
         let stderr = CappedOutput::new(limits.stdio_bytes);
         // Only granted directories give a guest anything to block on.
         let apart = prepared.bound.files.has_dirs();
+        let secrets = self
+            .secrets
+            .clone()
+            .unwrap_or_else(|| prepared.bound.secrets.clone());
         let inputs = CallInputs {
+            secrets: &secrets,
             io: &io,
             stdout: &stdout,
             stderr: &stderr,

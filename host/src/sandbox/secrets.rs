@@ -3,6 +3,8 @@
 //! redacts them from everything the guest produces (its answer, output, logs, progress, and the
 //! reasons its requests failed). Reading the secrets from the config is `toolhost_policy`'s.
 
+use std::sync::Arc;
+
 use http::{HeaderName, HeaderValue};
 
 use super::report::{GuestError, GuestOutput, RunError, RunReport};
@@ -21,7 +23,7 @@ pub(crate) struct Secrets {
 
 /// A header the host adds to the requests to its destinations. `Debug` is safe: the value is
 /// marked sensitive and prints as `Sensitive`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct SecretHeader {
     pub(crate) name: HeaderName,
     pub(crate) value: HeaderValue,
@@ -69,6 +71,24 @@ impl Secrets {
             headers,
             redactor: Redactor::new(secrets.iter().map(|s| &s.value)),
         })
+    }
+
+    /// These secrets and a call's own (the caller's credentials, headers only), for that call.
+    pub(crate) fn for_call(
+        self: &Arc<Self>,
+        own: &[SecretGrant],
+    ) -> Result<Arc<Self>, SecretsError> {
+        if own.is_empty() {
+            return Ok(self.clone());
+        }
+        let own = Self::bind(own)?;
+        let mut headers = self.headers.clone();
+        headers.extend(own.headers);
+        Ok(Arc::new(Self {
+            env: self.env.clone(),
+            headers,
+            redactor: self.redactor.join(&own.redactor),
+        }))
     }
 
     /// The secrets granted as env vars: (name, value).

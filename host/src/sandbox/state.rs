@@ -33,7 +33,7 @@ pub(crate) struct Bound {
     pub(crate) secrets: Arc<Secrets>,
     pub(crate) files: FilesBinding,
     network: Arc<Binding>,
-    reporting: Arc<Secrets>,
+    reporting: (),
     calling: <Calling as Capability<State>>::Bound,
 }
 
@@ -230,7 +230,6 @@ mod tests {
             bound.secrets.env().collect::<Vec<_>>(),
             [("TOKEN", "0123456789")]
         );
-        assert!(Arc::ptr_eq(&bound.secrets, &bound.reporting));
         assert!(!bound.files.has_dirs());
     }
 }

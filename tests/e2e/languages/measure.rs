@@ -118,6 +118,7 @@ async fn run_calls(
             cancel: &never,
             caps: Default::default(),
             tools: None,
+            credentials: Vec::new(),
         };
         let r = sandbox.call(&prepared, s.tool, input.clone(), io).await;
         match &r.result {

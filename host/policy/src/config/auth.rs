@@ -3,6 +3,8 @@
 //! resource identifier, RFC 8707), with an algorithm allowlist; the static token
 //! (`server.token-env`) stays valid beside it. `[[callers]]` profiles are compiled here too.
 
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -38,6 +40,9 @@ pub struct RawAuth {
     pub required_scope: Option<String>,
     /// Token introspection (RFC 7662), for opaque tokens.
     pub introspection: Option<RawIntrospection>,
+    /// Token exchange (RFC 8693): where a caller's token is exchanged for one meant for a
+    /// plugin's destination (secrets with `exchange`), and as which client.
+    pub token_exchange: Option<RawIntrospection>,
 }
 
 /// `[auth.introspection]` as written.
@@ -91,6 +96,8 @@ pub struct AuthConfig {
     pub required_scope: Option<String>,
     /// Where opaque tokens are introspected, if anywhere.
     pub introspection: Option<Introspection>,
+    /// Where callers' tokens are exchanged (the same shape: an endpoint and toolhost's client).
+    pub token_exchange: Option<Introspection>,
 }
 
 /// `https://`, or `http://` on a loopback host (a test issuer).
@@ -153,33 +160,17 @@ pub(super) fn resolve_auth(raw: &RawAuth) -> Result<AuthConfig, ConfigError> {
     if leeway > 300 {
         return Err(invalid("auth.leeway-s", "must be at most 300"));
     }
-    let introspection = match &raw.introspection {
-        None => None,
-        Some(i) => {
-            if !secure_url(&i.url) {
-                return Err(invalid(
-                    "auth.introspection.url",
-                    "must be an https:// URL (http:// only on loopback, for tests)",
-                ));
-            }
-            let secret = std::env::var(&i.client_secret_env).map_err(|_| {
-                invalid(
-                    "auth.introspection.client-secret-env",
-                    format!(
-                        "{} is not set in the daemon's environment",
-                        i.client_secret_env
-                    ),
-                )
-            })?;
-            Some(Introspection {
-                url: i.url.clone(),
-                client_id: i.client_id.clone(),
-                client_secret: secret,
-            })
-        }
-    };
     Ok(AuthConfig {
-        introspection,
+        introspection: raw
+            .introspection
+            .as_ref()
+            .map(|i| resolve_client(i, "auth.introspection"))
+            .transpose()?,
+        token_exchange: raw
+            .token_exchange
+            .as_ref()
+            .map(|i| resolve_client(i, "auth.token-exchange"))
+            .transpose()?,
         issuer: raw.issuer.trim_end_matches('/').to_owned(),
         audience: raw.audience.clone(),
         jwks_uri: raw.jwks_uri.clone(),
@@ -190,9 +181,73 @@ pub(super) fn resolve_auth(raw: &RawAuth) -> Result<AuthConfig, ConfigError> {
     })
 }
 
-/// Compile `[[callers]]`.
-pub(super) fn resolve_callers(raw: &[RawProfile]) -> Result<Profiles, ConfigError> {
-    Profiles::new(raw).map_err(|(i, e)| invalid(format!("callers[{i}]"), e.to_string()))
+/// An endpoint toolhost calls as its own client (`key` names it in errors).
+fn resolve_client(raw: &RawIntrospection, key: &str) -> Result<Introspection, ConfigError> {
+    if !secure_url(&raw.url) {
+        return Err(invalid(
+            format!("{key}.url"),
+            "must be an https:// URL (http:// only on loopback, for tests)",
+        ));
+    }
+    let secret = std::env::var(&raw.client_secret_env).map_err(|_| {
+        invalid(
+            format!("{key}.client-secret-env"),
+            format!(
+                "{} is not set in the daemon's environment",
+                raw.client_secret_env
+            ),
+        )
+    })?;
+    Ok(Introspection {
+        url: raw.url.clone(),
+        client_id: raw.client_id.clone(),
+        client_secret: secret,
+    })
+}
+
+/// A secret that exchanges the caller's token needs somewhere to exchange it.
+pub(super) fn check_exchanges(
+    plugins: &BTreeMap<String, super::PluginPolicy>,
+    auth: Option<&AuthConfig>,
+) -> Result<(), ConfigError> {
+    if auth.is_some_and(|a| a.token_exchange.is_some()) {
+        return Ok(());
+    }
+    for (name, p) in plugins {
+        for s in &p.grants.caller_secrets {
+            if matches!(s.source, crate::network::CallerSource::Exchange(_)) {
+                return Err(invalid(
+                    format!("plugins.{name}.secrets.{}.exchange", s.name),
+                    "exchanging the caller's token needs [auth.token-exchange] \
+                     (url, client-id, client-secret-env)",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Compile `[[callers]]`, reading each profile's own credentials (relative to `base`).
+pub(super) fn resolve_callers(raw: &[RawProfile], base: &Path) -> Result<Profiles, ConfigError> {
+    let mut profiles =
+        Profiles::new(raw).map_err(|(i, e)| invalid(format!("callers[{i}]"), e.to_string()))?;
+    for (i, p) in raw.iter().enumerate() {
+        let mut secrets = BTreeMap::new();
+        for (name, s) in &p.secrets {
+            let k = format!("callers[{i}].secrets.{name}");
+            if !super::network::secret_name(name) {
+                return Err(invalid(
+                    k,
+                    "secret names use only letters, digits, '_' and '-'",
+                ));
+            }
+            let value =
+                super::network::read_value(s.from_env.as_ref(), s.from_file.as_ref(), base, &k)?;
+            secrets.insert(name.clone(), value);
+        }
+        profiles.set_secrets(i, secrets);
+    }
+    Ok(profiles)
 }
 
 #[cfg(test)]

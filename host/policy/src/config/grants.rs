@@ -96,7 +96,7 @@ pub(super) fn resolve_grants(
         grants.env.push((k.clone(), v));
     }
     grants.network = network::resolve_network(p.network.as_ref(), &format!("{key}.network"))?;
-    grants.secrets =
+    (grants.secrets, grants.caller_secrets) =
         network::resolve_secrets(&p.secrets, grants.network.as_ref(), &grants.env, base, key)?;
     for (i, pattern) in p.call_tools.iter().enumerate() {
         let parsed = ToolPattern::parse(pattern)

@@ -10,7 +10,8 @@ use serde::Deserialize;
 
 use super::{ConfigError, invalid};
 use crate::network::{
-    Destination, NetworkGrant, NetworkLimits, Scheme, Secret, SecretGrant, SecretHeader,
+    CallerSecret, CallerSource, Destination, Exchange, NetworkGrant, NetworkLimits, Scheme, Secret,
+    SecretGrant, SecretHeader,
 };
 
 /// Secrets shorter than this are refused: redacting every occurrence of a short string would garble
@@ -74,6 +75,30 @@ pub struct RawSecret {
     /// Where the header goes: patterns like the network allowlist's, each within it.
     #[serde(default)]
     pub destinations: Vec<String>,
+    /// The value is the calling profile's secret of this name (`[[callers]] secrets.NAME`).
+    pub from_caller: Option<String>,
+    /// The value is a token exchanged for the caller's own at `[auth.token-exchange]`.
+    pub exchange: Option<RawExchange>,
+}
+
+/// `exchange = { ... }` of a secret: what the token is for (RFC 8693 §2.1).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawExchange {
+    /// `audience`: the destination's logical name.
+    pub audience: Option<String>,
+    /// `resource`: the destination's URI.
+    pub resource: Option<String>,
+    /// `scope`, space-separated.
+    pub scope: Option<String>,
+}
+
+/// Whether `name` may name a secret: letters, digits, `_` and `-`.
+pub(super) fn secret_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Validate the network section of one plugin; `key` is `plugins.NAME.network`.
@@ -136,21 +161,22 @@ pub(super) fn resolve_secrets(
     env: &[(String, String)],
     base: &Path,
     key: &str,
-) -> Result<Vec<SecretGrant>, ConfigError> {
+) -> Result<(Vec<SecretGrant>, Vec<CallerSecret>), ConfigError> {
     let mut out: Vec<SecretGrant> = Vec::new();
+    let mut callers = Vec::new();
     for (name, s) in raw {
         let k = format!("{key}.secrets.{name}");
-        if name.is_empty()
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
+        if !secret_name(name) {
             return Err(invalid(
                 k,
                 "secret names use only letters, digits, '_' and '-'",
             ));
         }
-        let value = read_value(s, base, &k)?;
+        if s.from_caller.is_some() || s.exchange.is_some() {
+            callers.push(resolve_caller_secret(name, s, network, &k)?);
+            continue;
+        }
+        let value = read_value(s.from_env.as_ref(), s.from_file.as_ref(), base, &k)?;
         if s.env.is_none() && s.header.is_none() {
             return Err(invalid(
                 k,
@@ -190,11 +216,85 @@ pub(super) fn resolve_secrets(
             header,
         });
     }
-    Ok(out)
+    Ok((out, callers))
 }
 
-fn read_value(s: &RawSecret, base: &Path, k: &str) -> Result<Secret, ConfigError> {
-    let value = match (&s.from_env, &s.from_file) {
+/// A secret whose value each caller brings: a header only (it never enters the sandbox).
+fn resolve_caller_secret(
+    name: &str,
+    s: &RawSecret,
+    network: Option<&NetworkGrant>,
+    k: &str,
+) -> Result<CallerSecret, ConfigError> {
+    let sources = [
+        s.from_env.is_some(),
+        s.from_file.is_some(),
+        s.from_caller.is_some(),
+        s.exchange.is_some(),
+    ];
+    if sources.iter().filter(|&&b| b).count() != 1 {
+        return Err(invalid(
+            k,
+            "set exactly one of `from-env`, `from-file`, `from-caller` and `exchange`",
+        ));
+    }
+    if s.env.is_some() {
+        return Err(invalid(
+            format!("{k}.env"),
+            "a caller's credential never enters the sandbox: give it as `header` only",
+        ));
+    }
+    let Some(header) = &s.header else {
+        return Err(invalid(
+            format!("{k}.header"),
+            "a caller's credential is a header the host adds: name it, e.g. \"Authorization\"",
+        ));
+    };
+    // Checked with a stand-in value: the caller's own is checked again with each call.
+    let checked = resolve_header(header, s, &Secret::new("credential"), network, k)?;
+    let source = match (&s.from_caller, &s.exchange) {
+        (Some(from), _) => {
+            if !secret_name(from) {
+                return Err(invalid(
+                    format!("{k}.from-caller"),
+                    "names a `[[callers]] secrets` entry: letters, digits, '_' and '-'",
+                ));
+            }
+            CallerSource::Profile(from.clone())
+        }
+        (None, Some(x)) => {
+            if x.audience.is_none() && x.resource.is_none() {
+                return Err(invalid(
+                    format!("{k}.exchange"),
+                    "name what the token is for: `audience`, `resource` or both",
+                ));
+            }
+            CallerSource::Exchange(Exchange {
+                audience: x.audience.clone(),
+                resource: x.resource.clone(),
+                scope: x.scope.clone(),
+            })
+        }
+        (None, None) => return Err(invalid(k, "name where the caller's value comes from")),
+    };
+    Ok(CallerSecret {
+        name: name.to_owned(),
+        source,
+        header: checked.name,
+        format: s.format.clone().unwrap_or_else(|| "{secret}".to_owned()),
+        destinations: checked.destinations,
+    })
+}
+
+/// A secret's value from the daemon's environment (`from_env`) or a file (`from_file`, relative
+/// to `base`, one trailing newline removed); `k` names the setting in errors.
+pub(super) fn read_value(
+    from_env: Option<&String>,
+    from_file: Option<&PathBuf>,
+    base: &Path,
+    k: &str,
+) -> Result<Secret, ConfigError> {
+    let value = match (from_env, from_file) {
         (Some(var), None) => std::env::var(var).map_err(|_| {
             invalid(
                 format!("{k}.from-env"),
@@ -321,7 +421,7 @@ mod tests {
 
     fn secrets(text: &str, net: Option<&NetworkGrant>) -> Result<Vec<SecretGrant>, ConfigError> {
         let raw: BTreeMap<String, RawSecret> = toml::from_str(text).unwrap();
-        resolve_secrets(&raw, net, &[], Path::new("."), "plugins.p")
+        resolve_secrets(&raw, net, &[], Path::new("."), "plugins.p").map(|(s, _)| s)
     }
 
     #[test]
@@ -350,6 +450,54 @@ mod tests {
             msg.contains("guest-credentials[0]") && msg.contains("not within `allow`"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn a_callers_credential_is_a_header_from_exactly_one_source() {
+        let net = network("allow = [\"https://api.example.com\"]")
+            .unwrap()
+            .unwrap();
+        let resolve = |text: &str| {
+            let raw: BTreeMap<String, RawSecret> = toml::from_str(text).unwrap();
+            resolve_secrets(&raw, Some(&net), &[], Path::new("."), "plugins.p")
+        };
+        let dest = "header = \"Authorization\"\ndestinations = [\"https://api.example.com\"]\n";
+        let (daemon, callers) = resolve(&format!(
+            "[a]\nfrom-caller = \"github\"\n{dest}[b]\nexchange = {{ audience = \"api\" }}\nformat = \"Bearer {{secret}}\"\n{dest}"
+        ))
+        .unwrap();
+        assert!(daemon.is_empty());
+        assert_eq!(callers.len(), 2);
+        assert_eq!(callers[0].source, CallerSource::Profile("github".into()));
+        assert_eq!(callers[1].header, "authorization");
+        assert_eq!(callers[1].format, "Bearer {secret}");
+        let e = |text: String| resolve(&text).unwrap_err().to_string();
+        for (text, needle) in [
+            (
+                format!("[a]\nfrom-caller = \"github\"\nenv = \"TOKEN\"\n{dest}"),
+                "plugins.p.secrets.a.env",
+            ),
+            (
+                format!("[a]\nfrom-caller = \"github\"\nfrom-env = \"X\"\n{dest}"),
+                "exactly one of",
+            ),
+            ("[a]\nfrom-caller = \"github\"\n".to_owned(), "plugins.p.secrets.a.header"),
+            (
+                format!("[a]\nfrom-caller = \"git hub\"\n{dest}"),
+                "plugins.p.secrets.a.from-caller",
+            ),
+            (
+                format!("[a]\nexchange = {{ scope = \"read\" }}\n{dest}"),
+                "plugins.p.secrets.a.exchange",
+            ),
+            (
+                "[a]\nfrom-caller = \"github\"\nheader = \"Authorization\"\ndestinations = [\"https://other.example.com\"]\n".to_owned(),
+                "plugins.p.secrets.a.destinations[0]",
+            ),
+        ] {
+            let msg = e(text);
+            assert!(msg.contains(needle), "{needle}: {msg}");
+        }
     }
 
     #[test]

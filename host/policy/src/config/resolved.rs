@@ -289,7 +289,7 @@ impl Config {
             .as_ref()
             .map(super::auth::resolve_auth)
             .transpose()?;
-        let callers = super::auth::resolve_callers(&raw.callers)?;
+        let callers = super::auth::resolve_callers(&raw.callers, base)?;
         let server = server::resolve_server(&raw.server, o, auth.is_some())?;
         let audit_dir = audit_path
             .as_deref()
@@ -322,6 +322,7 @@ impl Config {
                 "profiles match authenticated callers: configure [auth] (or server.token-env)",
             ));
         }
+        super::auth::check_exchanges(&plugins, auth.as_ref())?;
         let pool = server::resolve_pool(&raw.engine, &server, &default_policy, &plugins)?;
         if raw.engine.open_files == Some(0) {
             return Err(invalid("engine.open-files", "must be greater than 0"));

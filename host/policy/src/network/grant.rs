@@ -89,3 +89,39 @@ pub struct SecretHeader {
     /// Requests matching one of these get the header; a subset of the network allowlist.
     pub destinations: Vec<Destination>,
 }
+
+/// A header whose value each call's caller brings, never the daemon: the caller's profile's own
+/// secret, or a token exchanged for the caller's own (RFC 8693). The value never enters the sandbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallerSecret {
+    /// The name in the config (`[plugins.x.secrets.NAME]`), for messages and the audit log.
+    pub name: String,
+    /// Where each call's value comes from.
+    pub source: CallerSource,
+    /// Header name, lowercase.
+    pub header: String,
+    /// The header's value, `{secret}` standing for the caller's credential.
+    pub format: String,
+    /// Requests matching one of these get the header; a subset of the network allowlist.
+    pub destinations: Vec<Destination>,
+}
+
+/// Where a [`CallerSecret`]'s value comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallerSource {
+    /// The calling profile's secret of this name (`[[callers]] secrets.NAME`).
+    Profile(String),
+    /// A token for this destination, exchanged at the identity provider for the caller's own.
+    Exchange(Exchange),
+}
+
+/// What a token exchange asks for (RFC 8693 §2.1): at least an audience or a resource.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Exchange {
+    /// `audience`: the logical name of the destination.
+    pub audience: Option<String>,
+    /// `resource`: the destination's URI.
+    pub resource: Option<String>,
+    /// `scope`, space-separated.
+    pub scope: Option<String>,
+}

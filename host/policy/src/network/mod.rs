@@ -10,5 +10,7 @@ mod secret;
 
 pub use self::address::{AddressClass, classify};
 pub use self::destination::{Destination, DestinationError, Host, HostPattern, Scheme, Target};
-pub use self::grant::{NetworkGrant, NetworkLimits, SecretGrant, SecretHeader};
+pub use self::grant::{
+    CallerSecret, CallerSource, Exchange, NetworkGrant, NetworkLimits, SecretGrant, SecretHeader,
+};
 pub use self::secret::{REDACTED, Redactor, Secret};

@@ -69,6 +69,18 @@ impl Redactor {
         Self { needles }
     }
 
+    /// A redactor for this one's secrets and `other`'s.
+    pub fn join(&self, other: &Redactor) -> Self {
+        let mut needles = self.needles.clone();
+        for n in &other.needles {
+            if !needles.contains(n) {
+                needles.push(n.clone());
+            }
+        }
+        needles.sort_by_key(|n| std::cmp::Reverse(n.0.len()));
+        Self { needles }
+    }
+
     /// Whether there is nothing to redact.
     pub fn is_empty(&self) -> bool {
         self.needles.is_empty()

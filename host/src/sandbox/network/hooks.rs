@@ -47,6 +47,8 @@ impl Binding {
 /// requests were refused or failed (the guest sees only the `wasi:http` code; the model is told why).
 pub(crate) struct NetworkHooks {
     binding: Arc<Binding>,
+    /// The headers to add: the plugin's secrets and the caller's credentials for this call.
+    secrets: Arc<Secrets>,
     sent: u32,
     reporter: Reporter,
     /// The daemon-wide descriptor budget each connection counts against; `None` in unit tests.
@@ -59,9 +61,16 @@ impl NetworkHooks {
         Self {
             sent: 0,
             reporter: Reporter::new(binding.plugin.clone()),
+            secrets: binding.secrets.clone(),
             binding,
             budget: None,
         }
+    }
+
+    /// Add this call's secret headers (the plugin's and the caller's) instead of the plugin's alone.
+    pub(crate) fn with_secrets(mut self, secrets: Arc<Secrets>) -> Self {
+        self.secrets = secrets;
+        self
     }
 
     /// Count each connection against the daemon-wide descriptor budget.
@@ -82,7 +91,7 @@ impl NetworkHooks {
             return Err(NetError::NotGranted(b.plugin.clone()));
         };
         self.sent += 1;
-        Plan::new(grant, b.secrets.headers(), self.sent, req.uri())
+        Plan::new(grant, self.secrets.headers(), self.sent, req.uri())
     }
 }
 

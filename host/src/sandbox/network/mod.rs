@@ -64,9 +64,11 @@ impl<S: WasiHttpView + 'static> Capability<S> for Network {
     fn prepare(
         &self,
         bound: &Self::Bound,
-        _call: &CallInputs<'_>,
+        call: &CallInputs<'_>,
     ) -> Result<Self::PerCall, CapabilityError> {
-        let hooks = NetworkHooks::new(bound.clone()).with_budget(self.budget.clone());
+        let hooks = NetworkHooks::new(bound.clone())
+            .with_secrets(call.secrets.clone())
+            .with_budget(self.budget.clone());
         Ok((WasiHttpCtx::new(), hooks))
     }
 }

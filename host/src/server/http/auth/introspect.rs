@@ -142,6 +142,7 @@ impl Introspector {
                 .map(str::to_owned)
                 .collect(),
             groups: a.groups.unwrap_or_default(),
+            token: None,
         };
         let left = a
             .exp

@@ -117,7 +117,12 @@ impl Authenticator {
             .map(|(_, t)| t.trim())
             .filter(|t| !t.is_empty())
             .ok_or(Refusal::Missing)?;
-        self.verify(given).await
+        let mut caller = self.verify(given).await?;
+        if caller != Caller::static_token() {
+            // Kept, opaque, for the credentials a plugin's secret exchanges it for.
+            caller.token = Some(toolhost_policy::network::Secret::new(given));
+        }
+        Ok(caller)
     }
 
     /// The caller of the bearer token `given`: the checks of [`Self::authenticate`], for a token

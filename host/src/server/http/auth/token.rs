@@ -106,5 +106,6 @@ pub(super) async fn verify(
         client_id: c.client_id.or(c.azp),
         scopes,
         groups: c.groups.unwrap_or_default(),
+        token: None,
     })
 }

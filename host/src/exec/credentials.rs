@@ -1,0 +1,303 @@
+//! The caller's own credentials for a plugin's requests: a profile's secret, or a token exchanged
+//! for the caller's own at the identity provider (OAuth 2.0 Token Exchange, RFC 8693). Resolved
+//! per call into header secrets the sandbox adds (the guest never sees them) and redacts; the
+//! audit record names which were used, never a value. Exchanged tokens are kept per caller token
+//! and destination until shortly before they expire.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use toolhost_policy::call::ErrorKind;
+use toolhost_policy::caller::{Caller, Profile};
+use toolhost_policy::config::Introspection;
+use toolhost_policy::network::{
+    CallerSecret, CallerSource, Exchange, Secret, SecretGrant, SecretHeader,
+};
+
+/// RFC 8693's grant type and token type names.
+const GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
+/// Tokens kept at most; the cache is emptied of expired ones, then of all, past this.
+const CACHE_MAX: usize = 10_000;
+/// A token is used until this long before it expires (or half its life, if shorter).
+const MARGIN: Duration = Duration::from_secs(30);
+
+/// What a call brings: the header secrets for the sandbox, and what the audit line says of them.
+#[derive(Default)]
+pub(crate) struct Brought {
+    pub(crate) grants: Vec<SecretGrant>,
+    pub(crate) used: Vec<String>,
+}
+
+/// Resolves callers' credentials; one per pipeline.
+pub(crate) struct Credentials {
+    exchange: Option<Exchanger>,
+}
+
+struct Exchanger {
+    endpoint: Introspection,
+    http: reqwest::Client,
+    cache: Mutex<HashMap<[u8; 32], (Secret, Instant)>>,
+}
+
+#[derive(Deserialize)]
+struct Issued {
+    access_token: String,
+    expires_in: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct Refusal {
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+impl Credentials {
+    /// Exchanging at `endpoint` (`[auth.token-exchange]`), if configured.
+    pub(crate) fn new(endpoint: Option<&Introspection>) -> Self {
+        let exchange = endpoint.and_then(|endpoint| {
+            // reqwest's TLS needs a process-wide provider; the first to ask installs ring.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let http = reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(5))
+                .timeout(Duration::from_secs(10))
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| tracing::error!("token exchange is off: {e}"))
+                .ok()?;
+            Some(Exchanger {
+                endpoint: endpoint.clone(),
+                http,
+                cache: Mutex::default(),
+            })
+        });
+        Self { exchange }
+    }
+
+    /// The credentials `wanted` by `plugin`'s secrets, from `caller` (under `profile`); or why the
+    /// call cannot run (kind and a sentence a model can act on).
+    pub(crate) async fn bring(
+        &self,
+        plugin: &str,
+        wanted: &[CallerSecret],
+        caller: Option<&Caller>,
+        profile: Option<&Profile>,
+    ) -> Result<Brought, (ErrorKind, String)> {
+        let mut brought = Brought::default();
+        // A profile's secrets first: a caller who lacks one costs the identity provider nothing.
+        let (exchanged, own): (Vec<_>, Vec<_>) = wanted
+            .iter()
+            .partition(|s| matches!(s.source, CallerSource::Exchange(_)));
+        for s in own.into_iter().chain(exchanged) {
+            let (value, used) = match &s.source {
+                CallerSource::Profile(name) => from_profile(plugin, s, name, caller, profile)?,
+                CallerSource::Exchange(x) => self.exchanged(plugin, s, x, caller).await?,
+            };
+            let rendered = Secret::new(s.format.replace("{secret}", value.expose()));
+            if http::HeaderValue::from_str(rendered.expose()).is_err() {
+                return Err((
+                    ErrorKind::Denied,
+                    format!(
+                        "the caller's credential for secret '{}' of plugin {plugin} cannot be \
+                         carried in a header (control characters or non-ASCII)",
+                        s.name
+                    ),
+                ));
+            }
+            brought.used.push(format!("{}: {used}", s.name));
+            brought.grants.push(SecretGrant {
+                name: s.name.clone(),
+                value,
+                env: None,
+                header: Some(SecretHeader {
+                    name: s.header.clone(),
+                    value: rendered,
+                    destinations: s.destinations.clone(),
+                }),
+            });
+        }
+        brought.used.sort();
+        Ok(brought)
+    }
+
+    async fn exchanged(
+        &self,
+        plugin: &str,
+        s: &CallerSecret,
+        x: &Exchange,
+        caller: Option<&Caller>,
+    ) -> Result<(Secret, String), (ErrorKind, String)> {
+        let what = x
+            .audience
+            .as_deref()
+            .or(x.resource.as_deref())
+            .unwrap_or_default();
+        let used = format!("exchanged for {what}");
+        let Some(token) = caller.and_then(|c| c.token.as_ref()) else {
+            return Err((
+                ErrorKind::Denied,
+                format!(
+                    "plugin {plugin}'s secret '{}' is a token exchanged for the caller's own, \
+                     and {} presented no OAuth token to exchange; call over HTTP with your own \
+                     token",
+                    s.name,
+                    super::live::caller_name(caller)
+                ),
+            ));
+        };
+        let Some(exchanger) = &self.exchange else {
+            return Err((
+                ErrorKind::Internal,
+                "token exchange is not configured ([auth.token-exchange])".into(),
+            ));
+        };
+        let key = cache_key(token, x);
+        if let Some(kept) = exchanger.kept(&key) {
+            return Ok((kept, used));
+        }
+        let issued = exchanger.exchange(token, x).await.map_err(|why| {
+            (
+                ErrorKind::Denied,
+                format!(
+                    "the identity provider did not exchange {}'s token for {what} (plugin \
+                     {plugin}'s secret '{}'): {why}",
+                    super::live::caller_name(caller),
+                    s.name
+                ),
+            )
+        })?;
+        exchanger.keep(key, &issued);
+        Ok((issued.0, used))
+    }
+}
+
+/// The profile's own secret `name`.
+fn from_profile(
+    plugin: &str,
+    s: &CallerSecret,
+    name: &str,
+    caller: Option<&Caller>,
+    profile: Option<&Profile>,
+) -> Result<(Secret, String), (ErrorKind, String)> {
+    if caller.is_none() {
+        return Err((
+            ErrorKind::Denied,
+            format!(
+                "plugin {plugin}'s secret '{}' comes from the caller's [[callers]] profile \
+                 (`secrets.{name}`), and this call has no caller (stdio or the CLI); call over \
+                 HTTP with your own token",
+                s.name
+            ),
+        ));
+    }
+    match profile.and_then(|p| Some((p, p.secrets.get(name)?))) {
+        Some((p, value)) => Ok((
+            value.clone(),
+            format!("profile {}'s secret '{name}'", p.name),
+        )),
+        None => Err((
+            ErrorKind::Denied,
+            format!(
+                "plugin {plugin}'s secret '{}' comes from the caller, and {} has no credential \
+                 '{name}'{}; ask the operator to add `secrets.{name}` to its [[callers]] profile",
+                s.name,
+                super::live::caller_name(caller),
+                profile.map_or_else(String::new, |p| format!(" (profile {})", p.name))
+            ),
+        )),
+    }
+}
+
+/// The cache's key: the caller's token and what it is exchanged for, hashed.
+fn cache_key(token: &Secret, x: &Exchange) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for part in [
+        Some(token.expose()),
+        x.audience.as_deref(),
+        x.resource.as_deref(),
+        x.scope.as_deref(),
+    ] {
+        h.update(part.unwrap_or_default().as_bytes());
+        h.update([0]);
+    }
+    h.finalize().into()
+}
+
+impl Exchanger {
+    fn kept(&self, key: &[u8; 32]) -> Option<Secret> {
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let (token, until) = cache.get(key)?;
+        (*until > Instant::now()).then(|| token.clone())
+    }
+
+    fn keep(&self, key: [u8; 32], (token, life): &(Secret, Duration)) {
+        let until = Instant::now() + life.saturating_sub(MARGIN.min(*life / 2));
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= CACHE_MAX {
+            let now = Instant::now();
+            cache.retain(|_, (_, u)| *u > now);
+            if cache.len() >= CACHE_MAX {
+                cache.clear();
+            }
+        }
+        cache.insert(key, (token.clone(), until));
+    }
+
+    /// One exchange at the identity provider, as toolhost's client (HTTP Basic).
+    async fn exchange(&self, token: &Secret, x: &Exchange) -> Result<(Secret, Duration), String> {
+        let mut form = vec![
+            ("grant_type", GRANT),
+            ("subject_token", token.expose()),
+            ("subject_token_type", ACCESS_TOKEN),
+            ("requested_token_type", ACCESS_TOKEN),
+        ];
+        for (k, v) in [
+            ("audience", &x.audience),
+            ("resource", &x.resource),
+            ("scope", &x.scope),
+        ] {
+            if let Some(v) = v {
+                form.push((k, v));
+            }
+        }
+        let response = self
+            .http
+            .post(&self.endpoint.url)
+            .basic_auth(&self.endpoint.client_id, Some(&self.endpoint.client_secret))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("accept", "application/json")
+            .body(serde_urlencoded::to_string(&form).map_err(|e| e.to_string())?)
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach it ({})", e.without_url()))?;
+        let status = response.status();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| format!("its answer broke off ({})", e.without_url()))?;
+        if !status.is_success() {
+            let why = serde_json::from_slice::<Refusal>(&body).ok().map_or_else(
+                || format!("HTTP {status}"),
+                |r| {
+                    let mut why = r.error.unwrap_or_else(|| format!("HTTP {status}"));
+                    if let Some(d) = r.error_description {
+                        why = format!("{why}: {}", toolhost_policy::text::one_line(&d));
+                    }
+                    why
+                },
+            );
+            return Err(why);
+        }
+        let issued: Issued = serde_json::from_slice(&body)
+            .map_err(|_| "its answer is not a token response".to_owned())?;
+        if issued.access_token.is_empty() {
+            return Err("its answer holds no access_token".into());
+        }
+        let life = Duration::from_secs(issued.expires_in.unwrap_or(60));
+        Ok((Secret::new(issued.access_token), life))
+    }
+}
