@@ -83,6 +83,11 @@ fn tool_json(t: &Arc<Tool>) -> Value {
                 "env": s.env,
                 "header": s.header.as_ref().map(|h| &h.name),
             })).collect::<Vec<_>>(),
+            "caller_secrets": g.caller_secrets.iter().map(|s| json!({
+                "name": s.name,
+                "from": from_caller(s),
+                "header": s.header,
+            })).collect::<Vec<_>>(),
             "calls": g.calls.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
         },
     })
@@ -207,6 +212,28 @@ pub(super) fn grant_words(g: &Grants) -> Vec<String> {
         }
         words.push(format!("secret:{} ({})", one_line(&s.name), how.join(", ")));
     }
+    for s in &g.caller_secrets {
+        words.push(format!(
+            "secret:{} ({}, header {})",
+            one_line(&s.name),
+            one_line(&from_caller(s)),
+            one_line(&s.header)
+        ));
+    }
     words.extend(g.calls.iter().map(|p| format!("calls:{}", p.as_str())));
     words
+}
+
+/// Where a caller's credential comes from: `caller's github` or `exchanged for AUDIENCE`.
+fn from_caller(s: &toolhost_policy::network::CallerSecret) -> String {
+    match &s.source {
+        toolhost_policy::network::CallerSource::Profile(name) => format!("caller's {name}"),
+        toolhost_policy::network::CallerSource::Exchange(x) => format!(
+            "exchanged for {}",
+            x.audience
+                .as_deref()
+                .or(x.resource.as_deref())
+                .unwrap_or_default()
+        ),
+    }
 }

@@ -259,6 +259,39 @@ mod tests {
     }
 
     #[test]
+    fn exchanging_a_callers_token_needs_somewhere_to_exchange_it() {
+        let text = r#"
+            [auth]
+            issuer = "https://idp.example.com"
+            audience = "https://tools.example.com/mcp"
+            [plugins.api.network]
+            allow = ["https://api.example.com"]
+            [plugins.api.secrets.token]
+            exchange = { audience = "https://api.example.com" }
+            header = "Authorization"
+            format = "Bearer {secret}"
+            destinations = ["https://api.example.com"]
+        "#;
+        let raw = toml::from_str(text).unwrap();
+        let e = crate::config::Config::from_raw(raw, Path::new("."), &Default::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("plugins.api.secrets.token.exchange")
+                && e.contains("[auth.token-exchange]"),
+            "{e}"
+        );
+        let e = auth(
+            "issuer = \"https://idp.example.com\"\naudience = \"x\"\n\
+             [token-exchange]\nurl = \"http://idp.example.com/token\"\nclient-id = \"t\"\n\
+             client-secret-env = \"TOOLHOST_TEST_NEVER_SET_77\"",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("auth.token-exchange.url"), "{e}");
+    }
+
+    #[test]
     fn checks_issuer_audience_and_algorithms() {
         let a =
             auth("issuer = \"https://idp.example.com/\"\naudience = \"https://t/mcp\"\n").unwrap();

@@ -216,6 +216,14 @@ pub(super) fn protected_paths(
             }
         }
     }
+    for (i, profile) in raw.callers.iter().enumerate() {
+        for (secret, s) in &profile.secrets {
+            if let Some(file) = &s.from_file {
+                let setting = format!("callers[{i}].secrets.{secret}.from-file");
+                out.push(entry(&setting, &base.join(file), Kind::Secret));
+            }
+        }
+    }
     out
 }
 
@@ -312,6 +320,33 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("covers a secrets file"), "{e}");
+    }
+
+    #[test]
+    fn no_grant_reaches_a_callers_secret_file() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("keys")).unwrap();
+        std::fs::write(root.path().join("keys/alice"), "alice-credential-123\n").unwrap();
+        let text = r#"
+            [auth]
+            issuer = "https://idp.example.com"
+            audience = "https://tools.example.com/mcp"
+            [[callers]]
+            name = "alice"
+            match = { sub = "alice" }
+            secrets.github = { from-file = "keys/alice" }
+            [plugins.fs]
+            dirs = [{ host = "keys", mode = "ro" }]
+        "#;
+        let raw = toml::from_str(text).unwrap();
+        let e = crate::config::Config::from_raw(raw, root.path(), &Default::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("plugins.fs.dirs[0].host")
+                && e.contains("callers[0].secrets.github.from-file"),
+            "{e}"
+        );
     }
 
     #[test]
