@@ -58,4 +58,23 @@ if [[ "${1:-}" == "--callgrind-mcp" ]]; then
         --native "$exe" --plugin "$root/plugins/echo.wasm" --calls "${2:-300}"
 fi
 
+# A throwaway PostgreSQL on loopback for the fleet's row of the quota part, when it is installed.
+pg_bin="$(compgen -G '/usr/lib/postgresql/*/bin' | sort -V | tail -1)"
+if [[ -z "${TOOLHOST_BENCH_STATE_URL:-}" && -n "$pg_bin" && ( $# -eq 0 || "$*" == *quota* || "$*" == --quick || "$*" == --json* ) ]]; then
+    pg_dir="$(mktemp -d /tmp/toolhost-bench-pg.XXXXXX)"
+    as=()
+    if [[ "$(id -u)" == 0 ]]; then chown postgres "$pg_dir"; as=(runuser -u postgres --); fi
+    pg_port=$(( 20000 + RANDOM % 20000 ))
+    stop_pg() { "${as[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -m immediate -w stop >/dev/null 2>&1; rm -rf "$pg_dir"; }
+    trap stop_pg EXIT
+    "${as[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -U toolhost --auth=trust -E UTF8 --locale=C --no-sync >/dev/null \
+        && "${as[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/log" -w \
+            -o "-c listen_addresses=127.0.0.1 -p $pg_port -k $pg_dir -c fsync=off" start >/dev/null \
+        && "${as[@]}" "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U toolhost toolhost \
+        && export TOOLHOST_BENCH_STATE_URL="postgres://toolhost@127.0.0.1:$pg_port/toolhost" \
+        || echo "bench.sh: no PostgreSQL for the quota part's fleet row (see $pg_dir/log)" >&2
+    "$exe" "$@"
+    exit $?
+fi
+
 exec "$exe" "$@"

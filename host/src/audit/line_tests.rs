@@ -260,7 +260,10 @@ fn a_callers_token_is_never_written() {
     for keep in [false, true] {
         for line in [end(&record, keep).unwrap(), begin(&record, keep).unwrap()] {
             let text = String::from_utf8(line).unwrap();
-            assert!(!text.contains("never.written") && text.contains("alice"), "{text}");
+            assert!(
+                !text.contains("never.written") && text.contains("alice"),
+                "{text}"
+            );
         }
     }
 }

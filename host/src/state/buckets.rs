@@ -3,6 +3,7 @@
 //! database's clock, so daemons whose clocks differ still refill a bucket once.
 
 use async_trait::async_trait;
+use tokio_postgres::types::Type;
 use toolhost_policy::quota::Rate;
 
 use super::StateError;
@@ -116,7 +117,15 @@ impl Ledger for Buckets {
         let (most, burst, per_ms) = (most as f64, rate.burst as f64, per_ms(rate));
         let rows = self
             .pg
-            .query_typed(&self.take, &[&key, &most, &burst, &per_ms])
+            .query_typed(
+                &self.take,
+                &[
+                    (&key, Type::TEXT),
+                    (&most, Type::FLOAT8),
+                    (&burst, Type::FLOAT8),
+                    (&per_ms, Type::FLOAT8),
+                ],
+            )
             .await
             .map_err(ledger_error)?;
         let row = rows
@@ -133,7 +142,15 @@ impl Ledger for Buckets {
     async fn charge(&self, key: &str, rate: &Rate, cost: f64) -> Result<(), LedgerError> {
         let (burst, per_ms) = (rate.burst as f64, per_ms(rate));
         self.pg
-            .query_typed(&self.charge, &[&key, &cost, &burst, &per_ms])
+            .query_typed(
+                &self.charge,
+                &[
+                    (&key, Type::TEXT),
+                    (&cost, Type::FLOAT8),
+                    (&burst, Type::FLOAT8),
+                    (&per_ms, Type::FLOAT8),
+                ],
+            )
             .await
             .map_err(ledger_error)
             .map(drop)
@@ -143,7 +160,14 @@ impl Ledger for Buckets {
         let most = i64::from(most);
         let rows = self
             .pg
-            .query_typed(&self.enter, &[&key, &most, &self.daemon])
+            .query_typed(
+                &self.enter,
+                &[
+                    (&key, Type::TEXT),
+                    (&most, Type::INT8),
+                    (&self.daemon, Type::TEXT),
+                ],
+            )
             .await
             .map_err(ledger_error)?;
         Ok(!rows.is_empty())
@@ -151,7 +175,7 @@ impl Ledger for Buckets {
 
     async fn leave(&self, key: &str) -> Result<(), LedgerError> {
         self.pg
-            .query_typed(LEAVE, &[&key, &self.daemon])
+            .query_typed(LEAVE, &[(&key, Type::TEXT), (&self.daemon, Type::TEXT)])
             .await
             .map_err(ledger_error)
             .map(drop)
@@ -164,7 +188,7 @@ pub(super) async fn sweep(
     silent_since: i64,
     except: &str,
 ) -> Result<(), StateError> {
-    pg.query_typed(SWEEP, &[&silent_since, &except])
+    pg.query_typed(SWEEP, &[(&silent_since, Type::INT8), (&except, Type::TEXT)])
         .await
         .map(drop)
 }

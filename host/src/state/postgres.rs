@@ -148,17 +148,22 @@ impl Postgres {
     }
 
     async fn query(&self, s: &Statement) -> Result<Vec<tokio_postgres::Row>, StateError> {
-        self.query_typed(&dollars(&s.sql), &params(&s.params)).await
+        let client = self.client().await?;
+        client
+            .query(&dollars(&s.sql), &params(&s.params))
+            .await
+            .map_err(fail)
     }
 
-    /// Run `sql` (in PostgreSQL's own spelling) with `params`.
+    /// Run `sql` (in PostgreSQL's own spelling) with `params` of the types given, in one round
+    /// trip (no statement prepared first).
     pub(super) async fn query_typed(
         &self,
         sql: &str,
-        params: &[&(dyn ToSql + Sync)],
+        params: &[(&(dyn ToSql + Sync), tokio_postgres::types::Type)],
     ) -> Result<Vec<tokio_postgres::Row>, StateError> {
         let client = self.client().await?;
-        client.query(sql, params).await.map_err(fail)
+        client.query_typed(sql, params).await.map_err(fail)
     }
 }
 

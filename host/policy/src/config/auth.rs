@@ -277,8 +277,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("plugins.api.secrets.token.exchange")
-                && e.contains("[auth.token-exchange]"),
+            e.contains("plugins.api.secrets.token.exchange") && e.contains("[auth.token-exchange]"),
             "{e}"
         );
         let e = auth(
