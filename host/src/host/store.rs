@@ -66,27 +66,10 @@ impl TaskStore {
         background: &Background,
     ) {
         server.expect_tasks();
-        if let Some(tasks) = self.ready() {
-            server.attach_tasks(tasks);
-            return;
-        }
-        let (server, stop, mut ready) = (server.clone(), stop.clone(), self.ready.clone());
-        spawn(background, async move {
-            tokio::select! {
-                () = stop.cancelled() => {}
-                found = ready.wait_for(Option::is_some) => {
-                    if let Ok(tasks) = found
-                        && let Some(tasks) = tasks.clone()
-                    {
-                        server.attach_tasks(tasks);
-                    }
-                }
-            }
-        });
+        let server = server.clone();
+        self.when_ready(stop, background, move |tasks| server.attach_tasks(tasks));
     }
-}
 
-impl TaskStore {
     /// Share the pipeline's quotas with the fleet through the store's ledger (a PostgreSQL
     /// store's), now if the store is open, else as soon as it is.
     pub(super) fn share_quotas(
@@ -95,16 +78,27 @@ impl TaskStore {
         stop: &CancellationToken,
         background: &Background,
     ) {
-        let share = |pipeline: &Pipeline, tasks: &Tasks| {
+        let pipeline = pipeline.clone();
+        self.when_ready(stop, background, move |tasks| {
             if let Some(ledger) = tasks.store().ledger(tasks.daemon()) {
                 pipeline.share_quotas(ledger);
             }
-        };
+        });
+    }
+
+    /// Run `then` with the tasks: now if the store is open, else in the background as soon as it
+    /// is (unless `stop` comes first).
+    fn when_ready(
+        &self,
+        stop: &CancellationToken,
+        background: &Background,
+        then: impl FnOnce(Arc<Tasks>) + Send + 'static,
+    ) {
         if let Some(tasks) = self.ready() {
-            share(pipeline, &tasks);
+            then(tasks);
             return;
         }
-        let (pipeline, stop, mut ready) = (pipeline.clone(), stop.clone(), self.ready.clone());
+        let (stop, mut ready) = (stop.clone(), self.ready.clone());
         spawn(background, async move {
             tokio::select! {
                 () = stop.cancelled() => {}
@@ -112,7 +106,7 @@ impl TaskStore {
                     if let Ok(tasks) = found
                         && let Some(tasks) = tasks.clone()
                     {
-                        share(&pipeline, &tasks);
+                        then(tasks);
                     }
                 }
             }
