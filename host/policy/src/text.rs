@@ -92,6 +92,12 @@ pub struct LogWriter<W>(pub W);
 
 impl<W: io::Write> io::Write for LogWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // Most lines are printable ASCII (and the formatter's colours): nothing to escape.
+        let body = buf.strip_suffix(b"\n").unwrap_or(buf);
+        if body.iter().all(|&b| (0x20..0x7f).contains(&b) || b == 0x1b) {
+            self.0.write_all(buf)?;
+            return Ok(buf.len());
+        }
         let text = String::from_utf8_lossy(buf);
         let (body, end) = match text.strip_suffix('\n') {
             Some(body) => (body, "\n"),
@@ -150,6 +156,13 @@ mod tests {
 
     #[test]
     fn log_writer_keeps_one_event_on_one_line() {
+        let mut out = LogWriter(Vec::new());
+        let plain = b"\x1b[32mINFO\x1b[0m toolhost::call: call call_id=1 tool=echo ms=0.1\n";
+        out.write_all(plain).unwrap();
+        assert_eq!(out.0, plain, "a printable line goes as it is");
+        let mut out = LogWriter(Vec::new());
+        out.write_all("tool=\u{202E}cho\n".as_bytes()).unwrap();
+        assert_eq!(String::from_utf8(out.0).unwrap(), "tool=\\u{202e}cho\n");
         let mut out = LogWriter(Vec::new());
         out.write_all(b"\x1b[32mINFO\x1b[0m plugin said: a\nFAKE ERROR line\r\x07\n")
             .unwrap();
