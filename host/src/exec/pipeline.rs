@@ -475,7 +475,8 @@ impl Pipeline {
                 Err((kind, message)) => return fail(kind, message),
             }
         };
-        record.credentials.clone_from(&brought.used);
+        let Brought { grants, used } = brought;
+        record.credentials = used;
 
         // Execute.
         let Some(_slot) = self.slots.try_take() else {
@@ -505,14 +506,7 @@ impl Pipeline {
             },
         };
         let mut finished = self
-            .execute(
-                &tool,
-                input,
-                req,
-                record,
-                clock,
-                (files, caps, brought.grants),
-            )
+            .execute(&tool, input, req, record, clock, (files, caps, grants))
             .await;
         finished.admitted = Some(admitted);
         share.charge(finished.fuel.unwrap_or(0));

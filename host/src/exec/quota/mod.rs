@@ -93,6 +93,8 @@ pub(crate) struct Held {
 
 /// Who keeps a held call's counts.
 enum Keeper {
+    /// The call ran under no quota.
+    Nothing,
     Local(Arc<Local>),
     Fleet(Arc<dyn Ledger>),
 }
@@ -114,7 +116,7 @@ impl Quotas {
         if of_caller.is_none() && of_tool.is_none() {
             return Ok(Held {
                 held: Vec::new(),
-                by: Keeper::Local(self.local.clone()),
+                by: Keeper::Nothing,
             });
         }
         let who = toolhost_policy::task::owner_of(caller);
@@ -164,6 +166,7 @@ impl Held {
             return;
         }
         match &self.by {
+            Keeper::Nothing => {}
             Keeper::Local(local) => local.charge(&self.held, fuel),
             Keeper::Fleet(ledger) => {
                 let charges: Vec<(String, Rate)> = self
@@ -190,6 +193,7 @@ impl Drop for Held {
             return;
         }
         match &self.by {
+            Keeper::Nothing => {}
             Keeper::Local(local) => local.release(&self.held),
             Keeper::Fleet(ledger) => {
                 let running: Vec<String> = self

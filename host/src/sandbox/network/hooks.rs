@@ -23,22 +23,20 @@ use toolhost_policy::network::NetworkGrant;
 type SendFuture =
     Box<dyn Future<Output = Result<(Response<WasiBody>, IoFuture), HttpError>> + Send>;
 
-/// A plugin's network grant and its secrets (for the headers the host adds), bound once when the
-/// plugin is loaded; every call's hooks start from it.
+/// A plugin's network grant, bound once when the plugin is loaded; every call's hooks start from
+/// it (with the call's secrets: the plugin's and its caller's).
 #[derive(Debug)]
 pub(crate) struct Binding {
     plugin: String,
     grant: Option<NetworkGrant>,
-    secrets: Arc<Secrets>,
 }
 
 impl Binding {
     /// `plugin`'s binding; `grant: None` refuses every request.
-    pub(crate) fn new(plugin: &str, grant: Option<&NetworkGrant>, secrets: Arc<Secrets>) -> Self {
+    pub(crate) fn new(plugin: &str, grant: Option<&NetworkGrant>) -> Self {
         Self {
             plugin: plugin.to_string(),
             grant: grant.cloned(),
-            secrets,
         }
     }
 }
@@ -56,21 +54,15 @@ pub(crate) struct NetworkHooks {
 }
 
 impl NetworkHooks {
-    /// Hooks for one call with `binding`.
-    pub(crate) fn new(binding: Arc<Binding>) -> Self {
+    /// Hooks for one call with `binding`, adding the headers of `secrets` (the call's).
+    pub(crate) fn new(binding: Arc<Binding>, secrets: Arc<Secrets>) -> Self {
         Self {
             sent: 0,
             reporter: Reporter::new(binding.plugin.clone()),
-            secrets: binding.secrets.clone(),
+            secrets,
             binding,
             budget: None,
         }
-    }
-
-    /// Add this call's secret headers (the plugin's and the caller's) instead of the plugin's alone.
-    pub(crate) fn with_secrets(mut self, secrets: Arc<Secrets>) -> Self {
-        self.secrets = secrets;
-        self
     }
 
     /// Count each connection against the daemon-wide descriptor budget.
@@ -130,7 +122,7 @@ mod tests {
 
     #[test]
     fn no_grant_refuses_everything() {
-        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", None, no_secrets())));
+        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", None)), no_secrets());
         assert_eq!(
             h.plan(&request("https://example.com/")).unwrap_err(),
             NetError::NotGranted("p".into())
@@ -149,7 +141,7 @@ mod tests {
             .map_err(|e: std::convert::Infallible| -> HttpError { match e {} })
             .boxed_unsync();
         let req = Request::get("https://example.com/").body(body).unwrap();
-        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", None, no_secrets())));
+        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", None)), no_secrets());
         let sent = h.send_request(req, None, Box::new(async { Ok(()) }));
         let e = Box::into_pin(sent).await.err().unwrap();
         assert!(matches!(e, HttpError::HttpRequestDenied), "{e:?}");
@@ -159,7 +151,7 @@ mod tests {
     fn counts_requests_per_call() {
         let mut grant = NetworkGrant::new(vec![Destination::parse("https://example.com").unwrap()]);
         grant.limits.max_requests = 2;
-        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", Some(&grant), no_secrets())));
+        let mut h = NetworkHooks::new(Arc::new(Binding::new("p", Some(&grant))), no_secrets());
         assert!(h.plan(&request("https://example.com/")).is_ok());
         assert!(h.plan(&request("https://example.com/")).is_ok());
         assert_eq!(

@@ -3,8 +3,8 @@
 //! Its phases (`Network` implements `Capability`): link once (`wasi:http` for every plugin, since
 //! many toolchains import it by default; raw `wasi:sockets` is linked for no one); validated at
 //! config load (`toolhost_policy::config` parses `Destination` patterns); bind once per plugin at
-//! load (`Binding`: the grant, and the plugin's secrets for the headers the host adds); prepare per
-//! call (`NetworkHooks` with the binding and a request counter, enforced in `hooks`: without a
+//! load (`Binding`: the grant); prepare per call (`NetworkHooks` with the binding, the call's
+//! secrets for the headers the host adds, and a request counter, enforced in `hooks`: without a
 //! grant every request is refused there, naming the plugin).
 //! The policy pieces (destinations, address classes, grants) live in the pure
 //! `toolhost_policy::network`; here `plan` applies them to one request (pure: no I/O), `transport`
@@ -57,7 +57,6 @@ impl<S: WasiHttpView + 'static> Capability<S> for Network {
         Ok(Arc::new(Binding::new(
             plugin.name,
             plugin.grants.network.as_ref(),
-            plugin.secrets.clone(),
         )))
     }
 
@@ -66,9 +65,8 @@ impl<S: WasiHttpView + 'static> Capability<S> for Network {
         bound: &Self::Bound,
         call: &CallInputs<'_>,
     ) -> Result<Self::PerCall, CapabilityError> {
-        let hooks = NetworkHooks::new(bound.clone())
-            .with_secrets(call.secrets.clone())
-            .with_budget(self.budget.clone());
+        let hooks =
+            NetworkHooks::new(bound.clone(), call.secrets.clone()).with_budget(self.budget.clone());
         Ok((WasiHttpCtx::new(), hooks))
     }
 }
