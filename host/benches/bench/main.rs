@@ -26,6 +26,7 @@ mod grep;
 mod inproc;
 mod memory;
 mod native;
+mod peers;
 mod quota;
 mod report;
 mod setup;
@@ -44,7 +45,7 @@ usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE]
        bench --serve-floor-stdio | --serve-floor-http ADDR     (the same, each echo in a fresh sandbox; in a workspace)
 
 PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp, generic,
-stream, scripts, quota
+stream, scripts, quota, peers
 (default: all).
 --quick runs fewer, shorter rounds (a few minutes on 2 cores). Run it through scripts/bench.sh,
 which builds the plugins and the release binaries first.";
@@ -70,7 +71,7 @@ impl Options {
     }
 }
 
-const PARTS: [&str; 11] = [
+const PARTS: [&str; 12] = [
     "pipeline",
     "failures",
     "audit",
@@ -82,6 +83,7 @@ const PARTS: [&str; 11] = [
     "stream",
     "scripts",
     "quota",
+    "peers",
 ];
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -200,6 +202,9 @@ fn main() -> ExitCode {
         }
         if options.wants("quota") {
             quota::run(&options, &mut report).await?;
+        }
+        if options.wants("peers") {
+            peers::run(&options, &mut report).await?;
         }
         Ok::<(), String>(())
     });
