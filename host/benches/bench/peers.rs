@@ -137,7 +137,10 @@ async fn start(side: Side, lang: &Lang, ws: &Workspace) -> Result<f64, String> {
             break;
         }
         if t.elapsed() > Duration::from_secs(300) {
-            return Err(format!("{}: no {} tool after 300 s: {list}", lang.name, lang.plugin));
+            return Err(format!(
+                "{}: no {} tool after 300 s: {list}",
+                lang.name, lang.plugin
+            ));
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
@@ -147,7 +150,12 @@ async fn start(side: Side, lang: &Lang, ws: &Workspace) -> Result<f64, String> {
 }
 
 /// `n` calls one after another: (server CPU per call in us, calls/s), and the last answer's text.
-async fn calls(c: &StdioClient, n: usize, tool: &str, args: &Value) -> Result<(f64, f64, String), String> {
+async fn calls(
+    c: &StdioClient,
+    n: usize,
+    tool: &str,
+    args: &Value,
+) -> Result<(f64, f64, String), String> {
     let pid = c.pid.to_string();
     let (cpu, t) = (cpu_seconds(&pid), Instant::now());
     let mut text = String::new();
@@ -159,7 +167,11 @@ async fn calls(c: &StdioClient, n: usize, tool: &str, args: &Value) -> Result<(f
         text = r["content"][0]["text"].as_str().unwrap_or_default().into();
     }
     let wall = t.elapsed().as_secs_f64();
-    Ok(((cpu_seconds(&pid) - cpu) * 1e6 / n as f64, n as f64 / wall, text))
+    Ok((
+        (cpu_seconds(&pid) - cpu) * 1e6 / n as f64,
+        n as f64 / wall,
+        text,
+    ))
 }
 
 /// Why a language cannot be measured here, if it cannot.
@@ -168,12 +180,19 @@ fn missing(lang: &Lang) -> Option<String> {
         return Some(format!(
             "plugins/{}.wasm is not built (scripts/toolchains.sh --langs {}, then scripts/build-plugins.sh)",
             lang.plugin,
-            if lang.name == "Python" { "python" } else { "js" }
+            if lang.name == "Python" {
+                "python"
+            } else {
+                "js"
+            }
         ));
     }
     match std::env::var(lang.interpreter) {
         Ok(p) if PathBuf::from(&p).is_file() => None,
-        _ => Some(format!("{} is not set: run the part through scripts/bench.sh", lang.interpreter)),
+        _ => Some(format!(
+            "{} is not set: run the part through scripts/bench.sh",
+            lang.interpreter
+        )),
     }
 }
 
@@ -188,7 +207,10 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
             s.note(format!("{}: not measured: {why}.", lang.name));
             continue;
         }
-        let toml = format!("[plugins.{}]\ndirs = [{{ host = \"data\", mode = \"ro\" }}]\n", lang.plugin);
+        let toml = format!(
+            "[plugins.{}]\ndirs = [{{ host = \"data\", mode = \"ro\" }}]\n",
+            lang.plugin
+        );
         let ws = Workspace::new(&[(lang.plugin, plugin_file(lang.plugin))], &toml)?;
         for (_, file, text, _) in &lang.cases {
             ws.write(&format!("data/{file}"), text)?;
@@ -197,8 +219,12 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
         start(Side::Toolhost, &lang, &ws).await?;
         let (mut starts, mut peer_starts) = (vec![], vec![]);
         let n = o.pick(200, 50);
-        let mut per_case: Vec<[Vec<f64>; 4]> = lang.cases.iter().map(|_| Default::default()).collect();
-        let (th, peer) = (spawn(Side::Toolhost, &lang, &ws)?, spawn(Side::Peer, &lang, &ws)?);
+        let mut per_case: Vec<[Vec<f64>; 4]> =
+            lang.cases.iter().map(|_| Default::default()).collect();
+        let (th, peer) = (
+            spawn(Side::Toolhost, &lang, &ws)?,
+            spawn(Side::Peer, &lang, &ws)?,
+        );
         th.handshake().await?;
         peer.handshake().await?;
         for (_, _, _, args) in &lang.cases {
