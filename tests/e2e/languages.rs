@@ -155,9 +155,14 @@ impl Example {
     /// A workspace with the component as `<tool>.wasm`, `work/` granted read-only, the shared compile
     /// cache, and the cache warmed (the one compile, under the heavy lock).
     fn env(&self, component: &Path) -> Env {
+        self.env_with(component, "")
+    }
+
+    /// The same with more of the plugin's section, e.g. `limits = { memory-mb = 32 }`.
+    fn env_with(&self, component: &Path, section: &str) -> Env {
         let cache = root().join("target/e2e-cache");
         let config = format!(
-            "[cache]\ndir = '{}'\n[plugins.{}]\ndirs = [{{ host = \"work\", mode = \"ro\" }}]\n",
+            "[cache]\ndir = '{}'\n[plugins.{}]\ndirs = [{{ host = \"work\", mode = \"ro\" }}]\n{section}\n",
             cache.display(),
             self.tool
         );
@@ -251,6 +256,29 @@ async fn python_csv_stats_reads_a_granted_csv_validates_and_fails_cleanly() {
 
     let reports = progress_of(&env, "csv_stats", json!({ "path": "big.csv" })).await;
     assert_dones(&reports, &[1000, 2000, 2500], 2500);
+}
+
+/// Reading a small file takes little memory: the plugin once asked CPython for a 64 MiB buffer to read
+/// any file into, which failed under a lower memory limit and grew every call's memory by that much.
+#[test]
+fn python_csv_stats_reads_a_small_file_under_a_low_memory_limit() {
+    let Some(component) = PYTHON.component() else {
+        return;
+    };
+    let env = PYTHON.env_with(&component, "limits = { memory-mb = 40 }");
+    std::fs::write(env.work().join("tiny.csv"), "a,b\n1,2\n").unwrap();
+    let r = env.call("csv_stats", json!({ "path": "tiny.csv" }));
+    assert!(
+        r.assert_ok()
+            .content()
+            .starts_with("tiny.csv: 1 row, 2 columns"),
+        "{}",
+        r.content()
+    );
+    let peak = env.audit().last().unwrap()["peak_memory_bytes"]
+        .as_u64()
+        .unwrap();
+    assert!(peak < 32 << 20, "peak memory {peak}");
 }
 
 #[tokio::test]

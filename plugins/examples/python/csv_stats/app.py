@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import math
+import os
 import sys
 import traceback
 from collections import Counter
@@ -101,7 +102,13 @@ def read_text(path: str) -> str:
     """The file's text; I/O failures become `failed` errors naming the path and the OS error."""
     try:
         with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+            # Ask for no more than the file holds (plus one byte, to see it grow past the cap): CPython
+            # allocates what `read(n)` asks for before reading, and 64 MiB for a small file would grow
+            # the sandbox's memory by that much on every call (and count against its memory limit).
+            size = os.fstat(f.fileno()).st_size
+            data = f.read(min(size, MAX_FILE_BYTES) + 1)
+            if len(data) > size:  # longer than its size said (it grew, or a special file): the rest
+                data += f.read(MAX_FILE_BYTES + 1 - len(data))
     except IsADirectoryError:
         raise failed(f"cannot read '{path}': it is a directory, not a CSV file")
     except OSError as e:
