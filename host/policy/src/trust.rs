@@ -9,6 +9,7 @@
 //! registry is the host's work.
 
 mod policy;
+pub mod sigstore;
 
 use std::fmt;
 
@@ -104,6 +105,11 @@ impl PublicKey {
     /// The name the key is known by.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The key as a DER SubjectPublicKeyInfo.
+    fn spki(&self) -> Vec<u8> {
+        [&P256_SPKI_PREFIX[..], &self.point].concat()
     }
 
     fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {

@@ -1,0 +1,257 @@
+//! The Sigstore client conformance suite's bundle cases (`tests/fixtures/sigstore/`, made by Sigstore):
+//! each verifies or is refused as the suite says, for the reason it gives.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+/// The suite's defaults, when a case names no identity or issuer of its own.
+const IDENTITY: &str = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
+const ISSUER: &str = "https://token.actions.githubusercontent.com";
+/// When the suite's bundles are judged: after all of them were made.
+const NOW: u64 = 1_800_000_000;
+
+/// Cases this verifier refuses though the suite expects them to pass, and why.
+const UNSUPPORTED: &[(&str, &str)] = &[(
+    "bundle-with-sct-with-extensions",
+    "a Rekor v2 entry (hashedrekord 0.0.2, dated by a timestamp authority)",
+)];
+
+/// Cases this verifier accepts though the suite expects them to fail, and why (what it does not check).
+const UNCHECKED: &[(&str, &str)] = &[
+    (
+        "invalid-ct-key_fail",
+        "the certificate's signed certificate timestamps are not checked against the CT logs",
+    ),
+    (
+        "intoto-tsa-timestamp-outside-cert-validity_fail",
+        "RFC 3161 timestamps are not read: the log's integrated time dates the signature",
+    ),
+];
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/sigstore")
+}
+
+fn read(p: &Path) -> Vec<u8> {
+    std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Verify one case's bundle as the suite would.
+fn run(dir: &Path) -> Result<Verified, SigstoreError> {
+    let root_file = dir.join("trusted_root.json");
+    let root = if root_file.is_file() {
+        read(&root_file)
+    } else {
+        read(&fixtures().join("trusted_root.production.json"))
+    };
+    let root = TrustedRoot::from_json(&root)?;
+    let artifact = match dir.join("artifact") {
+        p if p.is_file() => read(&p),
+        _ => read(&dir.join("../a.txt")),
+    };
+    let digest = hash(&[&artifact]);
+    let bundle = Bundle::from_json(&read(&dir.join("bundle.sigstore.json")))?;
+    let text = |name: &str, default: &str| {
+        std::fs::read_to_string(dir.join(name)).map_or(default.to_owned(), |s| s.trim().to_owned())
+    };
+    let key_file = dir.join("key.pub");
+    if key_file.is_file() {
+        let key = PublicKey::from_pem("key.pub", &read(&key_file)).unwrap();
+        return verify(&bundle, &root, &digest, Signer::Key(&key), NOW);
+    }
+    let (identity, issuer) = (text("identity", IDENTITY), text("issuer", ISSUER));
+    let matches = |s: &str| s == identity;
+    let signer = Signer::Identity {
+        identity: &matches,
+        shown: &identity,
+        issuer: &issuer,
+    };
+    verify(&bundle, &root, &digest, signer, NOW)
+}
+
+#[test]
+fn the_conformance_suite_s_bundle_cases() {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(fixtures().join("conformance"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 40, "{} cases", dirs.len());
+    let mut wrong = Vec::new();
+    for dir in &dirs {
+        let name = dir.file_name().unwrap().to_str().unwrap();
+        let expect_ok = !name.ends_with("_fail");
+        let got = run(dir);
+        let known = UNSUPPORTED.iter().chain(UNCHECKED).any(|(n, _)| *n == name);
+        if got.is_ok() != expect_ok && !known {
+            wrong.push(format!("{name}: {got:?}"));
+        }
+        if got.is_ok() == expect_ok && known {
+            wrong.push(format!(
+                "{name}: listed as a known gap but now judged right: {got:?}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Each refusal names the part that failed.
+#[test]
+fn refusals_name_what_failed() {
+    let case = |name: &str| run(&fixtures().join("conformance").join(name));
+    type Expect = fn(&SigstoreError) -> bool;
+    let cases: &[(&str, Expect)] = &[
+        (
+            "inclusion-proof-corrupted-hash_fail",
+            |e| matches!(e, SigstoreError::Log(m) if m.contains("inclusion proof")),
+        ),
+        (
+            "invalid-checkpoint-signature_fail",
+            |e| matches!(e, SigstoreError::Log(m) if m.contains("checkpoint")),
+        ),
+        (
+            "checkpoint-wrong-roothash_fail",
+            |e| matches!(e, SigstoreError::Log(m) if m.contains("checkpoint")),
+        ),
+        (
+            "set-invalid-signature_fail",
+            |e| matches!(e, SigstoreError::Log(m) if m.contains("signed entry timestamp")),
+        ),
+        ("intoto-expired-certificate_fail", |e| {
+            matches!(e, SigstoreError::Certificate(_))
+        }),
+        (
+            "bundle-from-wrong-instance_fail",
+            |e| matches!(e, SigstoreError::Log(m) if m.contains("does not name")),
+        ),
+        ("wrong-material_fail", |e| {
+            matches!(e, SigstoreError::Artifact(_))
+        }),
+        ("signature-mismatch_fail", |e| {
+            matches!(e, SigstoreError::Log(_) | SigstoreError::Signature(_))
+        }),
+        ("managed-key-wrong-key_fail", |e| {
+            matches!(e, SigstoreError::Identity { .. })
+        }),
+        (
+            "bundle-with-root-cert_fail",
+            |e| matches!(e, SigstoreError::Certificate(m) if m.contains("root")),
+        ),
+    ];
+    for (name, want) in cases {
+        let e = case(name).expect_err(name);
+        assert!(want(&e), "{name}: {e}");
+    }
+}
+
+#[test]
+fn another_identity_or_issuer_is_refused_by_name() {
+    let dir = fixtures().join("conformance/happy-path-v0.3");
+    let root =
+        TrustedRoot::from_json(&read(&fixtures().join("trusted_root.production.json"))).unwrap();
+    let bundle = Bundle::from_json(&read(&dir.join("bundle.sigstore.json"))).unwrap();
+    let digest = hash(&[&read(&fixtures().join("conformance/a.txt"))]);
+    let exact = |s: &str| s == IDENTITY;
+    let ok = verify(
+        &bundle,
+        &root,
+        &digest,
+        Signer::Identity {
+            identity: &exact,
+            shown: IDENTITY,
+            issuer: ISSUER,
+        },
+        NOW,
+    )
+    .unwrap();
+    assert_eq!(ok.signer, IDENTITY);
+    assert_eq!(ok.issuer.as_deref(), Some(ISSUER));
+
+    let other =
+        |s: &str| s == "https://github.com/someone/else/.github/workflows/x.yml@refs/heads/main";
+    let e = verify(
+        &bundle,
+        &root,
+        &digest,
+        Signer::Identity {
+            identity: &other,
+            shown: "someone else",
+            issuer: ISSUER,
+        },
+        NOW,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, SigstoreError::Identity { found, .. } if found == IDENTITY),
+        "{e}"
+    );
+    let e = verify(
+        &bundle,
+        &root,
+        &digest,
+        Signer::Identity {
+            identity: &exact,
+            shown: IDENTITY,
+            issuer: "https://accounts.google.com",
+        },
+        NOW,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, SigstoreError::Issuer { found, .. } if found == ISSUER),
+        "{e}"
+    );
+    let e = verify(
+        &bundle,
+        &root,
+        &hash(&[b"another artifact"]),
+        Signer::Identity {
+            identity: &exact,
+            shown: IDENTITY,
+            issuer: ISSUER,
+        },
+        NOW,
+    )
+    .unwrap_err();
+    assert!(matches!(e, SigstoreError::Artifact(_)), "{e}");
+    // Judged before the log recorded it: the entry is from the future.
+    let e = verify(
+        &bundle,
+        &root,
+        &digest,
+        Signer::Identity {
+            identity: &exact,
+            shown: IDENTITY,
+            issuer: ISSUER,
+        },
+        1_600_000_000,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, SigstoreError::Log(m) if m.contains("future")),
+        "{e}"
+    );
+    // A root whose authorities do not include the one that issued the certificate.
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&read(&fixtures().join("trusted_root.production.json"))).unwrap();
+    json["certificateAuthorities"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|a| a["validFor"]["end"].is_string());
+    let partial = TrustedRoot::from_json(json.to_string().as_bytes()).unwrap();
+    let e = verify(
+        &bundle,
+        &partial,
+        &digest,
+        Signer::Identity {
+            identity: &exact,
+            shown: IDENTITY,
+            issuer: ISSUER,
+        },
+        NOW,
+    )
+    .unwrap_err();
+    assert!(matches!(e, SigstoreError::Certificate(_)), "{e}");
+}
