@@ -37,6 +37,23 @@ pub struct Locked {
     /// against the keys trusted then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<LockedSignature>,
+    /// The Sigstore bundle verified at pull (kept in the store), and whom it showed: `serve`
+    /// verifies it again offline against the trusted root and signers configured then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<LockedBundle>,
+}
+
+/// A Sigstore bundle as pulled: the bundle is in the store, by digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedBundle {
+    /// The bundle's digest.
+    pub digest: Digest,
+    /// The certificate's identity (keyless) or the key's name.
+    pub signer: String,
+    /// The OIDC issuer, for a keyless signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
 }
 
 /// A signature as pulled: its payload is in the store, by digest.
@@ -115,6 +132,13 @@ mod tests {
                 signature: Some(LockedSignature {
                     payload: digest('c'),
                     value: "MEUCIQ==".into(),
+                }),
+                bundle: Some(LockedBundle {
+                    digest: digest('d'),
+                    signer:
+                        "https://github.com/org/repo/.github/workflows/release.yml@refs/tags/v1"
+                            .into(),
+                    issuer: Some("https://token.actions.githubusercontent.com".into()),
                 }),
             },
         );

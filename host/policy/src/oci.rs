@@ -2,7 +2,9 @@
 //! manifest with the `application/vnd.wasm.config.v0+json` config and one `application/wasm`
 //! layer, as `wkg oci push` writes it), and cosign's signature manifest (one simple-signing layer
 //! per signature). Pure: it reads manifests handed to it and says which blob to fetch; it never
-//! fetches.
+//! fetches. Sigstore bundles attached as referrers: [`bundle_referrers`], [`Manifest::bundles`].
+
+mod referrers;
 
 use std::collections::BTreeMap;
 
@@ -10,6 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::source::{Digest, DigestError};
 use crate::trust::{PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION};
+
+pub use self::referrers::{
+    BUNDLE_MEDIA_TYPE, MAX_BUNDLE_BYTES, MAX_BUNDLES, bundle_referrers, referrers_tag,
+};
 
 /// An OCI image manifest.
 pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";

@@ -23,7 +23,9 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{PrivatePkcs8KeyDer, SubjectPublicKeyInfoDer};
 use serde::Deserialize;
 
-pub use self::policy::{Requirement, SignatureStatus, TrustEntry, TrustError, TrustPolicy};
+pub use self::policy::{
+    Evidence, Keyless, Requirement, SignatureStatus, SignedBy, TrustEntry, TrustError, TrustPolicy,
+};
 
 /// The media type of a simple-signing payload layer.
 pub const PAYLOAD_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -213,6 +215,9 @@ pub enum SignatureError {
         /// The digest being verified.
         expected: String,
     },
+    /// A Sigstore bundle that does not hold, for the reason it names.
+    #[error("Sigstore bundle: {0}")]
+    Bundle(#[from] sigstore::SigstoreError),
     /// The signature is for another repository.
     #[error(
         "the signature is for repository {signed}, not {expected}: a copy must be signed where it is published"

@@ -7,10 +7,12 @@ use std::io::Write as _;
 use std::path::Path;
 
 use toolhost_policy::config::{Config, PluginSource, Sources};
-use toolhost_policy::lock::{Locked, LockedSignature, Lockfile};
-use toolhost_policy::oci::Manifest;
+use toolhost_policy::lock::{Locked, LockedBundle, LockedSignature, Lockfile};
+use toolhost_policy::oci::{Manifest, bundle_referrers, referrers_tag};
 use toolhost_policy::source::{Digest, OciRef, Reference};
-use toolhost_policy::trust::{MAX_PAYLOAD_BYTES, Subject, signature_tag};
+use toolhost_policy::trust::{
+    Evidence, MAX_PAYLOAD_BYTES, SignatureStatus, Subject, signature_tag,
+};
 
 use super::remote::Remote;
 use super::resolve::read_lock;
@@ -116,6 +118,7 @@ async fn pull_one(
                 manifest: None,
                 component: digest.clone(),
                 signature: None,
+                bundle: None,
             };
             let provenance = Provenance {
                 source: url.clone(),
@@ -188,36 +191,62 @@ async fn pull_oci(
     // Signatures, judged before the component is fetched or kept.
     let repository = r.repository_name();
     let requirement = sources.trust.requirement(&repository);
-    let mut candidates: Vec<(Vec<u8>, String)> = Vec::new();
-    if !requirement.keys.is_empty() {
-        match locked.and_then(|l| l.signature.as_ref()) {
-            Some(s) if store.has(&s.payload) => {
-                candidates.push((store.read(&s.payload)?, s.value.clone()));
-            }
-            _ => {
-                fetched = true;
-                candidates = fetch_signatures(remote, r, &manifest_digest).await?;
-            }
+    let mut legacy: Vec<(Vec<u8>, String)> = Vec::new();
+    let mut bundles: Vec<Vec<u8>> = Vec::new();
+    let kept_signature = locked
+        .and_then(|l| l.signature.as_ref())
+        .filter(|s| store.has(&s.payload));
+    let kept_bundle = locked
+        .and_then(|l| l.bundle.as_ref())
+        .filter(|b| store.has(&b.digest));
+    if let Some(s) = kept_signature.filter(|_| !requirement.keys.is_empty()) {
+        legacy.push((store.read(&s.payload)?, s.value.clone()));
+    }
+    if let Some(b) = kept_bundle.filter(|_| requirement.root.is_some()) {
+        bundles.push(store.read(&b.digest)?);
+    }
+    if legacy.is_empty() && bundles.is_empty() {
+        if !requirement.keys.is_empty() {
+            fetched = true;
+            legacy = fetch_signatures(remote, r, &manifest_digest).await?;
+        }
+        if requirement.root.is_some() {
+            fetched = true;
+            bundles = fetch_bundles(remote, r, &manifest_digest).await?;
         }
     }
     let subject = Subject {
         digest: manifest_digest.as_str(),
         repository: &repository,
     };
-    let (status, chosen) = requirement.judge(
-        subject,
-        candidates.iter().map(|(p, s)| (p.as_slice(), s.as_str())),
-    )?;
-    let signature = match chosen {
-        Some(i) => {
-            let (payload, value) = &candidates[i];
-            Some(LockedSignature {
+    let evidence = legacy
+        .iter()
+        .map(|(p, s)| Evidence::Legacy {
+            payload: p,
+            signature: s,
+        })
+        .chain(bundles.iter().map(|b| Evidence::Bundle(b)));
+    let (status, chosen) = requirement.judge(subject, evidence, unix_now())?;
+    let (mut signature, mut bundle) = (None, None);
+    match chosen {
+        Some(i) if i < legacy.len() => {
+            let (payload, value) = &legacy[i];
+            signature = Some(LockedSignature {
                 payload: store.put(payload)?,
                 value: value.clone(),
-            })
+            });
         }
-        None => None,
-    };
+        Some(i) => {
+            if let SignatureStatus::Sigstore(by) = &status {
+                bundle = Some(LockedBundle {
+                    digest: store.put(&bundles[i - legacy.len()])?,
+                    signer: by.signer.clone(),
+                    issuer: by.issuer.clone(),
+                });
+            }
+        }
+        None => {}
+    }
 
     if !store.has(&layer.digest) {
         fetched = true;
@@ -231,6 +260,7 @@ async fn pull_oci(
         manifest: Some(manifest_digest.clone()),
         component: layer.digest.clone(),
         signature,
+        bundle,
     };
     let provenance = Provenance {
         source: r.to_string(),
@@ -272,6 +302,55 @@ async fn fetch_signatures(
         out.push((payload, signature.to_owned()));
     }
     Ok(out)
+}
+
+/// The Sigstore bundles attached to `digest` in `r`'s repository: listed by the referrers API, or
+/// where the registry has none, by the referrers tag scheme's index.
+async fn fetch_bundles(
+    remote: &Remote,
+    r: &OciRef,
+    digest: &Digest,
+) -> Result<Vec<Vec<u8>>, SourceError> {
+    let index = match remote.referrers(r, digest).await? {
+        Some(index) => index,
+        None => {
+            let Some(tag) = referrers_tag(digest.as_str()) else {
+                return Ok(Vec::new());
+            };
+            let at = OciRef {
+                reference: Reference::Tag(tag),
+                ..r.clone()
+            };
+            match remote.manifest(&at).await? {
+                Some((bytes, _)) => bytes,
+                None => return Ok(Vec::new()),
+            }
+        }
+    };
+    let mut out = Vec::new();
+    for referrer in bundle_referrers(&index) {
+        let at = OciRef {
+            reference: Reference::Digest(referrer.digest.clone()),
+            ..r.clone()
+        };
+        let Some((bytes, _)) = remote.manifest(&at).await? else {
+            continue;
+        };
+        let Ok(manifest) = Manifest::parse(&bytes) else {
+            continue;
+        };
+        for layer in manifest.bundles() {
+            out.push(remote.blob(r, &layer.digest, layer.size).await?);
+        }
+    }
+    Ok(out)
+}
+
+/// Now, in Unix seconds: a log entry dated later is refused.
+pub(super) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Replace the lockfile at once: written beside it, then renamed.

@@ -82,6 +82,26 @@ impl Remote {
         Ok(Some((bytes, digest)))
     }
 
+    /// The referrers of manifest `digest` in `r`'s repository, as the registry's referrers API lists
+    /// them (an image index); `None` when the registry has no such API.
+    pub(crate) async fn referrers(
+        &self,
+        r: &OciRef,
+        digest: &Digest,
+    ) -> Result<Option<Vec<u8>>, RemoteError> {
+        let what = || format!("the referrers of {digest} in {r}");
+        let accept = toolhost_policy::oci::INDEX_MEDIA_TYPE;
+        let response = self
+            .get(r, format!("referrers/{digest}"), accept, &what)
+            .await?;
+        if response.status() == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        Ok(Some(
+            bounded::read(response, MAX_MANIFEST_BYTES as u64, &what).await?,
+        ))
+    }
+
     /// The blob `digest` of `r`'s repository, at most `size` bytes (as its manifest declares),
     /// checked against the digest; in memory, so for small blobs only (signature payloads).
     pub(crate) async fn blob(

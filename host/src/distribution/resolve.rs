@@ -10,7 +10,7 @@ use toolhost_policy::config::{PluginSource, Sources};
 use toolhost_policy::lock::{Locked, Lockfile};
 use toolhost_policy::oci::Manifest;
 use toolhost_policy::source::{Digest, OciRef, Reference};
-use toolhost_policy::trust::{SignatureStatus, Subject};
+use toolhost_policy::trust::{Evidence, SignatureStatus, Subject};
 
 use super::{SourceError, Store, StoreError};
 
@@ -122,10 +122,22 @@ fn resolve_oci(
         Some(s) => Some((store.read(&s.payload)?, s.value.as_str())),
         None => None,
     };
-    let (status, _) = sources
-        .trust
-        .requirement(&repository)
-        .judge(subject, payload.as_ref().map(|(p, v)| (p.as_slice(), *v)))?;
+    let bundle = match &locked.bundle {
+        Some(b) => Some(store.read(&b.digest)?),
+        None => None,
+    };
+    let evidence = payload
+        .iter()
+        .map(|(p, v)| Evidence::Legacy {
+            payload: p,
+            signature: v,
+        })
+        .chain(bundle.iter().map(|b| Evidence::Bundle(b)));
+    let (status, _) =
+        sources
+            .trust
+            .requirement(&repository)
+            .judge(subject, evidence, super::pull::unix_now())?;
     Ok(Resolved {
         bytes: store.read(&locked.component)?,
         provenance: Provenance {

@@ -110,6 +110,32 @@ impl TestRegistry {
     }
 }
 
+impl TestRegistry {
+    /// Attach `bundle` to `digest` of `repo` as cosign 3 does, with curl (tests/e2e/oci/attach-bundle.sh);
+    /// `index_type` is the artifact type of the tag scheme's index entry (cosign 3.0 wrote the empty one).
+    pub(crate) fn attach_bundle(
+        &self,
+        repo: &str,
+        digest: &str,
+        bundle: &Path,
+        index_type: Option<&str>,
+    ) {
+        let script = crate::harness::root().join("tests/e2e/oci/attach-bundle.sh");
+        let out = Command::new("bash")
+            .arg(script)
+            .args([&self.addr, repo, digest])
+            .arg(bundle)
+            .args(index_type)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "attach-bundle.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 impl Drop for TestRegistry {
     fn drop(&mut self) {
         let _ = self.child.kill();

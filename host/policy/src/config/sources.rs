@@ -5,12 +5,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use super::{ConfigError, invalid};
 use crate::source::{Digest, OciRef, is_registry, is_repository};
-use crate::trust::{PublicKey, TrustEntry, TrustPolicy};
+use crate::trust::sigstore::TrustedRoot;
+use crate::trust::{Keyless, PublicKey, TrustEntry, TrustPolicy};
 
 /// `[registries."HOST[:PORT]"]` as written.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -34,6 +36,12 @@ pub struct RawTrust {
     pub keys: Vec<PathBuf>,
     /// Refuse artifacts without a valid signature by one of the keys. Default true.
     pub require_signature: Option<bool>,
+    /// A keyless signer: the Fulcio certificate's identity (exact, or a glob), with `issuer`.
+    pub identity: Option<String>,
+    /// The OIDC issuer of `identity`, exactly.
+    pub issuer: Option<String>,
+    /// Sigstore's `trusted_root.json` (relative to the config file), for Sigstore bundles.
+    pub trusted_root: Option<PathBuf>,
 }
 
 /// Where a plugin's component comes from, when not from the plugins folder.
@@ -201,14 +209,57 @@ pub(super) fn resolve_sources(
                 "name a registry or a repository prefix, e.g. \"ghcr.io/org\" (lowercase, no scheme, no tag)",
             ));
         }
+        let keyless = match (&t.identity, &t.issuer) {
+            (Some(identity), Some(issuer)) => Some(
+                Keyless::new(identity, issuer)
+                    .map_err(|e| invalid(format!("{key}.identity"), e))?,
+            ),
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(invalid(
+                    format!("{key}.issuer"),
+                    "is required with `identity`: the OIDC issuer that certified it, e.g. \
+                     \"https://token.actions.githubusercontent.com\"",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(invalid(
+                    format!("{key}.identity"),
+                    "is required with `issuer`: the signer's identity, an email address or a URI",
+                ));
+            }
+        };
         let require_signature = t.require_signature.unwrap_or(true);
-        if require_signature && t.keys.is_empty() {
+        if require_signature && t.keys.is_empty() && keyless.is_none() {
             return Err(invalid(
                 format!("{key}.keys"),
-                "is empty, so nothing from here could load: list the signers' public keys, or set \
-                 `require-signature = false`",
+                "is empty, so nothing from here could load: list the signers' public keys or set a \
+                 keyless `identity` with its `issuer`, or set `require-signature = false`",
             ));
         }
+        let root = match &t.trusted_root {
+            Some(file) => {
+                let path = base.join(file);
+                let bytes = std::fs::read(&path).map_err(|e| {
+                    invalid(
+                        format!("{key}.trusted-root"),
+                        format!("cannot read {}: {e}", path.display()),
+                    )
+                })?;
+                Some(Arc::new(TrustedRoot::from_json(&bytes).map_err(|e| {
+                    invalid(format!("{key}.trusted-root"), e.to_string())
+                })?))
+            }
+            None if keyless.is_some() => {
+                return Err(invalid(
+                    format!("{key}.trusted-root"),
+                    "is required with `identity`: Sigstore's trusted_root.json (for the public-good \
+                     instance, `sigstore trust-root` or the TUF repository writes it), read at start \
+                     and never fetched",
+                ));
+            }
+            None => None,
+        };
         let mut keys = Vec::new();
         for (i, file) in t.keys.iter().enumerate() {
             let path = base.join(file);
@@ -226,6 +277,8 @@ pub(super) fn resolve_sources(
         entries.push(TrustEntry {
             prefix: prefix.clone(),
             keys,
+            keyless,
+            root,
             require_signature,
         });
     }
@@ -311,6 +364,45 @@ mod tests {
                 .to_string();
             assert!(e.contains(needle), "{text}: {e}");
         }
+        // Keyless entries: an identity needs its issuer and a trusted root, read at start.
+        let sigstore = "../../fixtures/sigstore/trusted_root.production.json";
+        for (text, needle) in [
+            ("[\"reg\"]\nidentity = \"a@b.c\"\n", "reg\".issuer"),
+            ("[\"reg\"]\nissuer = \"https://i\"\n", "reg\".identity"),
+            (
+                "[\"reg\"]\nidentity = \"a@b.c\"\nissuer = \"https://i\"\n",
+                "reg\".trusted-root",
+            ),
+            (
+                "[\"reg\"]\nidentity = \"a@b.c\"\nissuer = \"https://i\"\ntrusted-root = \"trusted.pub\"\n",
+                "not a trusted_root.json",
+            ),
+            (
+                &format!(
+                    "[\"reg\"]\nidentity = \"a[b\"\nissuer = \"https://i\"\ntrusted-root = \"{sigstore}\"\n"
+                ),
+                "not a valid glob",
+            ),
+        ] {
+            let raw: BTreeMap<String, RawTrust> = toml::from_str(text).unwrap();
+            let e = resolve_sources(&BTreeMap::new(), &raw, &golden)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+        let raw: BTreeMap<String, RawTrust> = toml::from_str(&format!(
+            "[\"ghcr.io/org\"]\nidentity = \"https://github.com/org/*/.github/workflows/release.yml@refs/tags/*\"\n\
+             issuer = \"https://token.actions.githubusercontent.com\"\ntrusted-root = \"{sigstore}\"\n"
+        ))
+        .unwrap();
+        let s = resolve_sources(&BTreeMap::new(), &raw, &golden).unwrap();
+        let r = s.trust.requirement("ghcr.io/org/tool");
+        assert!(r.required && r.keys.is_empty() && r.root.is_some());
+        assert_eq!(
+            r.keyless.unwrap().issuer,
+            "https://token.actions.githubusercontent.com"
+        );
+
         let regs: BTreeMap<String, RawRegistry> =
             toml::from_str("[\"127.0.0.1:5000\"]\ninsecure = true\nusername-env = \"U\"\n")
                 .unwrap();

@@ -1,11 +1,46 @@
-//! `[trust]` resolved: which keys vouch for which registry or repository prefix, and whether a
-//! signature is required there. The longest matching prefix decides; once any key is configured, an
-//! `oci://` source that no entry covers must be signed (and cannot be, so it is refused with what
-//! to configure).
+//! `[trust]` resolved: which keys or keyless identities vouch for which registry or repository prefix,
+//! and whether a signature is required there. The longest matching prefix decides; once any signer is
+//! configured, an `oci://` source that no entry covers must be signed (and cannot be, so it is refused
+//! with what to configure).
+
+use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::sigstore::{self, Bundle, Signer, TrustedRoot};
 use super::{PublicKey, SignatureError, Subject, verify};
+
+/// A keyless signer: whom Fulcio certified, and through which OIDC issuer.
+#[derive(Debug, Clone)]
+pub struct Keyless {
+    /// The certificate's identity (an email address or a URI), exactly or as a glob.
+    pub identity: String,
+    matcher: globset::GlobMatcher,
+    /// The OIDC issuer, exactly.
+    pub issuer: String,
+}
+
+impl Keyless {
+    /// `identity` is matched exactly unless it holds a glob character (`*`, `?`, `[`, `{`); a `*`
+    /// then matches any text, `/` included.
+    pub fn new(identity: &str, issuer: &str) -> Result<Self, String> {
+        let pattern = if identity.contains(['*', '?', '[', '{']) {
+            identity.to_owned()
+        } else {
+            globset::escape(identity)
+        };
+        let matcher = globset::GlobBuilder::new(&pattern)
+            .literal_separator(false)
+            .build()
+            .map_err(|e| format!("{identity:?} is not a valid glob: {e}"))?
+            .compile_matcher();
+        Ok(Self {
+            identity: identity.to_owned(),
+            matcher,
+            issuer: issuer.to_owned(),
+        })
+    }
+}
 
 /// One `[trust."PREFIX"]` entry.
 #[derive(Debug, Clone)]
@@ -14,8 +49,18 @@ pub struct TrustEntry {
     pub prefix: String,
     /// The keys whose signatures are accepted.
     pub keys: Vec<PublicKey>,
+    /// The keyless signer whose Sigstore bundles are accepted.
+    pub keyless: Option<Keyless>,
+    /// The Sigstore trusted root bundles are verified against (required for bundles).
+    pub root: Option<Arc<TrustedRoot>>,
     /// Whether an artifact without a valid signature by one of them is refused.
     pub require_signature: bool,
+}
+
+impl TrustEntry {
+    fn has_signers(&self) -> bool {
+        !self.keys.is_empty() || self.keyless.is_some()
+    }
 }
 
 /// Every `[trust]` entry.
@@ -32,8 +77,26 @@ pub struct Requirement<'a> {
     pub prefix: Option<&'a str>,
     /// The keys its signatures are verified against.
     pub keys: &'a [PublicKey],
+    /// The keyless signer its bundles are verified against.
+    pub keyless: Option<&'a Keyless>,
+    /// The trusted root for bundles.
+    pub root: Option<&'a TrustedRoot>,
     /// Whether a valid signature is required.
     pub required: bool,
+}
+
+/// One piece of evidence that an artifact is signed.
+#[derive(Debug, Clone, Copy)]
+pub enum Evidence<'a> {
+    /// cosign's legacy format: a simple-signing payload's exact bytes and its base64 signature.
+    Legacy {
+        /// The payload.
+        payload: &'a [u8],
+        /// The signature annotation.
+        signature: &'a str,
+    },
+    /// A Sigstore bundle's bytes.
+    Bundle(&'a [u8]),
 }
 
 /// What the signatures of an accepted artifact showed.
@@ -45,18 +108,36 @@ pub enum SignatureStatus {
         /// The key's name (its file).
         key: String,
     },
-    /// Keys are configured for it, none verified a signature, and none is required.
+    /// A Sigstore bundle verified: keyless (an identity and its issuer) or by a key.
+    Sigstore(Box<SignedBy>),
+    /// Signers are configured for it, none verified a signature, and none is required.
     Unsigned,
-    /// No key is configured for it, so signatures were not looked at.
+    /// No signer is configured for it, so signatures were not looked at.
     NotChecked,
+}
+
+/// Who signed a verified Sigstore bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SignedBy {
+    /// The certificate's identity that matched, or the key's name.
+    pub signer: String,
+    /// The OIDC issuer, for a keyless signature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// `sha256:<hex>` of the bundle.
+    pub bundle: String,
 }
 
 impl std::fmt::Display for SignatureStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Verified { key } => write!(f, "signed ({key})"),
+            Self::Sigstore(by) => match &by.issuer {
+                Some(issuer) => write!(f, "signed keyless by {} ({issuer})", by.signer),
+                None => write!(f, "signed ({}, Sigstore bundle)", by.signer),
+            },
             Self::Unsigned => f.write_str("unsigned (not required)"),
-            Self::NotChecked => f.write_str("not checked (no [trust] key)"),
+            Self::NotChecked => f.write_str("not checked (no [trust] signer)"),
         }
     }
 }
@@ -67,7 +148,7 @@ pub enum TrustError {
     /// Keys are configured, but none for this repository.
     #[error(
         "{repository} is not covered by any [trust] entry, and signatures are required once any key \
-         is configured: add [trust.\"{repository}\"] with its signer's public key (or \
+         is configured: add [trust.\"{repository}\"] with its signer's public key or keyless identity (or \
          require-signature = false there, to accept it unsigned)"
     )]
     NotTrusted {
@@ -100,17 +181,17 @@ pub enum TrustError {
 }
 
 impl Requirement<'_> {
-    /// Judge an artifact's `signatures` (each a payload's exact bytes and its base64 signature):
-    /// the first one a trusted key verifies for `subject` wins. Returns the status and, when
-    /// verified, which signature it was.
-    pub fn judge<'s>(
+    /// Judge an artifact's `evidence` at `now` (Unix seconds): the first piece a trusted signer
+    /// verifies for `subject` wins. Returns the status and, when verified, which piece it was.
+    pub fn judge<'e>(
         &self,
         subject: Subject<'_>,
-        signatures: impl IntoIterator<Item = (&'s [u8], &'s str)>,
+        evidence: impl IntoIterator<Item = Evidence<'e>>,
+        now: u64,
     ) -> Result<(SignatureStatus, Option<usize>), TrustError> {
-        if self.keys.is_empty() {
-            // A required entry always has keys (the config refuses one without), so a required
-            // artifact without keys is one no entry covers.
+        if self.keys.is_empty() && self.keyless.is_none() {
+            // A required entry always has signers (the config refuses one without), so a required
+            // artifact without signers is one no entry covers.
             return if self.required {
                 Err(TrustError::NotTrusted {
                     repository: subject.repository.to_owned(),
@@ -120,16 +201,19 @@ impl Requirement<'_> {
             };
         }
         let mut reasons = Vec::new();
-        for (i, (payload, signature)) in signatures.into_iter().enumerate() {
-            match verify(payload, signature, self.keys, subject) {
-                Ok(key) => {
-                    return Ok((
+        for (i, piece) in evidence.into_iter().enumerate() {
+            let judged = match piece {
+                Evidence::Legacy { payload, signature } => {
+                    verify(payload, signature, self.keys, subject).map(|key| {
                         SignatureStatus::Verified {
                             key: key.name().to_owned(),
-                        },
-                        Some(i),
-                    ));
+                        }
+                    })
                 }
+                Evidence::Bundle(bytes) => self.judge_bundle(subject, bytes, now),
+            };
+            match judged {
+                Ok(status) => return Ok((status, Some(i))),
                 Err(e) => reasons.push(e),
             }
         }
@@ -147,6 +231,96 @@ impl Requirement<'_> {
             }),
         }
     }
+
+    /// A bundle, for the keyless signer first, then for each key.
+    fn judge_bundle(
+        &self,
+        subject: Subject<'_>,
+        bytes: &[u8],
+        now: u64,
+    ) -> Result<SignatureStatus, SignatureError> {
+        let Some(root) = self.root else {
+            return Err(sigstore::SigstoreError::Root(
+                "none is configured for this [trust] entry: set `trusted-root` to a trusted_root.json".into(),
+            )
+            .into());
+        };
+        let artifact = subject
+            .digest
+            .strip_prefix("sha256:")
+            .and_then(unhex)
+            .ok_or_else(|| SignatureError::WrongDigest {
+                signed: String::new(),
+                expected: subject.digest.to_owned(),
+            })?;
+        let bundle = Bundle::from_json(bytes)?;
+        let mut last = None;
+        if let Some(k) = self.keyless {
+            let matches = |s: &str| k.matcher.is_match(s);
+            let signer = Signer::Identity {
+                identity: &matches,
+                shown: &k.identity,
+                issuer: &k.issuer,
+            };
+            match sigstore::verify(&bundle, root, &artifact, signer, now).and_then(a_signature) {
+                Ok(v) => {
+                    return Ok(SignatureStatus::Sigstore(Box::new(SignedBy {
+                        signer: v.signer,
+                        issuer: v.issuer,
+                        bundle: bundle.digest,
+                    })));
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        for key in self.keys {
+            match sigstore::verify(&bundle, root, &artifact, Signer::Key(key), now)
+                .and_then(a_signature)
+            {
+                Ok(v) => {
+                    return Ok(SignatureStatus::Sigstore(Box::new(SignedBy {
+                        signer: v.signer,
+                        issuer: None,
+                        bundle: bundle.digest,
+                    })));
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.map_or_else(
+            || SignatureError::WrongKey {
+                trusted: "none".into(),
+            },
+            Into::into,
+        ))
+    }
+}
+
+/// What `cosign sign` attests of an image: that its signer signed it, nothing more.
+const COSIGN_SIGN_PREDICATE: &str = "https://sigstore.dev/cosign/sign/v1";
+
+/// A bundle vouches for an artifact as a signature only when it signs the digest itself or its
+/// statement is cosign's signature predicate: an SBOM or a provenance attestation by the same
+/// signer names the artifact too, and is no signature of it.
+fn a_signature(v: sigstore::Verified) -> Result<sigstore::Verified, sigstore::SigstoreError> {
+    match v.predicate.as_deref() {
+        None | Some(COSIGN_SIGN_PREDICATE) => Ok(v),
+        Some(other) => Err(sigstore::SigstoreError::Artifact(format!(
+            "the bundle is an attestation of {other}, not a signature ({COSIGN_SIGN_PREDICATE}, \
+             as `cosign sign` writes)"
+        ))),
+    }
+}
+
+fn unhex(text: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if text.len() != 64 {
+        return None;
+    }
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
 }
 
 impl TrustPolicy {
@@ -156,9 +330,9 @@ impl TrustPolicy {
         Self { entries }
     }
 
-    /// Whether no key is configured at all (then signatures are neither checked nor required).
+    /// Whether no signer is configured at all (then signatures are neither checked nor required).
     pub fn is_empty(&self) -> bool {
-        self.entries.iter().all(|e| e.keys.is_empty())
+        !self.entries.iter().any(TrustEntry::has_signers)
     }
 
     /// What an artifact of `repository` (`REGISTRY/REPOSITORY`) must show.
@@ -173,11 +347,15 @@ impl TrustPolicy {
             Some(e) => Requirement {
                 prefix: Some(&e.prefix),
                 keys: &e.keys,
+                keyless: e.keyless.as_ref(),
+                root: e.root.as_deref(),
                 required: e.require_signature,
             },
             None => Requirement {
                 prefix: None,
                 keys: &[],
+                keyless: None,
+                root: None,
                 required: !self.is_empty(),
             },
         }
@@ -206,16 +384,22 @@ mod tests {
             TrustEntry {
                 prefix: "reg.example.com".into(),
                 keys: vec![key("other.pub")],
+                keyless: None,
+                root: None,
                 require_signature: true,
             },
             TrustEntry {
                 prefix: "reg.example.com/tools".into(),
                 keys: vec![key("trusted.pub")],
+                keyless: None,
+                root: None,
                 require_signature: true,
             },
             TrustEntry {
                 prefix: "127.0.0.1:5000/scratch".into(),
                 keys: vec![],
+                keyless: None,
+                root: None,
                 require_signature: false,
             },
         ]);

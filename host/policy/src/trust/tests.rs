@@ -123,3 +123,103 @@ fn signs_what_it_verifies_in_the_payload_format_openssl_was_given() {
         "signer.pub"
     );
 }
+
+/// Sigstore bundles (made by Sigstore, from its conformance suite, over `a.txt`) judged by a
+/// `[trust]` entry's keyless signer: a message signature over the digest is a signature; a DSSE
+/// envelope attesting SLSA provenance names the artifact too, but is no signature of it.
+#[test]
+fn a_sigstore_bundle_is_judged_by_the_entry_s_keyless_signer() {
+    use std::sync::Arc;
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/sigstore");
+    let read = |p: &str| std::fs::read(dir.join(p)).unwrap();
+    let root =
+        Arc::new(sigstore::TrustedRoot::from_json(&read("trusted_root.production.json")).unwrap());
+    let signature = read("conformance/happy-path-v0.3/bundle.sigstore.json");
+    let provenance = read("conformance/happy-path-intoto-in-dsse-v3/bundle.sigstore.json");
+    let digest = format!("sha256:{}", sha256_hex(&read("conformance/a.txt")));
+    let subject = Subject {
+        digest: &digest,
+        repository: REPO,
+    };
+    let entry = |identity: &str, root: Option<Arc<sigstore::TrustedRoot>>| {
+        TrustPolicy::new(vec![TrustEntry {
+            prefix: "127.0.0.1:5000".into(),
+            keys: vec![],
+            keyless: Some(
+                Keyless::new(identity, "https://token.actions.githubusercontent.com").unwrap(),
+            ),
+            root,
+            require_signature: true,
+        }])
+    };
+    const NOW: u64 = 1_800_000_000;
+    let glob = "https://github.com/sigstore-conformance/*/.github/workflows/*.yml@refs/heads/main";
+    let policy = entry(glob, Some(root.clone()));
+    let (status, chosen) = policy
+        .requirement(REPO)
+        .judge(
+            subject,
+            [Evidence::Bundle(b"{}"), Evidence::Bundle(&signature)],
+            NOW,
+        )
+        .unwrap();
+    assert_eq!(chosen, Some(1));
+    assert!(
+        matches!(&status, SignatureStatus::Sigstore(by)
+            if by.signer.starts_with("https://github.com/sigstore-conformance/")
+                && by.issuer.is_some() && by.bundle.starts_with("sha256:")),
+        "{status:?}"
+    );
+    let e = policy
+        .requirement(REPO)
+        .judge(subject, [Evidence::Bundle(&provenance)], NOW)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("attestation of https://slsa.dev/provenance/v1, not a signature"),
+        "{e}"
+    );
+
+    // Another identity: refused, naming whom the bundle was signed by.
+    let policy = entry("https://github.com/someone/else/*", Some(root.clone()));
+    let e = policy
+        .requirement(REPO)
+        .judge(subject, [Evidence::Bundle(&signature)], NOW)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("signed by https://github.com/sigstore-conformance/"),
+        "{e}"
+    );
+    // Another artifact.
+    let other = format!("sha256:{}", "0".repeat(64));
+    let policy = entry(glob, Some(root));
+    let e = policy
+        .requirement(REPO)
+        .judge(
+            Subject {
+                digest: &other,
+                repository: REPO,
+            },
+            [Evidence::Bundle(&signature)],
+            NOW,
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("signs another artifact"), "{e}");
+    // No trusted root configured: the refusal says what to set.
+    let policy = entry(glob, None);
+    let e = policy
+        .requirement(REPO)
+        .judge(subject, [Evidence::Bundle(&signature)], NOW)
+        .unwrap_err();
+    assert!(e.to_string().contains("trusted-root"), "{e}");
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

@@ -232,6 +232,8 @@ pub struct Verified {
     pub integrated_time: u64,
     /// Where in the log.
     pub log_index: u64,
+    /// For an envelope, the in-toto statement's predicate type (what it attests).
+    pub predicate: Option<String>,
 }
 
 /// The signed content, as the bundle carries it.
@@ -358,9 +360,10 @@ pub fn verify(
         }
         (None, false) => {}
     }
-    if entry.inclusion_promise.is_some() || !needs_proof {
-        tlog::check_promise(entry, log)?;
-    }
+    // The integrated time decides whether the certificate was valid: only the log's signature on it
+    // (the signed entry timestamp) makes it more than the bundle's word. (RFC 3161 timestamps, the
+    // other way to date a signature, are not read yet.)
+    tlog::check_promise(entry, log)?;
     let body = tlog::body(
         &entry.canonicalized_body.0,
         &entry.kind_version.kind,
@@ -390,6 +393,7 @@ pub fn verify(
                 issuer: None,
                 integrated_time: time,
                 log_index: 0,
+                predicate: None,
             };
             ((Curve::P256, key.point.clone()), verified)
         }
@@ -398,6 +402,7 @@ pub fn verify(
     // The signature, over the artifact.
     let want = hex(artifact);
     let (curve, point) = key_spki;
+    let mut predicate = None;
     match content {
         Content::Message { digest, signature } => {
             if body.signature != signature {
@@ -459,6 +464,7 @@ pub fn verify(
                     "the envelope holds no in-toto statement".into(),
                 ));
             }
+            predicate = statement.predicate_type;
             if !statement
                 .subject
                 .iter()
@@ -472,6 +478,7 @@ pub fn verify(
     }
     Ok(Verified {
         log_index: entry.log_index.0,
+        predicate,
         ..verified
     })
 }
@@ -529,6 +536,7 @@ fn keyless(
             issuer: Some(found),
             integrated_time: time,
             log_index: 0,
+            predicate: None,
         },
     ))
 }

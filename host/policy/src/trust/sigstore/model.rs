@@ -191,6 +191,8 @@ pub(super) struct Statement {
     pub(super) kind: String,
     #[serde(default)]
     pub(super) subject: Vec<StatementSubject>,
+    #[serde(rename = "predicateType")]
+    pub(super) predicate_type: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
