@@ -340,7 +340,12 @@ pub fn verify(
         .ok_or_else(|| {
             SigstoreError::Log("the entry comes from a log the trusted root does not name".into())
         })?;
-    let time = entry.integrated_time.0;
+    let Some(time) = entry.integrated_time.map(|t| t.0) else {
+        return Err(SigstoreError::Unsupported(format!(
+            "Rekor v2 entries ({} {}, dated by a timestamp authority instead of the log)",
+            entry.kind_version.kind, entry.kind_version.version
+        )));
+    };
     if time > now {
         return Err(SigstoreError::Log(
             "the entry's integrated time is in the future".into(),

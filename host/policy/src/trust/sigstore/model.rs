@@ -78,7 +78,8 @@ pub(super) struct TlogEntry {
     pub(super) log_index: Int,
     pub(super) log_id: KeyId,
     pub(super) kind_version: KindVersion,
-    pub(super) integrated_time: Int,
+    /// Absent in Rekor v2 entries, which a timestamp authority dates instead.
+    pub(super) integrated_time: Option<Int>,
     pub(super) inclusion_promise: Option<Promise>,
     pub(super) inclusion_proof: Option<InclusionProof>,
     pub(super) canonicalized_body: B64,

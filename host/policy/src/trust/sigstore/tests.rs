@@ -17,6 +17,17 @@ const UNSUPPORTED: &[(&str, &str)] = &[(
     "a Rekor v2 entry (hashedrekord 0.0.2, dated by a timestamp authority)",
 )];
 
+/// A Rekor v2 entry (no integrated time, dated by a timestamp authority) is refused as unsupported,
+/// by name, not as a malformed bundle.
+#[test]
+fn a_rekor_v2_entry_is_refused_as_unsupported() {
+    let e = run(&fixtures().join("conformance/bundle-with-sct-with-extensions")).unwrap_err();
+    assert!(
+        matches!(&e, SigstoreError::Unsupported(m) if m.contains("Rekor v2")),
+        "{e}"
+    );
+}
+
 /// Cases this verifier accepts though the suite expects them to fail, and why (what it does not check).
 const UNCHECKED: &[(&str, &str)] = &[
     (
@@ -149,109 +160,51 @@ fn refusals_name_what_failed() {
 #[test]
 fn another_identity_or_issuer_is_refused_by_name() {
     let dir = fixtures().join("conformance/happy-path-v0.3");
-    let root =
-        TrustedRoot::from_json(&read(&fixtures().join("trusted_root.production.json"))).unwrap();
+    let production = read(&fixtures().join("trusted_root.production.json"));
+    let root = TrustedRoot::from_json(&production).unwrap();
     let bundle = Bundle::from_json(&read(&dir.join("bundle.sigstore.json"))).unwrap();
     let digest = hash(&[&read(&fixtures().join("conformance/a.txt"))]);
-    let exact = |s: &str| s == IDENTITY;
-    let ok = verify(
-        &bundle,
-        &root,
-        &digest,
-        Signer::Identity {
-            identity: &exact,
-            shown: IDENTITY,
-            issuer: ISSUER,
-        },
-        NOW,
-    )
-    .unwrap();
+    // The bundle judged for `identity` through `issuer`, of `artifact`, against `root`, at `now`.
+    let judge =
+        |identity: &str, issuer: &str, artifact: &[u8; 32], root: &TrustedRoot, now: u64| {
+            let matches = |s: &str| s == identity;
+            let signer = Signer::Identity {
+                identity: &matches,
+                shown: identity,
+                issuer,
+            };
+            verify(&bundle, root, artifact, signer, now)
+        };
+    let ok = judge(IDENTITY, ISSUER, &digest, &root, NOW).unwrap();
     assert_eq!(ok.signer, IDENTITY);
     assert_eq!(ok.issuer.as_deref(), Some(ISSUER));
 
-    let other =
-        |s: &str| s == "https://github.com/someone/else/.github/workflows/x.yml@refs/heads/main";
-    let e = verify(
-        &bundle,
-        &root,
-        &digest,
-        Signer::Identity {
-            identity: &other,
-            shown: "someone else",
-            issuer: ISSUER,
-        },
-        NOW,
-    )
-    .unwrap_err();
+    let other = "https://github.com/someone/else/.github/workflows/x.yml@refs/heads/main";
+    let e = judge(other, ISSUER, &digest, &root, NOW).unwrap_err();
     assert!(
         matches!(&e, SigstoreError::Identity { found, .. } if found == IDENTITY),
         "{e}"
     );
-    let e = verify(
-        &bundle,
-        &root,
-        &digest,
-        Signer::Identity {
-            identity: &exact,
-            shown: IDENTITY,
-            issuer: "https://accounts.google.com",
-        },
-        NOW,
-    )
-    .unwrap_err();
+    let e = judge(IDENTITY, "https://accounts.google.com", &digest, &root, NOW).unwrap_err();
     assert!(
         matches!(&e, SigstoreError::Issuer { found, .. } if found == ISSUER),
         "{e}"
     );
-    let e = verify(
-        &bundle,
-        &root,
-        &hash(&[b"another artifact"]),
-        Signer::Identity {
-            identity: &exact,
-            shown: IDENTITY,
-            issuer: ISSUER,
-        },
-        NOW,
-    )
-    .unwrap_err();
+    let e = judge(IDENTITY, ISSUER, &hash(&[b"another artifact"]), &root, NOW).unwrap_err();
     assert!(matches!(e, SigstoreError::Artifact(_)), "{e}");
     // Judged before the log recorded it: the entry is from the future.
-    let e = verify(
-        &bundle,
-        &root,
-        &digest,
-        Signer::Identity {
-            identity: &exact,
-            shown: IDENTITY,
-            issuer: ISSUER,
-        },
-        1_600_000_000,
-    )
-    .unwrap_err();
+    let e = judge(IDENTITY, ISSUER, &digest, &root, 1_600_000_000).unwrap_err();
     assert!(
         matches!(&e, SigstoreError::Log(m) if m.contains("future")),
         "{e}"
     );
     // A root whose authorities do not include the one that issued the certificate.
-    let mut json: serde_json::Value =
-        serde_json::from_slice(&read(&fixtures().join("trusted_root.production.json"))).unwrap();
+    let mut json: serde_json::Value = serde_json::from_slice(&production).unwrap();
     json["certificateAuthorities"]
         .as_array_mut()
         .unwrap()
         .retain(|a| a["validFor"]["end"].is_string());
     let partial = TrustedRoot::from_json(json.to_string().as_bytes()).unwrap();
-    let e = verify(
-        &bundle,
-        &partial,
-        &digest,
-        Signer::Identity {
-            identity: &exact,
-            shown: IDENTITY,
-            issuer: ISSUER,
-        },
-        NOW,
-    )
-    .unwrap_err();
+    let e = judge(IDENTITY, ISSUER, &digest, &partial, NOW).unwrap_err();
     assert!(matches!(e, SigstoreError::Certificate(_)), "{e}");
 }

@@ -23,7 +23,7 @@ pub(super) fn check_promise(entry: &TlogEntry, log: &Log) -> Result<(), Sigstore
     let message = format!(
         r#"{{"body":"{}","integratedTime":{},"logID":"{}","logIndex":{}}}"#,
         STANDARD.encode(&entry.canonicalized_body.0),
-        entry.integrated_time.0,
+        entry.integrated_time.unwrap_or_default().0,
         hex(&entry.log_id.key_id.0),
         entry.log_index.0
     );
