@@ -3,20 +3,25 @@
 //! verification reads; anything else is ignored.
 
 use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use serde::{Deserialize, Deserializer};
 
-/// Bytes written as base64.
+/// Bytes written as base64: standard or URL-safe, padded or not, as protobuf's JSON mapping reads
+/// them; line breaks are ignored, as Go's and Python's decoders ignore them (`base64` wraps its
+/// output, and bundles have been written with it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct B64(pub(super) Vec<u8>);
 
 impl<'de> Deserialize<'de> for B64 {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        STANDARD
-            .decode(text.trim())
+        let mut text = String::deserialize(d)?;
+        text.retain(|c| c != '\n' && c != '\r');
+        let text = text.trim();
+        [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD]
+            .iter()
+            .find_map(|engine| engine.decode(text).ok())
             .map(B64)
-            .map_err(|_| serde::de::Error::custom("not standard base64"))
+            .ok_or_else(|| serde::de::Error::custom("not base64"))
     }
 }
 
@@ -58,6 +63,20 @@ pub(super) struct Material {
     pub(super) public_key: Option<serde_json::Value>,
     #[serde(default)]
     pub(super) tlog_entries: Vec<TlogEntry>,
+    pub(super) timestamp_verification_data: Option<TimestampData>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct TimestampData {
+    #[serde(default)]
+    pub(super) rfc3161_timestamps: Vec<SignedTimestamp>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct SignedTimestamp {
+    pub(super) signed_timestamp: B64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -154,6 +173,8 @@ pub(super) struct RootJson {
     pub(super) tlogs: Vec<LogJson>,
     #[serde(default)]
     pub(super) certificate_authorities: Vec<AuthorityJson>,
+    #[serde(default)]
+    pub(super) timestamp_authorities: Vec<AuthorityJson>,
 }
 
 #[derive(Debug, Deserialize)]

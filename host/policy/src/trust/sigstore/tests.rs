@@ -12,33 +12,23 @@ const ISSUER: &str = "https://token.actions.githubusercontent.com";
 const NOW: u64 = 1_800_000_000;
 
 /// Cases this verifier refuses though the suite expects them to pass, and why.
-const UNSUPPORTED: &[(&str, &str)] = &[(
-    "bundle-with-sct-with-extensions",
-    "a Rekor v2 entry (hashedrekord 0.0.2, dated by a timestamp authority)",
-)];
-
-/// A Rekor v2 entry (no integrated time, dated by a timestamp authority) is refused as unsupported,
-/// by name, not as a malformed bundle.
-#[test]
-fn a_rekor_v2_entry_is_refused_as_unsupported() {
-    let e = run(&fixtures().join("conformance/bundle-with-sct-with-extensions")).unwrap_err();
-    assert!(
-        matches!(&e, SigstoreError::Unsupported(m) if m.contains("Rekor v2")),
-        "{e}"
-    );
-}
+const UNSUPPORTED: &[(&str, &str)] = &[];
 
 /// Cases this verifier accepts though the suite expects them to fail, and why (what it does not check).
-const UNCHECKED: &[(&str, &str)] = &[
-    (
-        "invalid-ct-key_fail",
-        "the certificate's signed certificate timestamps are not checked against the CT logs",
-    ),
-    (
-        "intoto-tsa-timestamp-outside-cert-validity_fail",
-        "RFC 3161 timestamps are not read: the log's integrated time dates the signature",
-    ),
-];
+const UNCHECKED: &[(&str, &str)] = &[(
+    "invalid-ct-key_fail",
+    "the certificate's signed certificate timestamps are not checked against the CT logs",
+)];
+
+/// A Rekor v2 entry has no integrated time: its RFC 3161 timestamp dates the signature, and that
+/// time is what the verdict reports.
+#[test]
+fn a_rekor_v2_entry_is_dated_by_its_timestamp() {
+    let ok = run(&fixtures().join("conformance/rekor2-happy-path")).unwrap();
+    // `openssl ts -reply -text` on its timestamp: Jun 12 12:02:20 2025 GMT.
+    assert_eq!(ok.integrated_time, 1_749_729_740);
+    assert_eq!(ok.log_index, 735);
+}
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/sigstore")
@@ -149,6 +139,48 @@ fn refusals_name_what_failed() {
         (
             "bundle-with-root-cert_fail",
             |e| matches!(e, SigstoreError::Certificate(m) if m.contains("root")),
+        ),
+        (
+            "rekor2-no-timestamp_fail",
+            |e| matches!(e, SigstoreError::Log(m) if m.contains("nothing dates")),
+        ),
+        (
+            "rekor2-timestamp-payload-mismatch_fail",
+            |e| matches!(e, SigstoreError::Timestamp(m) if m.contains("something else")),
+        ),
+        (
+            "rekor2-timestamp-untrusted-tsa-with-embedded-cert_fail",
+            |e| matches!(e, SigstoreError::Timestamp(_)),
+        ),
+        (
+            "rekor2-timestamp-untrusted-tsa-without-embedded-cert_fail",
+            |e| matches!(e, SigstoreError::Timestamp(_)),
+        ),
+        (
+            "rekor2-timestamp-outside-trust-root-tsa-validity_fail",
+            |e| matches!(e, SigstoreError::Timestamp(_)),
+        ),
+        (
+            "rekor2-timestamp-outside-tsa-cert-validity_fail",
+            |e| matches!(e, SigstoreError::Timestamp(m) if m.contains("not valid")),
+        ),
+        ("rekor2-timestamp-with-incorrect-time_fail", |e| {
+            matches!(e, SigstoreError::Certificate(_))
+        }),
+        ("intoto-tsa-timestamp-outside-cert-validity_fail", |e| {
+            matches!(e, SigstoreError::Certificate(_))
+        }),
+        (
+            "rekor2-checkpoint-no-matching-signature_fail",
+            |e| matches!(e, SigstoreError::Log(m) if m.contains("under its name")),
+        ),
+        (
+            "rekor2-no-inclusion-proof_fail",
+            |e| matches!(e, SigstoreError::Log(m) if m.contains("no inclusion proof")),
+        ),
+        (
+            "rekor2-dsse-mismatch-envelope_fail",
+            |e| matches!(e, SigstoreError::Log(m) if m.contains("another envelope")),
         ),
     ];
     for (name, want) in cases {

@@ -5,6 +5,8 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use rustls_pki_types::pem::PemObject as _;
+use rustls_pki_types::{CertificateDer, SubjectPublicKeyInfoDer};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
@@ -59,7 +61,8 @@ pub(super) fn check_inclusion(
     check_checkpoint(&checkpoint.envelope, proof, log)
 }
 
-/// A signed note: `origin\nsize\nroot-hash\n[more lines]\n\n— name base64(key-hint ‖ signature)`.
+/// A signed note: `origin\nsize\nroot-hash\n[more lines]\n\n— name base64(key-hint ‖ signature)`,
+/// perhaps with witnesses' cosignatures beside the log's.
 fn check_checkpoint(note: &str, proof: &InclusionProof, log: &Log) -> Result<(), SigstoreError> {
     let bad = |why: &str| SigstoreError::Log(format!("the checkpoint {why}"));
     let (text, signatures) = note
@@ -67,25 +70,33 @@ fn check_checkpoint(note: &str, proof: &InclusionProof, log: &Log) -> Result<(),
         .ok_or_else(|| bad("is not a signed note"))?;
     let signed = format!("{text}\n");
     let hint = log.key_id.get(..4).ok_or_else(|| bad("names no log"))?;
+    let mut lines = text.lines();
+    let (origin, size, root) = (lines.next(), lines.next(), lines.next());
+    // The log signs as its name: the origin, less the tree ID Rekor v1 appends to it. A signature
+    // under another name is a witness's (or a forger's), not the log's.
+    let name = origin
+        .filter(|o| !o.is_empty())
+        .map(|o| o.split(" - ").next().unwrap_or(o))
+        .ok_or_else(|| bad("has no origin"))?;
     let verified = signatures.lines().any(|line| {
-        let Some(rest) = line.strip_prefix("\u{2014} ") else {
-            return false;
-        };
-        let Some((_, sig)) = rest.rsplit_once(' ') else {
+        let Some((who, sig)) = line
+            .strip_prefix("\u{2014} ")
+            .and_then(|rest| rest.rsplit_once(' '))
+        else {
             return false;
         };
         match STANDARD.decode(sig) {
-            Ok(raw) if raw.len() > 4 && &raw[..4] == hint => {
+            Ok(raw) if who == name && raw.len() > 4 && &raw[..4] == hint => {
                 log.verifies(signed.as_bytes(), &raw[4..])
             }
             _ => false,
         }
     });
     if !verified {
-        return Err(bad("is not signed by the log that holds the entry"));
+        return Err(bad(
+            "is not signed by the log that holds the entry, under its name",
+        ));
     }
-    let mut lines = text.lines();
-    let (_origin, size, root) = (lines.next(), lines.next(), lines.next());
     if size.and_then(|s| s.parse::<u64>().ok()) != Some(proof.tree_size.0) {
         return Err(bad("is for another tree size than the inclusion proof"));
     }
@@ -132,10 +143,21 @@ fn root_from_proof(
 pub(super) struct Body {
     /// The signature bytes it records.
     pub(super) signature: Vec<u8>,
-    /// The signer it records: a certificate or a public key, as PEM.
-    pub(super) signer_pem: Vec<u8>,
-    /// For a message signature, the SHA-256 of the artifact; for an envelope, of its payload.
+    /// The signer it records: a certificate or a public key (SubjectPublicKeyInfo), as DER.
+    pub(super) signer: Vec<u8>,
+    /// The SHA-256 it records, in hex: of what [`Self::covers`] says.
     pub(super) digest: String,
+    pub(super) covers: Covers,
+}
+
+/// What an entry's digest is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Covers {
+    /// What the signature signs: the artifact, or an envelope's pre-authentication encoding
+    /// (hashedrekord).
+    Message,
+    /// An envelope's payload (dsse, intoto).
+    Payload,
 }
 
 /// Read the body of an entry of `kind` and `version`.
@@ -161,13 +183,55 @@ pub(super) fn body(raw: &[u8], kind: &str, version: &str) -> Result<Body, Sigsto
         }
         text(&v["value"])
     };
+    // Version 0.0.2 (Rekor v2) names the algorithm as Sigstore's protobufs do, in base64.
+    let sha256_v2 = |v: &Value| {
+        if v["algorithm"] != "SHA2_256" {
+            return Err(bad("uses another hash than SHA-256"));
+        }
+        Ok(hex(&b64(&v["digest"])?))
+    };
+    let pem = |v: &Value| {
+        let pem = b64(v)?;
+        CertificateDer::from_pem_slice(&pem)
+            .map(|c| c.to_vec())
+            .or_else(|_| SubjectPublicKeyInfoDer::from_pem_slice(&pem).map(|k| k.to_vec()))
+            .map_err(|_| bad("records a signer that is neither a PEM certificate nor a PEM key"))
+    };
+    let verifier = |v: &Value| {
+        b64(&v["x509Certificate"]["rawBytes"]).or_else(|_| b64(&v["publicKey"]["rawBytes"]))
+    };
     let spec = &v["spec"];
     match (kind, version) {
         ("hashedrekord", "0.0.1") => Ok(Body {
             signature: b64(&spec["signature"]["content"])?,
-            signer_pem: b64(&spec["signature"]["publicKey"]["content"])?,
+            signer: pem(&spec["signature"]["publicKey"]["content"])?,
             digest: sha256(&spec["data"]["hash"])?,
+            covers: Covers::Message,
         }),
+        ("hashedrekord", "0.0.2") => {
+            let spec = &spec["hashedRekordV002"];
+            Ok(Body {
+                signature: b64(&spec["signature"]["content"])?,
+                signer: verifier(&spec["signature"]["verifier"])?,
+                digest: sha256_v2(&spec["data"])?,
+                covers: Covers::Message,
+            })
+        }
+        ("dsse", "0.0.2") => {
+            let spec = &spec["dsseV002"];
+            let sigs = spec["signatures"]
+                .as_array()
+                .ok_or_else(|| bad("lacks signatures"))?;
+            let [one] = sigs.as_slice() else {
+                return Err(bad("records more or fewer than one signature"));
+            };
+            Ok(Body {
+                signature: b64(&one["content"])?,
+                signer: verifier(&one["verifier"])?,
+                digest: sha256_v2(&spec["payloadHash"])?,
+                covers: Covers::Payload,
+            })
+        }
         ("dsse", "0.0.1") => {
             let sigs = spec["signatures"]
                 .as_array()
@@ -177,8 +241,9 @@ pub(super) fn body(raw: &[u8], kind: &str, version: &str) -> Result<Body, Sigsto
             };
             Ok(Body {
                 signature: b64(&one["signature"])?,
-                signer_pem: b64(&one["verifier"])?,
+                signer: pem(&one["verifier"])?,
                 digest: sha256(&spec["payloadHash"])?,
+                covers: Covers::Payload,
             })
         }
         ("intoto", "0.0.2") => {
@@ -196,12 +261,13 @@ pub(super) fn body(raw: &[u8], kind: &str, version: &str) -> Result<Body, Sigsto
                 .map_err(|_| bad("holds malformed base64"))?;
             Ok(Body {
                 signature: sig,
-                signer_pem: b64(&one["publicKey"])?,
+                signer: pem(&one["publicKey"])?,
                 digest: sha256(&content["payloadHash"])?,
+                covers: Covers::Payload,
             })
         }
         _ => Err(SigstoreError::Unsupported(format!(
-            "log entries of kind {kind} {version} (supported: hashedrekord 0.0.1, dsse 0.0.1, intoto 0.0.2)"
+            "log entries of kind {kind} {version} (supported: hashedrekord 0.0.1 and 0.0.2, dsse 0.0.1 and 0.0.2, intoto 0.0.2)"
         ))),
     }
 }
