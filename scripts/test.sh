@@ -13,6 +13,9 @@ scripts/toolchains.sh
 scripts/services.sh
 # The OTLP receiver of tests/e2e/telemetry.rs (opentelemetry-proto, in the repository's .venv).
 python_venv .venv tests/telemetry/requirements.txt .telemetry-requirements.sha256
+# sigstore-python, which signs and checks the Sigstore bundles of tests/e2e/oci/sigstore.rs against a test
+# Fulcio and Rekor on loopback (its own venv: it pins cryptography and pydantic): about 15 s once.
+python_venv .venv-sigstore tests/e2e/oci/sigstore/requirements.txt .requirements.sha256
 build_plugins_and_host
 # `scripts/serve.sh --stdio`: stdout is the MCP channel, and nothing but MCP may go there (the build's
 # output goes to stderr). A client that sends `initialize` and closes stdin gets exactly its answer.

@@ -8,6 +8,7 @@ mod bounded_publish;
 mod hostile;
 mod https;
 mod registry;
+mod sigstore;
 
 use std::process::Output;
 use std::time::Duration;
@@ -436,79 +437,6 @@ fn cosign_signatures_made_by_openssl_are_verified_before_anything_loads() {
     assert!(tools(&listed).is_empty(), "{listed}");
     let reason = listed["plugins"]["valid"]["reason"].as_str().unwrap();
     assert!(reason.contains("no trusted key verifies"), "{reason}");
-}
-
-/// Sigstore bundles attached as cosign 3 attaches them (an OCI referrer, listed by the referrers tag
-/// scheme on a registry without the referrers API) are found and judged by a keyless `[trust]` entry.
-/// The bundle is Sigstore's own (its conformance suite's: a signature over another artifact), so
-/// every pull is refused, each for the part that fails; nothing is locked or loaded.
-#[test]
-fn sigstore_bundles_attached_as_referrers_are_found_and_judged() {
-    let Some(reg) = TestRegistry::start("sigstore_bundles_…", false) else {
-        return;
-    };
-    let addr = &reg.addr.clone();
-    let publisher = Env::new(&[], &insecure(addr));
-    let fixtures = crate::harness::root().join("tests/fixtures/sigstore");
-    let bundle = fixtures.join("conformance/happy-path-v0.3/bundle.sigstore.json");
-    // Listed in the tag scheme's index as cosign 3.1 lists a bundle, and as cosign 3.0 did.
-    for (repo, index_type) in [
-        ("other", None),
-        ("stranger", Some("application/vnd.oci.empty.v1+json")),
-        ("unsigned", None),
-    ] {
-        let digest = push(
-            &publisher,
-            "echo",
-            &format!("oci://{addr}/bundled/{repo}:1"),
-        );
-        if repo != "unsigned" {
-            reg.attach_bundle(&format!("bundled/{repo}"), &digest, &bundle, index_type);
-        }
-    }
-    let root = fixtures.join("trusted_root.production.json");
-    let entry = |prefix: &str, identity: &str| {
-        format!(
-            "[trust.\"{addr}/bundled/{prefix}\"]\nidentity = \"{identity}\"\n\
-             issuer = \"https://token.actions.githubusercontent.com\"\ntrusted-root = '{}'\n",
-            root.display()
-        )
-    };
-    let mut config = insecure(addr);
-    config.push_str(&entry("other", "https://github.com/sigstore-conformance/*"));
-    config.push_str(&entry("stranger", "https://github.com/someone/else/*"));
-    config.push_str(&entry(
-        "unsigned",
-        "https://github.com/sigstore-conformance/*",
-    ));
-    for repo in ["other", "stranger", "unsigned"] {
-        config.push_str(&format!(
-            "[plugins.{repo}]\nsource = \"oci://{addr}/bundled/{repo}:1\"\nprefix = \"{repo}_\"\n"
-        ));
-    }
-    let env = Env::new(&[], &config);
-    let out = env.run(&["pull"]);
-    let said = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{said}");
-    for (repo, needle) in [
-        (
-            "other",
-            "Sigstore bundle: the bundle signs another artifact: its digest is not sha256:",
-        ),
-        (
-            "stranger",
-            "Sigstore bundle: signed by https://github.com/sigstore-conformance/",
-        ),
-        ("unsigned", "is not signed"),
-    ] {
-        let line = said
-            .lines()
-            .find(|l| l.starts_with(&format!("{repo} not pulled")))
-            .unwrap_or_else(|| panic!("no line for {repo}:\n{said}"));
-        assert!(line.contains(needle), "{repo}: {line}");
-    }
-    let listed = list_json(&env);
-    assert!(tools(&listed).is_empty(), "{listed}");
 }
 
 /// `toolhost sign` writes what openssl verifies, where cosign looks for it; and a signed artifact
