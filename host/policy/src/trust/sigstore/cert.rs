@@ -1,14 +1,14 @@
 //! The signing certificate: its chain to a certificate authority of the trusted root at the time the
 //! log recorded the entry, and the identity and issuer Fulcio wrote into it.
 
-use der::Decode as _;
 use der::asn1::{Ia5String, Utf8StringRef};
+use der::{Decode as _, Encode as _};
 use rustls_pki_types::{CertificateDer, UnixTime};
 use x509_cert::Certificate;
 use x509_cert::ext::pkix::SubjectAltName;
 use x509_cert::ext::pkix::name::GeneralName;
 
-use super::{Authority, SigstoreError};
+use super::{Authority, Log, SigstoreError, sct};
 
 /// Extended key usage Fulcio gives every signing certificate: code signing (1.3.6.1.5.5.7.3.3).
 const CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
@@ -111,6 +111,24 @@ impl Leaf {
         self.extension(ISSUER_V1)
             .and_then(|v| std::str::from_utf8(v).ok())
             .map(str::to_owned)
+    }
+
+    /// Check its embedded signed certificate timestamps against the CT `logs`; its issuer is
+    /// one of `authorities`' certificates.
+    pub(super) fn transparency(
+        &self,
+        authorities: &[Authority],
+        logs: &[Log],
+    ) -> Result<(), SigstoreError> {
+        let issuer = &self.cert.tbs_certificate.issuer;
+        let keys: Vec<Vec<u8>> = authorities
+            .iter()
+            .flat_map(|a| &a.chain)
+            .filter_map(|der| Certificate::from_der(der).ok())
+            .filter(|c| &c.tbs_certificate.subject == issuer)
+            .filter_map(|c| c.tbs_certificate.subject_public_key_info.to_der().ok())
+            .collect();
+        sct::check(&self.cert, &keys, logs)
     }
 
     fn extension(&self, oid: &str) -> Option<&[u8]> {

@@ -13,6 +13,7 @@
 
 mod cert;
 mod model;
+mod sct;
 #[cfg(test)]
 mod tests;
 mod timestamp;
@@ -121,6 +122,7 @@ pub struct TrustedRoot {
     logs: Vec<Log>,
     authorities: Vec<Authority>,
     timestamp_authorities: Vec<Authority>,
+    ct_logs: Vec<Log>,
 }
 
 impl TrustedRoot {
@@ -156,21 +158,24 @@ impl TrustedRoot {
                 },
             })
         };
-        let mut logs = Vec::new();
-        for (i, l) in root.tlogs.iter().enumerate() {
-            let what = format!("tlogs[{i}]");
-            let spki = l
-                .public_key
-                .raw_bytes
-                .as_ref()
-                .ok_or_else(|| SigstoreError::Root(format!("{what} has no public key")))?;
-            logs.push(Log {
-                key_id: l.log_id.key_id.0.clone(),
-                spki: spki.0.clone(),
-                details: l.public_key.key_details.clone(),
-                valid: window(&l.public_key.valid_for, &what)?,
-            });
-        }
+        let logs = |list: &[model::LogJson], field: &str| {
+            let mut out = Vec::new();
+            for (i, l) in list.iter().enumerate() {
+                let what = format!("{field}[{i}]");
+                let spki = l
+                    .public_key
+                    .raw_bytes
+                    .as_ref()
+                    .ok_or_else(|| SigstoreError::Root(format!("{what} has no public key")))?;
+                out.push(Log {
+                    key_id: l.log_id.key_id.0.clone(),
+                    spki: spki.0.clone(),
+                    details: l.public_key.key_details.clone(),
+                    valid: window(&l.public_key.valid_for, &what)?,
+                });
+            }
+            Ok::<_, SigstoreError>(out)
+        };
         let authorities = |list: &[model::AuthorityJson], field: &str| {
             let mut out = Vec::new();
             for (i, a) in list.iter().enumerate() {
@@ -187,7 +192,8 @@ impl TrustedRoot {
             Ok::<_, SigstoreError>(out)
         };
         Ok(Self {
-            logs,
+            logs: logs(&root.tlogs, "tlogs")?,
+            ct_logs: logs(&root.ctlogs, "ctlogs")?,
             authorities: authorities(&root.certificate_authorities, "certificateAuthorities")?,
             timestamp_authorities: authorities(
                 &root.timestamp_authorities,

@@ -172,6 +172,8 @@ pub(super) struct RootJson {
     #[serde(default)]
     pub(super) tlogs: Vec<LogJson>,
     #[serde(default)]
+    pub(super) ctlogs: Vec<LogJson>,
+    #[serde(default)]
     pub(super) certificate_authorities: Vec<AuthorityJson>,
     #[serde(default)]
     pub(super) timestamp_authorities: Vec<AuthorityJson>,

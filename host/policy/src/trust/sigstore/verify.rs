@@ -302,6 +302,7 @@ fn keyless(
     for &time in times {
         leaf.chain(&root.authorities, time)?;
     }
+    leaf.transparency(&root.authorities, &root.ct_logs)?;
     let Signer::Identity {
         identity,
         shown,
