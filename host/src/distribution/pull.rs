@@ -8,7 +8,7 @@ use std::path::Path;
 
 use toolhost_policy::config::{Config, PluginSource, Sources};
 use toolhost_policy::lock::{Locked, LockedBundle, LockedSignature, Lockfile};
-use toolhost_policy::oci::{Manifest, bundle_referrers, referrers_tag};
+use toolhost_policy::oci::{MAX_BUNDLES, Manifest, bundle_referrers, referrers_tag};
 use toolhost_policy::source::{Digest, OciRef, Reference};
 use toolhost_policy::trust::{
     Evidence, MAX_PAYLOAD_BYTES, SignatureStatus, Subject, signature_tag,
@@ -327,20 +327,39 @@ async fn fetch_bundles(
             }
         }
     };
+    // At most MAX_BUNDLES in all, each blob once: a referrer may list the same layer any number of
+    // times. One that cannot be fetched is passed over (the others may still vouch).
     let mut out = Vec::new();
-    for referrer in bundle_referrers(&index) {
+    let mut seen = std::collections::HashSet::new();
+    'referrers: for referrer in bundle_referrers(&index) {
         let at = OciRef {
             reference: Reference::Digest(referrer.digest.clone()),
             ..r.clone()
         };
-        let Some((bytes, _)) = remote.manifest(&at).await? else {
-            continue;
+        let bytes = match remote.manifest(&at).await {
+            Ok(Some((bytes, _))) => bytes,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::warn!(referrer = %referrer.digest, "a bundle's referrer was not fetched: {e}");
+                continue;
+            }
         };
         let Ok(manifest) = Manifest::parse(&bytes) else {
             continue;
         };
         for layer in manifest.bundles() {
-            out.push(remote.blob(r, &layer.digest, layer.size).await?);
+            if out.len() >= MAX_BUNDLES {
+                break 'referrers;
+            }
+            if !seen.insert(layer.digest.clone()) {
+                continue;
+            }
+            match remote.blob(r, &layer.digest, layer.size).await {
+                Ok(bundle) => out.push(bundle),
+                Err(e) => {
+                    tracing::warn!(bundle = %layer.digest, "a bundle was not fetched: {e}");
+                }
+            }
         }
     }
     Ok(out)

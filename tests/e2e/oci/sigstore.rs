@@ -352,9 +352,9 @@ fn sigstore_bundles_attached_as_referrers_are_found_and_judged() {
     let github = "https://token.actions.githubusercontent.com";
     let mut config = insecure(addr);
     for (repo, identity) in [
-        ("other", "https://github.com/sigstore-conformance/*"),
+        ("other", "https://github.com/sigstore-conformance/**"),
         ("stranger", "https://github.com/someone/else/*"),
-        ("unsigned", "https://github.com/sigstore-conformance/*"),
+        ("unsigned", "https://github.com/sigstore-conformance/**"),
     ] {
         config.push_str(&keyless(
             &format!("{addr}/bundled/{repo}"),

@@ -15,30 +15,48 @@ use super::{PublicKey, SignatureError, Subject, verify};
 pub struct Keyless {
     /// The certificate's identity (an email address or a URI), exactly or as a glob.
     pub identity: String,
-    matcher: globset::GlobMatcher,
+    matcher: Matcher,
     /// The OIDC issuer, exactly.
     pub issuer: String,
 }
 
+#[derive(Debug, Clone)]
+enum Matcher {
+    Exact,
+    Glob(globset::GlobMatcher),
+}
+
 impl Keyless {
-    /// `identity` is matched exactly unless it holds a glob character (`*`, `?`, `[`, `{`); a `*`
-    /// then matches any text, `/` included.
+    /// `identity` is matched exactly unless it holds a glob character (`*`, `?`, `[`, `{`). In a glob,
+    /// `*` and `?` stop at `/` and `**` crosses it: so `…/org/*/.github/workflows/release.yml@…`
+    /// names one repository's workflow, and a branch whose name repeats that path (`x/.github/…`)
+    /// cannot stand in for it.
     pub fn new(identity: &str, issuer: &str) -> Result<Self, String> {
-        let pattern = if identity.contains(['*', '?', '[', '{']) {
-            identity.to_owned()
+        if identity.trim().is_empty() || issuer.trim().is_empty() {
+            return Err("an identity and its issuer must not be empty".into());
+        }
+        let matcher = if identity.contains(['*', '?', '[', '{']) {
+            let glob = globset::GlobBuilder::new(identity)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("{identity:?} is not a valid glob: {e}"))?;
+            Matcher::Glob(glob.compile_matcher())
         } else {
-            globset::escape(identity)
+            Matcher::Exact
         };
-        let matcher = globset::GlobBuilder::new(&pattern)
-            .literal_separator(false)
-            .build()
-            .map_err(|e| format!("{identity:?} is not a valid glob: {e}"))?
-            .compile_matcher();
         Ok(Self {
             identity: identity.to_owned(),
             matcher,
             issuer: issuer.to_owned(),
         })
+    }
+
+    /// Whether a certificate's identity is this signer's.
+    pub fn matches(&self, identity: &str) -> bool {
+        match &self.matcher {
+            Matcher::Exact => identity == self.identity,
+            Matcher::Glob(glob) => glob.is_match(identity),
+        }
     }
 }
 
@@ -256,7 +274,7 @@ impl Requirement<'_> {
         let bundle = Bundle::from_json(bytes)?;
         let mut last = None;
         if let Some(k) = self.keyless {
-            let matches = |s: &str| k.matcher.is_match(s);
+            let matches = |s: &str| k.matches(s);
             let signer = Signer::Identity {
                 identity: &matches,
                 shown: &k.identity,
@@ -305,6 +323,10 @@ const COSIGN_SIGN_PREDICATE: &str = "https://sigstore.dev/cosign/sign/v1";
 fn a_signature(v: sigstore::Verified) -> Result<sigstore::Verified, sigstore::SigstoreError> {
     match v.predicate.as_deref() {
         None | Some(COSIGN_SIGN_PREDICATE) => Ok(v),
+        Some("") => Err(sigstore::SigstoreError::Artifact(format!(
+            "the bundle's statement names no predicate type, so it is no signature \
+             ({COSIGN_SIGN_PREDICATE}, as `cosign sign` writes)"
+        ))),
         Some(other) => Err(sigstore::SigstoreError::Artifact(format!(
             "the bundle is an attestation of {other}, not a signature ({COSIGN_SIGN_PREDICATE}, \
              as `cosign sign` writes)"

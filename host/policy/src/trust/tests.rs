@@ -223,3 +223,36 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// A keyless identity glob names path segments: `*` stops at `/`, so a branch whose name repeats
+/// the release workflow's path cannot pass for it; `**` crosses segments. An exact identity is
+/// compared as text (a backslash in it escapes nothing), and empty ones are refused.
+#[test]
+fn keyless_identities_match_segment_by_segment_and_exactly() {
+    let issuer = "https://token.actions.githubusercontent.com";
+    let release = Keyless::new(
+        "https://github.com/org/*/.github/workflows/release.yml@refs/tags/*",
+        issuer,
+    )
+    .unwrap();
+    assert!(
+        release
+            .matches("https://github.com/org/tools/.github/workflows/release.yml@refs/tags/v1.2")
+    );
+    // Any workflow of any repository of the org, on a branch named to end like the release path.
+    assert!(!release.matches(
+        "https://github.com/org/tools/.github/workflows/evil.yml@refs/heads/x/.github/workflows/release.yml@refs/tags/v1"
+    ));
+    assert!(
+        !release.matches("https://github.com/org/a/b/.github/workflows/release.yml@refs/tags/v1")
+    );
+    let org = Keyless::new("https://github.com/org/**", issuer).unwrap();
+    assert!(org.matches("https://github.com/org/tools/.github/workflows/x.yml@refs/heads/main"));
+    assert!(!org.matches("https://github.com/other/tools/.github/workflows/x.yml@refs/heads/main"));
+
+    let exact = Keyless::new(r"ci\bot@example.com", issuer).unwrap();
+    assert!(exact.matches(r"ci\bot@example.com"));
+    assert!(!exact.matches("cibot@example.com"));
+    assert!(Keyless::new("", issuer).is_err());
+    assert!(Keyless::new("a@b.c", " ").is_err());
+}

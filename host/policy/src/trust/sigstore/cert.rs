@@ -17,6 +17,7 @@ const CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
 const ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
 const ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
 const SAN: &str = "2.5.29.17";
+const USERNAME: &str = "1.3.6.1.4.1.57264.1.7";
 
 /// A parsed signing certificate.
 pub(super) struct Leaf {
@@ -90,7 +91,8 @@ impl Leaf {
             .filter_map(|n| match n {
                 GeneralName::Rfc822Name(s) => Some(s.to_string()),
                 GeneralName::UniformResourceIdentifier(s) => Some(s.to_string()),
-                GeneralName::OtherName(o) => o
+                // Fulcio's only other name: a username (`user!domain`); any other is not an identity.
+                GeneralName::OtherName(o) if o.type_id.to_string() == USERNAME => o
                     .value
                     .decode_as::<Utf8StringRef<'_>>()
                     .ok()

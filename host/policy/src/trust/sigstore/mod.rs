@@ -252,7 +252,8 @@ pub struct Verified {
     pub integrated_time: u64,
     /// Where in the log.
     pub log_index: u64,
-    /// For an envelope, the in-toto statement's predicate type (what it attests).
+    /// For an envelope, the in-toto statement's predicate type (what it attests; empty when the
+    /// statement names none); `None` for a signature over the artifact itself.
     pub predicate: Option<String>,
 }
 

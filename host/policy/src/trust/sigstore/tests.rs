@@ -241,3 +241,34 @@ fn another_identity_or_issuer_is_refused_by_name() {
     let e = judge(IDENTITY, ISSUER, &digest, &partial, NOW).unwrap_err();
     assert!(matches!(e, SigstoreError::Certificate(_)), "{e}");
 }
+
+/// A bundle whose log entry carries neither the log's signed entry timestamp nor an inclusion
+/// proof has no word of the log at all, whatever else dates it: a v0.1 bundle (whose proof is
+/// optional) with a Rekor v2 entry and a valid timestamp is refused, as is the same entry without
+/// its proof in a v0.3 bundle.
+#[test]
+fn an_entry_without_any_word_of_the_log_is_refused() {
+    let dir = fixtures().join("conformance/rekor2-happy-path");
+    let root = TrustedRoot::from_json(&read(&dir.join("trusted_root.json"))).unwrap();
+    let digest = hash(&[&read(&fixtures().join("conformance/a.txt"))]);
+    let original: serde_json::Value =
+        serde_json::from_slice(&read(&dir.join("bundle.sigstore.json"))).unwrap();
+    for media_type in [
+        "application/vnd.dev.sigstore.bundle+json;version=0.1",
+        "application/vnd.dev.sigstore.bundle.v0.3+json",
+    ] {
+        let mut json = original.clone();
+        json["mediaType"] = media_type.into();
+        let entry = &mut json["verificationMaterial"]["tlogEntries"][0];
+        entry.as_object_mut().unwrap().remove("inclusionProof");
+        let bundle = Bundle::from_json(json.to_string().as_bytes()).unwrap();
+        let matches = |s: &str| s == IDENTITY;
+        let signer = Signer::Identity {
+            identity: &matches,
+            shown: IDENTITY,
+            issuer: ISSUER,
+        };
+        let e = verify(&bundle, &root, &digest, signer, NOW).unwrap_err();
+        assert!(matches!(e, SigstoreError::Log(_)), "{media_type}: {e}");
+    }
+}

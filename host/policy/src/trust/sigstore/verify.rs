@@ -121,6 +121,14 @@ pub fn verify(
                 "the entry has no inclusion proof".into(),
             ));
         }
+        // A v0.1 bundle may leave the proof out; then the log's signed entry timestamp (checked
+        // below, with the integrated time it signs) is the log's only word, and it must be there.
+        (None, false) if entry.integrated_time.is_none() => {
+            return Err(SigstoreError::Log(
+                "the entry has neither an inclusion proof nor the log's signed entry timestamp"
+                    .into(),
+            ));
+        }
         (None, false) => {}
     }
     // When it was signed decides whether the certificate was valid, and only a signed word makes a
@@ -267,7 +275,8 @@ pub fn verify(
                     "the envelope holds no in-toto statement".into(),
                 ));
             }
-            predicate = statement.predicate_type;
+            // An envelope always reports its predicate type, empty when the statement has none.
+            predicate = Some(statement.predicate_type.unwrap_or_default());
             if !statement
                 .subject
                 .iter()
@@ -325,11 +334,11 @@ fn keyless(
             },
         });
     };
-    let found = leaf.issuer().unwrap_or_default();
-    if found != issuer {
+    let found = leaf.issuer();
+    if found.as_deref() != Some(issuer) {
         return Err(SigstoreError::Issuer {
             expected: issuer.to_owned(),
-            found,
+            found: found.unwrap_or_else(|| "no issuer".into()),
         });
     }
     let (curve, point) = leaf.key()?;
@@ -337,7 +346,7 @@ fn keyless(
         (curve, point.to_vec()),
         Verified {
             signer: matched.clone(),
-            issuer: Some(found),
+            issuer: found,
             integrated_time: times.iter().copied().min().unwrap_or_default(),
             log_index: 0,
             predicate: None,
