@@ -219,12 +219,7 @@ pub(super) fn body(raw: &[u8], kind: &str, version: &str) -> Result<Body, Sigsto
         }
         ("dsse", "0.0.2") => {
             let spec = &spec["dsseV002"];
-            let sigs = spec["signatures"]
-                .as_array()
-                .ok_or_else(|| bad("lacks signatures"))?;
-            let [one] = sigs.as_slice() else {
-                return Err(bad("records more or fewer than one signature"));
-            };
+            let one = only_signature(&spec["signatures"])?;
             Ok(Body {
                 signature: b64(&one["content"])?,
                 signer: verifier(&one["verifier"])?,
@@ -233,12 +228,7 @@ pub(super) fn body(raw: &[u8], kind: &str, version: &str) -> Result<Body, Sigsto
             })
         }
         ("dsse", "0.0.1") => {
-            let sigs = spec["signatures"]
-                .as_array()
-                .ok_or_else(|| bad("lacks signatures"))?;
-            let [one] = sigs.as_slice() else {
-                return Err(bad("records more or fewer than one signature"));
-            };
+            let one = only_signature(&spec["signatures"])?;
             Ok(Body {
                 signature: b64(&one["signature"])?,
                 signer: pem(&one["verifier"])?,
@@ -248,12 +238,7 @@ pub(super) fn body(raw: &[u8], kind: &str, version: &str) -> Result<Body, Sigsto
         }
         ("intoto", "0.0.2") => {
             let content = &spec["content"];
-            let sigs = content["envelope"]["signatures"]
-                .as_array()
-                .ok_or_else(|| bad("lacks signatures"))?;
-            let [one] = sigs.as_slice() else {
-                return Err(bad("records more or fewer than one signature"));
-            };
+            let one = only_signature(&content["envelope"]["signatures"])?;
             // This kind encodes the signature twice in base64.
             let sig = b64(&one["sig"])?;
             let sig = STANDARD
@@ -269,6 +254,16 @@ pub(super) fn body(raw: &[u8], kind: &str, version: &str) -> Result<Body, Sigsto
         _ => Err(SigstoreError::Unsupported(format!(
             "log entries of kind {kind} {version} (supported: hashedrekord 0.0.1 and 0.0.2, dsse 0.0.1 and 0.0.2, intoto 0.0.2)"
         ))),
+    }
+}
+
+/// The one signature of a body's list: an entry records exactly one.
+fn only_signature(list: &Value) -> Result<&Value, SigstoreError> {
+    let bad = |why: &str| SigstoreError::Log(format!("the log entry's body {why}"));
+    match list.as_array().map(Vec::as_slice) {
+        Some([one]) => Ok(one),
+        Some(_) => Err(bad("records more or fewer than one signature")),
+        None => Err(bad("lacks signatures")),
     }
 }
 
