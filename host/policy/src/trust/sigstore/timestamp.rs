@@ -157,6 +157,8 @@ pub(super) fn verify(
             last = bad("the trusted root's timestamp authority certificate is unusable");
             continue;
         };
+        // Until a certificate answers to the signer's identifier, that is the reason.
+        last = bad("its signer is not a certificate of a timestamp authority of the trusted root");
         for candidate in candidates.iter().filter(|c| identifies(&signer.sid, c)) {
             let der = CertificateDer::from(*candidate);
             let Ok(end) = webpki::EndEntityCert::try_from(&der) else {
