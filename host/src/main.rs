@@ -18,6 +18,7 @@ fn main() -> ExitCode {
     // Colour only for a terminal: a file or a log collector would get escape codes.
     tracing_subscriber::fmt()
         .with_writer(|| toolhost_policy::text::LogWriter(std::io::stderr()))
+        .fmt_fields(fields())
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             EnvFilter::try_from_env("TOOLHOST_LOG")
@@ -78,6 +79,23 @@ fn chain(failure: &anyhow::Error) -> String {
         message.push_str(&text);
     }
     message
+}
+
+/// Fields as the default formatter writes them (the message, then `name=value` for the rest,
+/// `log.*` metadata left out), each value's ESC escaped a piece at a time: the default escapes
+/// character by character, about 3% of a served call's instructions for its one log line (issue 42).
+fn fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> {
+    use std::fmt::Write as _;
+    use tracing_subscriber::field::MakeExt as _;
+    tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+        let mut w = toolhost_policy::text::EscEscaped(w);
+        match field.name() {
+            "message" => write!(w, "{value:?}"),
+            name if name.starts_with("log.") => Ok(()),
+            name => write!(w, "{}={value:?}", name.trim_start_matches("r#")),
+        }
+    })
+    .delimited(" ")
 }
 
 /// How long the process waits at exit for blocking threads still running.

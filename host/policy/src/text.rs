@@ -85,6 +85,22 @@ pub fn truncate_at_boundary(text: &mut String, max: usize) -> bool {
     cuts
 }
 
+/// A formatter's output with every ESC in it escaped, and the rest passed through as it comes:
+/// for log field values, so that the only ESC left in a log line is the formatter's own colouring
+/// (which [`LogWriter`] lets through). A piece without ESC costs one scan, not a write per character.
+pub struct EscEscaped<W>(pub W);
+
+impl<W: fmt::Write> fmt::Write for EscEscaped<W> {
+    fn write_str(&mut self, mut s: &str) -> fmt::Result {
+        while let Some(at) = s.find('\x1b') {
+            self.0.write_str(&s[..at])?;
+            self.0.write_str("\\u{1b}")?;
+            s = &s[at + 1..];
+        }
+        self.0.write_str(s)
+    }
+}
+
 /// Stderr for the daemon's log: each write is one formatted event, written as one line. Control
 /// characters in it are escaped, but for its final newline and ESC: the formatter already escapes
 /// ESC in messages and fields, so an ESC still here is its own colouring.
@@ -126,6 +142,14 @@ mod tests {
     use std::io::Write as _;
 
     use super::*;
+
+    #[test]
+    fn esc_escaped_passes_all_but_esc() {
+        use std::fmt::Write as _;
+        let mut out = EscEscaped(String::new());
+        write!(out, "{}|{:?}", "a\x1b]0;t\x07b\x1b", "\x1b").unwrap();
+        assert_eq!(out.0, "a\\u{1b}]0;t\x07b\\u{1b}|\"\\u{1b}\"");
+    }
 
     const ATTACK: &str = "ok\x1b]0;pwned\x07\r\nnext\u{9b}2J\u{202e}txt.exe\u{2066}";
 

@@ -99,10 +99,12 @@ impl Pipeline {
         record.refused = std::mem::take(&mut finished.refused);
         record.finish(kind, elapsed);
         let _ = self.audit().write(&record); // failures are logged by the writer; `run` refuses when configured to
-        // Formats nothing unless the target is on (tracing checks the level first).
-        tracing::info!(target: CALL_LOG, call_id = %record.call_id, via = %record.origin, tool = %OneLine(&record.tool),
-            caller = %CallerName(record.caller.as_ref()), decision = %decision_word(&record.decision),
-            outcome = %OutcomeWord(kind), ms = %Millis(elapsed), "call");
+        // Formats nothing unless the target is on (tracing checks the level first). One message
+        // rather than seven fields, written as the text it is (the binary's field formatter): 2% of
+        // a stdio call's instructions (issue 42); the line reads the same.
+        tracing::info!(target: CALL_LOG, "call call_id={} via={} tool={} caller={} decision={} outcome={} ms={}",
+            record.call_id, record.origin, OneLine(&record.tool), CallerName(record.caller.as_ref()),
+            decision_word(&record.decision), OutcomeWord(kind), Millis(elapsed));
         self.live().end(&record);
         // Metrics are labelled by catalogue names only: a call that found no tool (a made-up or
         // hidden name, or one refused before the lookup) counts under one fixed label, so that
