@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the Rust guest components (wasm32-wasip2) with one cargo invocation:
 #   example plugins -> plugins/{echo,math,fs,fetch,github,search_tools}.wasm
-#   test fixtures   -> target/fixtures/{hostile,describe_traps,...}.wasm
+#   test fixtures   -> target/fixtures/{hostile,describe_traps,...,async_tools}.wasm (async_tools: WASI 0.3)
 # Needs only rustup and cargo; callable from any directory.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
@@ -18,7 +18,7 @@ done
 
 target=wasm32-wasip2
 examples=(echo math fs fetch github search_tools)
-fixtures=(hostile generic)
+fixtures=(hostile generic async_tools)
 # Example targets of the contract crate, one component each.
 contract=(describe_traps describe_spins bad_schema dup_names bad_name many_tools net_import tool_caller)
 
@@ -39,7 +39,8 @@ cargo build --release --target "$target" --lib --examples \
     -p toolhost-plugin-search \
     -p toolhost-fixture-hostile \
     -p toolhost-fixture-contract \
-    -p toolhost-fixture-generic
+    -p toolhost-fixture-generic \
+    -p toolhost-fixture-async
 
 target_dir="$(cargo metadata --format-version 1 --no-deps \
     | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"

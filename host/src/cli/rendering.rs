@@ -47,7 +47,8 @@ pub(super) fn inspect(file: &std::path::Path) -> Result<u8, Failure> {
             }
             match &i.problem {
                 None if i.tools.is_empty() => {
-                    writeln!(out, "fits the toolhost:plugin@0.1.0 contract")?;
+                    let contract = i.contract.unwrap_or("toolhost:plugin@0.1.0");
+                    writeln!(out, "fits the {contract} contract")?;
                     Ok(0)
                 }
                 None => {

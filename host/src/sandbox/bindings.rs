@@ -11,3 +11,14 @@ wasmtime::component::bindgen!({
 
 pub(crate) use self::ToolCaller as Plugin;
 pub(crate) use self::ToolCallerPre as PluginPre;
+
+/// The contract for WASI 0.3 plugins, `toolhost:plugin@0.2.0` (`wit/v0.2/`): `call` is an `async
+/// func`, and a call may hand the host a stream of updates.
+pub(crate) mod v2 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.2",
+        world: "plugin",
+        imports: { "toolhost:plugin/host.updates": store },
+        exports: { default: async | store },
+    });
+}

@@ -59,6 +59,12 @@ pub(crate) trait Capability<S> {
     /// Add its host interfaces to a linker; once per linker.
     fn link(linker: &mut Linker<S>) -> wasmtime::Result<()>;
 
+    /// Add what only WASI 0.3 plugins import (`async` functions, streams), to the linker of the
+    /// engine that runs them, after [`Self::link`]; nothing by default.
+    fn link_concurrent(_linker: &mut Linker<S>) -> wasmtime::Result<()> {
+        Ok(())
+    }
+
     /// Read and check a plugin's settings, once, when the plugin is loaded.
     fn bind(&self, plugin: &PluginSettings<'_>) -> Result<Self::Bound, CapabilityError>;
 

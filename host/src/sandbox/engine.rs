@@ -9,8 +9,10 @@ use super::pool::pooling_config;
 use toolhost_policy::config::{EngineOptions, PoolOptions};
 use toolhost_policy::wit::{GenericTool, Skipped};
 
-/// The export every plugin must provide.
+/// The export every contract plugin provides: `toolhost:plugin@0.1.0` (WASI 0.2).
 pub(super) const TOOL_EXPORT: &str = "toolhost:plugin/tool@0.1.0";
+/// Or `toolhost:plugin@0.2.0`'s, whose `call` is async (WASI 0.3).
+pub(super) const TOOL_EXPORT_V2: &str = "toolhost:plugin/tool@0.2.0";
 
 /// What a component imports and exports, and whether it fits the contract.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -21,18 +23,30 @@ pub struct Inspection {
     pub exports: Vec<String>,
     /// Why it does not load, if it does not.
     pub problem: Option<String>,
+    /// The contract it implements (`toolhost:plugin@0.1.0`, or `@0.2.0` for WASI 0.3), if any.
+    pub contract: Option<&'static str>,
     /// For a generic component, the tools its exports become.
     pub tools: Vec<GenericTool>,
     /// For a generic component, the exported functions that cannot be tools, and why.
     pub skipped: Vec<Skipped>,
 }
 
-/// Configure the engine (component model on; GC and stack switching off; exceptions, threads and
-/// component-model-async not even compiled in; fuel and epochs on), with the instance pool if one
-/// is configured and can be reserved; returns the pool in use.
-pub(super) fn build(
-    options: &EngineOptions,
-) -> Result<(Engine, Option<PoolOptions>), SandboxError> {
+/// The two engines: every plugin runs on one of them, chosen when it is compiled.
+pub(super) struct Engines {
+    /// For WASI 0.2 plugins (most): no concurrency support, so no call pays for it. About 8% of a
+    /// served echo call's instructions went to wasmtime's concurrent call path when it was on.
+    pub(super) sync: Engine,
+    /// For components the first will not take: `async func`, `stream`, `future` (WASI 0.3 and
+    /// `toolhost:plugin@0.2.0`, issue 44). Instances allocated on demand, outside the pool.
+    pub(super) concurrent: Engine,
+    /// The pool in use by `sync`; `None` when allocating on demand.
+    pub(super) pool: Option<PoolOptions>,
+}
+
+/// Configure the engines (component model on; GC and stack switching off; exceptions and threads
+/// not even compiled in; fuel and epochs on; the component model's async ABI on in the concurrent
+/// one only), with the instance pool if one is configured and can be reserved.
+pub(super) fn build(options: &EngineOptions) -> Result<Engines, SandboxError> {
     let mut config = Config::new();
     config
         .wasm_component_model(true)
@@ -44,8 +58,17 @@ pub(super) fn build(
         // Map each module's initial memory from an image, copy-on-write, instead of copying its data
         // segments in on every instantiation (wasmtime's default; stated because calls rely on it).
         .memory_init_cow(true);
+    let engine_error = |e: wasmtime::Error| SandboxError::Engine(format!("{e:#}"));
+    let mut concurrent = config.clone();
+    concurrent
+        .concurrency_support(true)
+        .wasm_component_model_async(true);
+    let concurrent = Engine::new(&concurrent).map_err(engine_error)?;
+    config
+        .wasm_component_model_async(false)
+        .concurrency_support(false);
     let mut pool = options.pool;
-    let engine = match &options.pool {
+    let sync = match &options.pool {
         None => Engine::new(&config),
         Some(p) => {
             let mut pooled = config.clone();
@@ -63,8 +86,12 @@ pub(super) fn build(
             })
         }
     }
-    .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
-    Ok((engine, pool))
+    .map_err(engine_error)?;
+    Ok(Engines {
+        sync,
+        concurrent,
+        pool,
+    })
 }
 
 pub(super) fn check_header(bytes: &[u8]) -> Result<(), SandboxError> {
@@ -81,8 +108,8 @@ pub(super) fn check_header(bytes: &[u8]) -> Result<(), SandboxError> {
     }
 }
 
-pub(super) fn names(component: &Component, engine: &Engine, imports: bool) -> Vec<String> {
-    let ty = component.component_type();
+pub(super) fn names(component: &Component, imports: bool) -> Vec<String> {
+    let (ty, engine) = (component.component_type(), component.engine());
     if imports {
         ty.imports(engine).map(|(n, _)| n.to_string()).collect()
     } else {

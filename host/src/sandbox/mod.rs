@@ -37,6 +37,7 @@ mod state;
 mod store;
 mod thread;
 mod ticker;
+mod updates;
 
 use std::fs::Metadata;
 use std::path::PathBuf;
@@ -44,7 +45,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use wasmtime::Engine;
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::Linker;
 
 pub use self::calling::{NestedCalls, NestedFailure};
 pub use self::capability::{CallIo, CapabilityError};
@@ -59,7 +60,7 @@ use self::cache::{CompileCache, sha256_hex};
 use self::digests::FileDigests;
 use self::engine::{check_header, names};
 use self::generic::GenericCall;
-use self::plugin::{Compiler, Kind};
+use self::plugin::{Compiler, Kind, Linked};
 use self::run::Runner;
 use self::state::{Capabilities, State};
 use self::ticker::Ticker;
@@ -69,8 +70,7 @@ use toolhost_policy::grants::{Grants, Limits};
 /// The engine, the linker with exactly the host interfaces plugins may import, the capabilities
 /// that decide what each plugin gets, and the epoch ticker.
 pub struct Sandbox {
-    engine: Engine,
-    /// The linker and the compile cache, shared with the threads that load plugins.
+    /// The linkers and the compile caches of both engines, shared with the threads that load plugins.
     compiler: Compiler,
     /// Plugin files' hashes, by what `stat` says of them.
     digests: FileDigests,
@@ -85,38 +85,44 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// Configure the engine (component model on; GC and stack switching off; exceptions, threads and
-    /// component-model-async not even compiled in; fuel and epochs on), link the capabilities' host
-    /// interfaces, start the ticker.
+    /// Configure the engine (component model and its async ABI on; GC and stack switching off;
+    /// exceptions and threads not even compiled in; fuel and epochs on), link the capabilities'
+    /// host interfaces (WASI 0.2 and 0.3 side by side), start the ticker.
     pub fn new(options: &EngineOptions) -> Result<Self, SandboxError> {
-        let (engine, pool) = engine::build(options)?;
-        let mut linker = Linker::<State>::new(&engine);
-        Capabilities::link(&mut linker)?;
-        let cache = match &options.cache_dir {
-            Some(dir) => match CompileCache::open(dir, &engine) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    tracing::warn!(dir = %dir.display(), error = %e, "compile cache disabled");
-                    None
-                }
-            },
-            None => None,
-        };
-        let ticking = engine.clone();
-        let ticker = Ticker::start(move || ticking.increment_epoch())
-            .map_err(|e| SandboxError::Engine(format!("cannot start the epoch ticker: {e}")))?;
-        let digests = FileDigests::open(cache.as_ref());
-        let files = FileBudget::for_process(options.open_files);
-        Ok(Self {
-            engine: engine.clone(),
-            digests,
-            compiler: Compiler {
-                engine,
+        let engines = engine::build(options)?;
+        let linked = |engine: &Engine, concurrent: bool| -> Result<Linked, SandboxError> {
+            let mut linker = Linker::<State>::new(engine);
+            Capabilities::link(&mut linker, concurrent)?;
+            let cache = options.cache_dir.as_ref().and_then(|dir| {
+                CompileCache::open(dir, engine)
+                    .inspect_err(|e| {
+                        tracing::warn!(dir = %dir.display(), error = %e, "compile cache disabled");
+                    })
+                    .ok()
+            });
+            Ok(Linked {
+                engine: engine.clone(),
                 linker: Arc::new(linker),
                 cache: cache.map(Arc::new),
-            },
+            })
+        };
+        let compiler = Compiler {
+            sync: linked(&engines.sync, false)?,
+            concurrent: linked(&engines.concurrent, true)?,
+        };
+        let (sync, concurrent) = (engines.sync.clone(), engines.concurrent.clone());
+        let ticker = Ticker::start(move || {
+            sync.increment_epoch();
+            concurrent.increment_epoch();
+        })
+        .map_err(|e| SandboxError::Engine(format!("cannot start the epoch ticker: {e}")))?;
+        let digests = FileDigests::open(compiler.cache());
+        let files = FileBudget::for_process(options.open_files);
+        Ok(Self {
+            digests,
+            compiler,
             ticker,
-            pool,
+            pool: engines.pool,
             capabilities: Capabilities::new(&files),
             files,
         })
@@ -147,7 +153,7 @@ impl Sandbox {
     /// Forget the files no reload asked about since the last save, and keep the memo of hashes
     /// for a restart.
     pub fn save_digests(&self) {
-        self.digests.save(self.compiler.cache.as_deref());
+        self.digests.save(self.compiler.cache());
     }
 
     /// How instances are allocated, in a few words (for logs and benchmarks).
@@ -165,17 +171,20 @@ impl Sandbox {
     /// What a component file imports and exports, and whether it would load.
     pub fn inspect(&self, bytes: &[u8]) -> Result<Inspection, SandboxError> {
         check_header(bytes)?;
-        let component = Component::from_binary(&self.engine, bytes)
-            .map_err(|e| SandboxError::Invalid(format!("{e:#}")))?;
-        let (problem, (tools, skipped)) = match self.compiler.link(&component, bytes) {
-            Err(e) => (Some(e.to_string()), Default::default()),
-            Ok(Kind::Contract(_)) => (None, Default::default()),
-            Ok(Kind::Generic(g)) => (None, (g.tools.clone(), g.skipped.clone())),
+        let component = self.compiler.component(bytes)?;
+        let (problem, contract, tools, skipped) = match self.compiler.link(&component, bytes) {
+            Err(e) => (Some(e.to_string()), None, Vec::new(), Vec::new()),
+            Ok(Kind::Contract(_)) => (None, Some("toolhost:plugin@0.1.0"), Vec::new(), Vec::new()),
+            Ok(Kind::AsyncContract(_)) => {
+                (None, Some("toolhost:plugin@0.2.0"), Vec::new(), Vec::new())
+            }
+            Ok(Kind::Generic(g)) => (None, None, g.tools.clone(), g.skipped.clone()),
         };
         Ok(Inspection {
-            imports: names(&component, &self.engine, true),
-            exports: names(&component, &self.engine, false),
+            imports: names(&component, true),
+            exports: names(&component, false),
             problem,
+            contract,
             tools,
             skipped,
         })
@@ -201,23 +210,20 @@ impl Sandbox {
     /// Whether the compile cache has an entry for the component with `content_hash`: a hint (the
     /// entry is not checked) that loading it will not compile.
     pub fn is_cached(&self, content_hash: &str) -> bool {
-        self.compiler
-            .cache
-            .as_ref()
-            .is_some_and(|c| c.has(content_hash))
+        self.compiler.has_cached(content_hash)
     }
 
     /// What the contract plugin with `content_hash` described when it was first loaded, if the
     /// compile cache holds an authentic record of it. Reads a small file.
     pub fn described(&self, content_hash: &str) -> Option<Vec<GuestSpec>> {
-        let bytes = self.compiler.cache.as_ref()?.description(content_hash)?;
+        let bytes = self.compiler.cache()?.description(content_hash)?;
         serde_json::from_slice(&bytes).ok()
     }
 
     /// Keep what a contract plugin described, for [`Self::described`] after a restart. Only a
     /// description that passed the registry's checks: a restart trusts it without compiling it.
     pub fn remember_description(&self, content_hash: &str, specs: &[GuestSpec]) {
-        if let (Some(cache), Ok(json)) = (&self.compiler.cache, serde_json::to_vec(specs)) {
+        if let (Some(cache), Ok(json)) = (self.compiler.cache(), serde_json::to_vec(specs)) {
             cache.put_description(content_hash, &json);
         }
     }
@@ -267,12 +273,13 @@ impl Sandbox {
             tools: None,
             credentials: Vec::new(),
         };
-        let Ok(Kind::Contract(pre)) = self.compiler.code(&bare.plugin).await else {
-            return RunReport::refused(RunError::Setup(
+        match self.compiler.code(&bare.plugin).await {
+            Ok(Kind::Contract(pre)) => self.runner().describe(&bare, io, pre).await,
+            Ok(Kind::AsyncContract(pre)) => self.runner().describe_v2(&bare, io, pre).await,
+            _ => RunReport::refused(RunError::Setup(
                 "a generic plugin has no describe export".into(),
-            ));
-        };
-        self.runner().describe(&bare, io, pre).await
+            )),
+        }
     }
 
     /// Run `tool` with `input` (JSON text) in a fresh store with the plugin's grants and limits.
@@ -299,6 +306,7 @@ impl Sandbox {
         };
         let report = match kind {
             Kind::Contract(pre) => runner.call(prepared, io, pre, tool, input).await,
+            Kind::AsyncContract(pre) => runner.call_v2(prepared, io, pre, tool, input).await,
             Kind::Generic(g) => match GenericCall::new(g, tool, &input) {
                 Ok(call) => {
                     runner
@@ -316,7 +324,6 @@ impl Sandbox {
     /// What running a call needs of the sandbox.
     fn runner(&self) -> Runner<'_> {
         Runner {
-            engine: &self.engine,
             ticker: &self.ticker,
             capabilities: &self.capabilities,
             secrets: None,

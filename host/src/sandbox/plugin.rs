@@ -9,9 +9,11 @@ use tokio::sync::OnceCell;
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
-use super::bindings::PluginPre;
+use super::bindings::{PluginPre, v2};
 use super::cache::{CompileCache, sha256_hex};
-use super::engine::{TOOL_EXPORT, check_header, describe_link_error, list_or_none, names};
+use super::engine::{
+    TOOL_EXPORT, TOOL_EXPORT_V2, check_header, describe_link_error, list_or_none, names,
+};
 use super::error::SandboxError;
 use super::generic::{self, Functions, Generic};
 use super::state::State;
@@ -35,6 +37,8 @@ pub struct Plugin {
 pub(crate) enum Kind {
     /// It implements `toolhost:plugin`: `describe` names its tools, `call` runs them.
     Contract(PluginPre<State>),
+    /// It implements `toolhost:plugin@0.2.0` (WASI 0.3): the same, with `call` async.
+    AsyncContract(v2::PluginPre<State>),
     /// Each function it exports is a tool.
     Generic(Arc<Generic>),
 }
@@ -45,7 +49,7 @@ impl Plugin {
     /// (Only contract plugins are loaded late, so a generic plugin's code is always here.)
     pub fn generic(&self) -> Option<(&[GenericTool], &[Skipped])> {
         match self.code.get()? {
-            Kind::Contract(_) => None,
+            Kind::Contract(_) | Kind::AsyncContract(_) => None,
             Kind::Generic(g) => Some((&g.tools, &g.skipped)),
         }
     }
@@ -67,47 +71,99 @@ impl Plugin {
     }
 }
 
-/// What compiling and linking needs, shared with the blocking threads that do it.
+/// What compiling and linking needs, shared with the blocking threads that do it: for each engine
+/// ([`super::engine::Engines`]), its linker and its compile cache.
 #[derive(Clone)]
 pub(crate) struct Compiler {
+    pub(crate) sync: Linked,
+    pub(crate) concurrent: Linked,
+}
+
+/// One engine, the linker with exactly the host interfaces plugins may import, and its cache.
+#[derive(Clone)]
+pub(crate) struct Linked {
     pub(crate) engine: Engine,
     pub(crate) linker: Arc<Linker<State>>,
     pub(crate) cache: Option<Arc<CompileCache>>,
 }
 
 impl Compiler {
-    /// The compiled component with `content_hash`, if the cache holds an authentic entry.
+    /// The compiled component with `content_hash`, if a cache holds an authentic entry.
     fn cached(&self, content_hash: &str) -> Option<Component> {
-        self.cache.as_ref()?.get(&self.engine, content_hash)
+        let get = |l: &Linked| l.cache.as_ref()?.get(&l.engine, content_hash);
+        get(&self.sync).or_else(|| get(&self.concurrent))
+    }
+
+    /// Whether a cache has an entry for `content_hash` (not checked).
+    pub(crate) fn has_cached(&self, content_hash: &str) -> bool {
+        [&self.sync, &self.concurrent]
+            .iter()
+            .any(|l| l.cache.as_ref().is_some_and(|c| c.has(content_hash)))
+    }
+
+    /// The cache that keeps what contract plugins described (the sync engine's).
+    pub(crate) fn cache(&self) -> Option<&CompileCache> {
+        self.sync.cache.as_deref()
+    }
+
+    /// Compile `bytes` for the sync engine, or, when it does not take them (an `async` function,
+    /// a stream), for the concurrent one. When neither does, the concurrent engine's error says
+    /// why: it takes everything the other does.
+    pub(crate) fn component(&self, bytes: &[u8]) -> Result<Component, SandboxError> {
+        Component::from_binary(&self.sync.engine, bytes)
+            .or_else(|_| Component::from_binary(&self.concurrent.engine, bytes))
+            .map_err(|e| SandboxError::Invalid(format!("{e:#}")))
     }
 
     /// Compile `bytes` (whose SHA-256 is `content_hash`) and cache the result.
     fn compile(&self, bytes: &[u8], content_hash: &str) -> Result<Component, SandboxError> {
-        let c = Component::from_binary(&self.engine, bytes)
-            .map_err(|e| SandboxError::Invalid(format!("{e:#}")))?;
-        if let Some(cache) = &self.cache {
+        let c = self.component(bytes)?;
+        if let Some(cache) = &self.linked(&c).cache {
             cache.put(content_hash, &c);
         }
         Ok(c)
     }
 
+    /// The engine, linker and cache `component` was compiled for.
+    fn linked(&self, component: &Component) -> &Linked {
+        if Engine::same(component.engine(), &self.sync.engine) {
+            &self.sync
+        } else {
+            &self.concurrent
+        }
+    }
+
     /// Link a component: as a contract plugin when it exports `toolhost:plugin/tool`, otherwise as
     /// a generic one (`bytes` gives its doc comments).
     pub(crate) fn link(&self, component: &Component, bytes: &[u8]) -> Result<Kind, SandboxError> {
+        let linked = self.linked(component);
         let contract = component
             .component_type()
-            .exports(&self.engine)
-            .any(|(name, _)| name == TOOL_EXPORT);
-        let instance_pre = self
+            .exports(&linked.engine)
+            .find_map(|(name, _)| {
+                [TOOL_EXPORT, TOOL_EXPORT_V2]
+                    .into_iter()
+                    .find(|&c| c == name)
+            });
+        let instance_pre = linked
             .linker
             .instantiate_pre(component)
             .map_err(|e| SandboxError::Contract(describe_link_error(&e)))?;
-        if contract {
-            return PluginPre::new(instance_pre)
-                .map(Kind::Contract)
-                .map_err(|e| SandboxError::Contract(format!("{e:#}")));
+        let unlike = |e: wasmtime::Error| SandboxError::Contract(format!("{e:#}"));
+        match contract {
+            Some(TOOL_EXPORT) => {
+                return PluginPre::new(instance_pre)
+                    .map(Kind::Contract)
+                    .map_err(unlike);
+            }
+            Some(_) => {
+                return v2::PluginPre::new(instance_pre)
+                    .map(Kind::AsyncContract)
+                    .map_err(unlike);
+            }
+            None => {}
         }
-        let (found, skipped) = generic::read(component, &self.engine);
+        let (found, skipped) = generic::read(component, &linked.engine);
         if found.is_empty() {
             let why: Vec<String> = skipped
                 .iter()
@@ -116,7 +172,7 @@ impl Compiler {
             return Err(SandboxError::NoTools(format!(
                 "it exports neither `{TOOL_EXPORT}` nor a function that can be a tool (exports: {})",
                 list_or_none(if why.is_empty() {
-                    names(component, &self.engine, false)
+                    names(component, false)
                 } else {
                     why
                 })
@@ -152,7 +208,7 @@ impl Compiler {
             }
         };
         match self.link(&component, &bytes)? {
-            kind @ Kind::Contract(_) => Ok(kind),
+            kind @ (Kind::Contract(_) | Kind::AsyncContract(_)) => Ok(kind),
             Kind::Generic(_) => Err(SandboxError::Changed {
                 file: file.display().to_string(),
                 reason: "its compiled code no longer implements the toolhost:plugin contract"

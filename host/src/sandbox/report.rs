@@ -130,22 +130,31 @@ impl<T> RunReport<T> {
     }
 }
 
-impl From<super::bindings::toolhost::plugin::types::ToolSpec> for GuestSpec {
-    fn from(s: super::bindings::toolhost::plugin::types::ToolSpec) -> Self {
-        use super::bindings::toolhost::plugin::types::ToolHints as H;
-        Self {
-            name: s.name,
-            title: s.title,
-            description: s.description,
-            input_schema: s.input_schema,
-            output_schema: s.output_schema,
-            hints: Hints {
-                read_only: s.hints.contains(H::READ_ONLY),
-                destructive: s.hints.contains(H::DESTRUCTIVE),
-                idempotent: s.hints.contains(H::IDEMPOTENT),
-                open_world: s.hints.contains(H::OPEN_WORLD),
-            },
-            permission_subject: s.permission_subject,
+/// `From` a contract's `tool-spec` (the same record in 0.1 and 0.2, generated twice).
+macro_rules! spec_from {
+    ($($types:ident),+) => {$(
+        impl From<$types::ToolSpec> for GuestSpec {
+            fn from(s: $types::ToolSpec) -> Self {
+                use $types::ToolHints as H;
+                Self {
+                    name: s.name,
+                    title: s.title,
+                    description: s.description,
+                    input_schema: s.input_schema,
+                    output_schema: s.output_schema,
+                    hints: Hints {
+                        read_only: s.hints.contains(H::READ_ONLY),
+                        destructive: s.hints.contains(H::DESTRUCTIVE),
+                        idempotent: s.hints.contains(H::IDEMPOTENT),
+                        open_world: s.hints.contains(H::OPEN_WORLD),
+                    },
+                    permission_subject: s.permission_subject,
+                }
+            }
         }
-    }
+    )+};
 }
+
+use super::bindings::toolhost::plugin::types as v1_types;
+use super::bindings::v2::toolhost::plugin::types as v2_types;
+spec_from!(v1_types, v2_types);

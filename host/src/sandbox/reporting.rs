@@ -1,15 +1,18 @@
 //! The reporting capability: the contract's `toolhost:plugin/host` interface, through which a
-//! plugin logs and reports progress. Log lines go to the daemon's log; progress goes to the host
-//! service the caller lent the call ([`CallIo::progress`](super::CallIo::progress)), if any. Both
-//! are cut, kept to one line and redacted of the plugin's secrets; neither can fail the call.
+//! plugin logs and reports progress (0.1), or streams its updates (0.2, [`super::updates`]). Log
+//! lines go to the daemon's log; progress goes to the host service the caller lent the call
+//! ([`CallIo::progress`](super::CallIo::progress)), if any. Both are cut, kept to one line and
+//! redacted of the plugin's secrets; neither can fail the call.
 
 use std::sync::Arc;
 
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::{Access, HasData, Linker, StreamReader};
 
 use super::bindings::toolhost::plugin::host::{Host, LogLevel};
+use super::bindings::v2;
 use super::capability::{CallInputs, Capability, CapabilityError, PluginSettings};
 use super::secrets::Secrets;
+use super::updates::UpdatesConsumer;
 use toolhost_policy::call::{Progress, ProgressSink};
 
 /// Longest log or progress message a guest may send per host call; the rest is cut.
@@ -32,6 +35,8 @@ pub(crate) struct Reporter {
     progress: Option<ProgressSink>,
     secrets: Arc<Secrets>,
     log_lines: u64,
+    /// Whether the call has handed over its stream of updates (0.2: one per call).
+    streaming: bool,
 }
 
 /// What one `toolhost:plugin/host` call sees: the call's reporter and the plugin's name.
@@ -61,6 +66,13 @@ impl<S: ReportingView + 'static> Capability<S> for Reporting {
         host::add_to_linker::<S, HostInterface>(linker, S::reporting)
     }
 
+    /// And `toolhost:plugin/host@0.2.0`, for WASI 0.3 plugins.
+    fn link_concurrent(linker: &mut Linker<S>) -> wasmtime::Result<()> {
+        use v2::toolhost::plugin::{host, types};
+        types::add_to_linker::<S, HostInterface>(linker, S::reporting)?;
+        host::add_to_linker::<S, HostInterface>(linker, S::reporting)
+    }
+
     fn bind(&self, _plugin: &PluginSettings<'_>) -> Result<(), CapabilityError> {
         Ok(())
     }
@@ -70,6 +82,7 @@ impl<S: ReportingView + 'static> Capability<S> for Reporting {
             progress: call.io.progress.clone(),
             secrets: call.secrets.clone(),
             log_lines: 0,
+            streaming: false,
         })
     }
 }
@@ -96,6 +109,47 @@ impl Host for Reports<'_> {
     }
 
     fn log(&mut self, level: LogLevel, message: String) {
+        self.log_line(level, message);
+    }
+}
+
+impl v2::toolhost::plugin::types::Host for Reports<'_> {}
+
+impl v2::toolhost::plugin::host::Host for Reports<'_> {
+    fn log(&mut self, level: v2::toolhost::plugin::host::LogLevel, message: String) {
+        use v2::toolhost::plugin::host::LogLevel as V2;
+        let level = match level {
+            V2::Trace => LogLevel::Trace,
+            V2::Debug => LogLevel::Debug,
+            V2::Info => LogLevel::Info,
+            V2::Warn => LogLevel::Warn,
+            V2::Error => LogLevel::Error,
+        };
+        self.log_line(level, message);
+    }
+}
+
+impl<S: ReportingView + 'static> v2::toolhost::plugin::host::HostWithStore<S> for HostInterface {
+    /// Read the call's updates into its progress sink; a second stream is closed at once.
+    fn updates(
+        mut store: Access<'_, S, Self>,
+        mut updates: StreamReader<v2::toolhost::plugin::types::Update>,
+    ) {
+        let reports = store.get();
+        let r = &mut *reports.reporter;
+        if std::mem::replace(&mut r.streaming, true) {
+            let _ = updates.close(&mut store);
+            return;
+        }
+        let consumer = UpdatesConsumer::new(r.progress.clone(), r.secrets.clone());
+        // Fails only for a stream already closed, which the guest cannot hand over.
+        let _ = updates.pipe(&mut store, consumer);
+    }
+}
+
+impl Reports<'_> {
+    /// One log line of the plugin's, cut, escaped and redacted; past [`MAX_LOG_LINES`] dropped.
+    fn log_line(&mut self, level: LogLevel, message: String) {
         let r = &mut *self.reporter;
         r.log_lines += 1;
         if r.log_lines > MAX_LOG_LINES {

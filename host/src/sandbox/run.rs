@@ -5,10 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmtime::{Engine, Store};
+use wasmtime::Store;
 
 use super::bindings::PluginPre;
 use super::bindings::exports::toolhost::plugin::tool::ToolError;
+use super::bindings::v2;
 use super::capability::{CallInputs, CallIo};
 use super::limiter::MemoryLimiter;
 use super::output::CappedOutput;
@@ -25,7 +26,6 @@ const GRACE: Duration = Duration::from_secs(1);
 
 /// What running a call needs of the sandbox.
 pub(crate) struct Runner<'a> {
-    pub(crate) engine: &'a Engine,
     pub(crate) ticker: &'a Ticker,
     pub(crate) capabilities: &'a Capabilities,
     /// The call's secrets, when they differ from the plugin's (the caller brought credentials).
@@ -62,6 +62,51 @@ impl Runner<'_> {
                 .toolhost_plugin_tool()
                 .call_call(store, &tool, &input)
                 .await?;
+            Ok(r.map(|o| GuestOutput {
+                content: o.content,
+                structured: o.structured,
+            })
+            .map_err(|e| match e {
+                ToolError::InvalidInput(m) => GuestError::InvalidInput(m),
+                ToolError::Failed(m) => GuestError::Failed(m),
+            }))
+        })
+        .await
+    }
+
+    /// Ask a WASI 0.3 contract plugin (`toolhost:plugin@0.2.0`) which tools it provides.
+    pub(crate) async fn describe_v2(
+        &self,
+        prepared: &Prepared,
+        io: CallIo<'_>,
+        pre: &v2::PluginPre<State>,
+    ) -> RunReport<Vec<GuestSpec>> {
+        self.run(prepared, io, pre, async |store, p| {
+            let specs = store
+                .run_concurrent(async |a| p.toolhost_plugin_tool().call_describe(a).await)
+                .await??;
+            Ok(specs.into_iter().map(GuestSpec::from).collect())
+        })
+        .await
+    }
+
+    /// Call a WASI 0.3 contract plugin's `tool` with `input` (JSON text): its `call` is an `async
+    /// func`, run with its subtasks in the call's store until it returns (whatever of them is still
+    /// running then goes with the store).
+    pub(crate) async fn call_v2(
+        &self,
+        prepared: &Prepared,
+        io: CallIo<'_>,
+        pre: &v2::PluginPre<State>,
+        tool: &str,
+        input: String,
+    ) -> RunReport<Result<GuestOutput, GuestError>> {
+        use v2::exports::toolhost::plugin::tool::ToolError;
+        let tool = tool.to_owned();
+        self.run(prepared, io, pre, async move |store, p| {
+            let r = store
+                .run_concurrent(async |a| p.toolhost_plugin_tool().call_call(a, tool, input).await)
+                .await??;
             Ok(r.map(|o| GuestOutput {
                 content: o.content,
                 structured: o.structured,
@@ -124,7 +169,7 @@ impl Runner<'_> {
                 }
             };
         let fresh = FreshStore {
-            store: Store::new(self.engine, state),
+            store: Store::new(pre.engine(), state),
             limits,
             cancel: io.cancel.clone(),
             started,

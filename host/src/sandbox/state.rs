@@ -69,11 +69,15 @@ impl Capabilities {
     /// Link exactly the interfaces a plugin may import: each capability's. Raw sockets are
     /// deliberately absent; `wasi:http` is linked for every plugin (many toolchains import it by
     /// default), and a plugin without a network grant gets every request refused when it is sent.
-    pub(crate) fn link(linker: &mut Linker<State>) -> Result<(), CapabilityError> {
-        link::<FilesAndEnv>(linker)?;
-        link::<Reporting>(linker)?;
-        link::<Network>(linker)?;
-        link::<Calling>(linker)?;
+    /// `concurrent`: the linker is the concurrent engine's, which also runs WASI 0.3 plugins.
+    pub(crate) fn link(
+        linker: &mut Linker<State>,
+        concurrent: bool,
+    ) -> Result<(), CapabilityError> {
+        link::<FilesAndEnv>(linker, concurrent)?;
+        link::<Reporting>(linker, concurrent)?;
+        link::<Network>(linker, concurrent)?;
+        link::<Calling>(linker, concurrent)?;
         Ok(())
     }
 
@@ -130,9 +134,17 @@ impl State {
     }
 }
 
-/// Link capability `C`; an error names it.
-fn link<C: Capability<State>>(linker: &mut Linker<State>) -> Result<(), CapabilityError> {
-    C::link(linker).map_err(|e| CapabilityError::new(C::NAME, format!("cannot link: {e:#}")))
+/// Link capability `C` (and its WASI 0.3 part when `concurrent`); an error names it.
+fn link<C: Capability<State>>(
+    linker: &mut Linker<State>,
+    concurrent: bool,
+) -> Result<(), CapabilityError> {
+    C::link(linker)
+        .and_then(|()| match concurrent {
+            true => C::link_concurrent(linker),
+            false => Ok(()),
+        })
+        .map_err(|e| CapabilityError::new(C::NAME, format!("cannot link: {e:#}")))
 }
 
 impl WasiView for State {

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::{Instance, InstancePre, ResourceTableError};
-use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
-use super::bindings::{Plugin as PluginWorld, PluginPre};
+use super::bindings::{Plugin as PluginWorld, PluginPre, v2};
 use super::budget::BudgetExhausted;
 use super::limiter::MemoryLimitHit;
 use super::output::CappedOutput;
@@ -31,6 +31,8 @@ const MAX_HANDLES: usize = 1024;
 pub(super) trait Instantiate {
     type Instance;
     async fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<Self::Instance>;
+    /// The engine it was compiled for, which the store must be made on.
+    fn engine(&self) -> &Engine;
 }
 
 impl Instantiate for PluginPre<State> {
@@ -38,12 +40,28 @@ impl Instantiate for PluginPre<State> {
     async fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<PluginWorld> {
         self.instantiate_async(store).await
     }
+    fn engine(&self) -> &Engine {
+        self.engine()
+    }
+}
+
+impl Instantiate for v2::PluginPre<State> {
+    type Instance = v2::Plugin;
+    async fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<v2::Plugin> {
+        self.instantiate_async(store).await
+    }
+    fn engine(&self) -> &Engine {
+        self.engine()
+    }
 }
 
 impl Instantiate for InstancePre<State> {
     type Instance = Instance;
     async fn instantiate(&self, store: &mut Store<State>) -> wasmtime::Result<Instance> {
         self.instantiate_async(store).await
+    }
+    fn engine(&self) -> &Engine {
+        self.engine()
     }
 }
 

@@ -4,7 +4,8 @@
 //! Its phases ([`FilesAndEnv`] implements [`Capability`]):
 //! - link once: WASI 0.2 io, clocks, random and cli, and `wasi:filesystem` (`types` through the
 //!   guard, [`GuardedFs`], and `preopens`, which adds [`root`]: the root no grant covers, so a
-//!   plugin reaching outside its grants is told which grant is missing);
+//!   plugin reaching outside its grants is told which grant is missing); WASI 0.3 cli, clocks and
+//!   random (0.3's filesystem is not linked: it would not pass the guard);
 //! - validate once, at config load (`toolhost_policy::config`): directories exist, are not
 //!   toolhost's own files, `exclude` entries and env names are sound; a bad one is a config error;
 //! - bind once per plugin, at load ([`FilesBinding`]): the granted dirs and env, and the secrets
@@ -125,6 +126,16 @@ impl<S: FilesView + 'static> Capability<S> for FilesAndEnv {
         cli::terminal_stderr::add_to_linker::<S, WasiCli>(l, S::cli)?;
         filesystem::types::add_to_linker::<S, GuardedFs>(l, S::guarded_fs)?;
         filesystem::preopens::add_to_linker::<S, GuardedFs>(l, S::guarded_fs)?;
+        Ok(())
+    }
+
+    /// WASI 0.3's cli, clocks and random beside 0.2's (their names differ by version): the same
+    /// context, so the same env, captured stdout and stderr, and empty stdin. Not 0.3's
+    /// filesystem, which would go around the guard: a plugin that imports it fails to load.
+    fn link_concurrent(l: &mut Linker<S>) -> wasmtime::Result<()> {
+        wasmtime_wasi::p3::cli::add_to_linker(l)?;
+        wasmtime_wasi::p3::clocks::add_to_linker(l)?;
+        wasmtime_wasi::p3::random::add_to_linker(l)?;
         Ok(())
     }
 

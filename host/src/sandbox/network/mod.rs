@@ -53,6 +53,12 @@ impl<S: WasiHttpView + 'static> Capability<S> for Network {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
     }
 
+    /// WASI 0.3's `wasi:http` client: it sends through the same hooks (`send_request`), so the
+    /// same grant, allowlist, secrets and caps apply.
+    fn link_concurrent(linker: &mut Linker<S>) -> wasmtime::Result<()> {
+        wasmtime_wasi_http::p3::add_to_linker(linker)
+    }
+
     fn bind(&self, plugin: &PluginSettings<'_>) -> Result<Self::Bound, CapabilityError> {
         Ok(Arc::new(Binding::new(
             plugin.name,

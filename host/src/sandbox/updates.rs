@@ -1,0 +1,116 @@
+//! The updates a WASI 0.3 plugin streams while its call runs (`toolhost:plugin@0.2.0`'s
+//! `host.updates`): read by the host as they come, each one redacted, cut and forwarded to the
+//! call's progress sink. The stream is bounded like every other output: past [`MAX_UPDATES`]
+//! items or [`MAX_UPDATE_BYTES`] bytes the host drops its end, the guest's writes then fail, and
+//! the call goes on.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use wasmtime::StoreContextMut;
+use wasmtime::component::{Source, StreamConsumer, StreamResult};
+
+use super::bindings::v2::toolhost::plugin::types::Update;
+use super::secrets::Secrets;
+use toolhost_policy::call::{Progress, ProgressSink};
+
+/// Updates one call may stream; later ones are not read.
+pub(super) const MAX_UPDATES: u64 = 1000;
+/// Bytes of text (messages and partial output) one call may stream.
+pub(super) const MAX_UPDATE_BYTES: u64 = 1 << 20;
+/// Longest text of one update passed on; the rest is cut.
+const MAX_TEXT_BYTES: usize = 4096;
+
+/// Reads one call's updates into its progress sink.
+pub(super) struct UpdatesConsumer {
+    progress: Option<ProgressSink>,
+    secrets: Arc<Secrets>,
+    items: u64,
+    bytes: u64,
+    /// Bytes of partial output so far: the progress an MCP client sees for a partial update.
+    partial: u64,
+}
+
+impl UpdatesConsumer {
+    pub(super) fn new(progress: Option<ProgressSink>, secrets: Arc<Secrets>) -> Self {
+        Self {
+            progress,
+            secrets,
+            items: 0,
+            bytes: 0,
+            partial: 0,
+        }
+    }
+
+    /// Count `update` against the bounds; pass it on if it fits. False once the stream is spent.
+    fn take(&mut self, update: Update) -> bool {
+        let text = match &update {
+            Update::Partial(text) => text.len(),
+            Update::Progress(p) => p.message.len(),
+        } as u64;
+        self.items += 1;
+        self.bytes = self.bytes.saturating_add(text);
+        if self.items > MAX_UPDATES || self.bytes > MAX_UPDATE_BYTES {
+            return false;
+        }
+        let progress = match update {
+            Update::Progress(p) => Progress {
+                done: p.done,
+                total: p.total,
+                message: self.clip(p.message),
+            },
+            Update::Partial(text) => {
+                self.partial += text.len() as u64;
+                Progress {
+                    done: self.partial,
+                    total: None,
+                    message: self.clip(text),
+                }
+            }
+        };
+        if let Some(sink) = &self.progress {
+            sink(progress);
+        }
+        true
+    }
+
+    fn clip(&self, text: String) -> String {
+        let mut text = self.secrets.redactor().redact(text);
+        if toolhost_policy::text::truncate_at_boundary(&mut text, MAX_TEXT_BYTES) {
+            text.push('…');
+        }
+        text
+    }
+}
+
+impl<D> StreamConsumer<D> for UpdatesConsumer {
+    type Item = Update;
+
+    /// Take one update per write the guest makes (each read lifts one value out of the guest, within
+    /// the store's transfer bound), so that the bounds hold to the item.
+    fn poll_consume(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        mut store: StoreContextMut<'_, D>,
+        mut source: Source<'_, Update>,
+        _finish: bool,
+    ) -> Poll<wasmtime::Result<StreamResult>> {
+        if source.remaining(&mut store) == 0 {
+            // The guest waits to be able to write: it always can.
+            return Poll::Ready(Ok(StreamResult::Completed));
+        }
+        if self.items >= MAX_UPDATES || self.bytes >= MAX_UPDATE_BYTES {
+            // Spent: the guest's write fails, so it knows the update was not taken.
+            return Poll::Ready(Ok(StreamResult::Dropped));
+        }
+        let mut one: Option<Update> = None;
+        source.read(&mut store, &mut one)?;
+        let spent = one.is_some_and(|update| !self.take(update));
+        Poll::Ready(Ok(if spent {
+            StreamResult::Dropped
+        } else {
+            StreamResult::Completed
+        }))
+    }
+}
