@@ -53,3 +53,4 @@ mod state;
 mod streaming;
 mod tasks;
 mod telemetry;
+mod wasi3;

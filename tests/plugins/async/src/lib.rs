@@ -10,6 +10,8 @@
 //!   they took together, in ms.
 //! - `spin`: never returns, never waits.
 //! - `print {text}`: writes the text to stdout, returns nothing.
+//! - `leak {name}`: streams the env var `name` as partial output and returns it.
+//! - `grow {mb}`: holds `mb` MiB at once, then returns.
 
 wit_bindgen::generate!({
     path: "../../../wit/v0.2",
@@ -57,6 +59,8 @@ impl Guest for Fixture {
             ),
             spec("spin", json!({})),
             spec("print", json!({ "text": { "type": "string" } })),
+            spec("leak", json!({ "name": { "type": "string" } })),
+            spec("grow", json!({ "mb": { "type": "integer" } })),
         ]
     }
 
@@ -133,6 +137,18 @@ impl Guest for Fixture {
             "print" => {
                 println!("{text}");
                 out("")
+            }
+            "leak" => {
+                let value =
+                    std::env::var(input["name"].as_str().unwrap_or_default()).unwrap_or_default();
+                let (mut tx, rx) = wit_stream::new::<Update>();
+                host::updates(rx);
+                tx.write_one(Update::Partial(value.clone())).await;
+                out(value)
+            }
+            "grow" => {
+                let held = vec![1u8; (number("mb", 1) as usize) << 20];
+                out(std::hint::black_box(held).len().to_string())
             }
             other => Err(ToolError::InvalidInput(format!("no tool {other}"))),
         }
