@@ -741,3 +741,49 @@ async fn a_reused_content_block_index_answers_the_second_call_as_broken_and_runs
     let recs = records(&env, &replay);
     assert_eq!(recs.len(), 3, "{recs:#?}");
 }
+
+/// A WASI 0.3 call's partial output reaches a streamed answer as `progress` events, each naming the
+/// call, before its `result`, which holds the whole (CLI and HTTP, the same events).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_batch_carries_each_calls_partial_output_as_progress_events() {
+    let env = Env::new(&["async_tools"], "[permissions]\nmode = \"bypass\"\n");
+    let stream = anthropic_stream(&[
+        ("stream", json!({ "parts": 3 })),
+        ("echo", json!({ "text": "e" })),
+    ]);
+    let check = |lines: Vec<Value>| {
+        let progress: Vec<(&Value, &Value, &Value)> = lines
+            .iter()
+            .filter(|v| v["type"] == "progress")
+            .map(|v| (&v["index"], &v["id"], &v["message"]))
+            .collect();
+        let expected: Vec<(Value, Value, Value)> = ["part 0;", "part 1;", "part 2;"]
+            .iter()
+            .map(|m| (json!(0), json!("toolu_0"), json!(m)))
+            .collect();
+        let expected: Vec<(&Value, &Value, &Value)> =
+            expected.iter().map(|(a, b, c)| (a, b, c)).collect();
+        assert_eq!(progress, expected, "{lines:#?}");
+        let at = |t: &str| {
+            lines
+                .iter()
+                .position(|v| v["type"] == t && v["index"] == 0)
+                .unwrap()
+        };
+        assert!(at("progress") < at("result"), "{lines:#?}");
+        let answer = lines.last().unwrap();
+        assert_eq!(answer["type"], "answer");
+        assert!(
+            answer.to_string().contains("part 0;part 1;part 2;"),
+            "{answer}"
+        );
+    };
+    assert!(env.run(&["list"]).status.success());
+    let (lines, _, code) = replay_cli(&env, stream.clone());
+    assert_eq!(code, Some(0), "{lines:#?}");
+    check(lines.into_iter().map(|(_, v)| v).collect());
+    let p = env.pipeline(16).await;
+    let addr = serve(p, &env.config().server).await;
+    let replay = replay_http(addr, "application/x-ndjson", stream).await;
+    check(replay.lines.into_iter().map(|(_, v)| v).collect());
+}

@@ -1,7 +1,7 @@
 //! The events a batch answered as a stream sends, the same from every front end (`POST
 //! /v1/tool-calls` with a streamed answer, `toolhost batch --stream`): `pending` while a streamed
-//! call's arguments arrive, `started` when it runs, `result` as each call ends, and last the
-//! `answer`, whole and in order.
+//! call's arguments arrive, `started` when it runs, `progress` while it runs (its plugin's progress
+//! and partial output), `result` as each call ends, and last the `answer`, whole and in order.
 
 use serde_json::{Value, json};
 
@@ -30,6 +30,20 @@ pub fn result_event(format: Format, r: &CallResult) -> Value {
         "error_kind": r.outcome.error_kind(),
         "call_id": r.outcome.call_id,
         "item": item(format, r),
+    })
+}
+
+/// A `progress` event: what call `index` (the model's `id`, tool `name`) reported while running.
+/// A WASI 0.3 plugin's partial output is its `message`, `done` counting the bytes so far.
+pub fn progress_event(index: usize, id: &str, name: &str, p: &crate::exec::Progress) -> Value {
+    json!({
+        "type": "progress",
+        "index": index,
+        "id": id,
+        "name": name,
+        "done": p.done,
+        "total": p.total,
+        "message": p.message,
     })
 }
 

@@ -14,7 +14,10 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::AuditRecord;
-use crate::exec::{Approver, CallOutcome, CallRequest, Deadline, ErrorKind, Pipeline, Ticket};
+use crate::exec::{
+    Approver, CallOutcome, CallRequest, Deadline, ErrorKind, Pipeline, Progress, ProgressSink,
+    Ticket,
+};
 use crate::registry::Catalog;
 use toolhost_policy::batch::{
     Batch, BatchReport, BrokenCall, Call, CallResult, ParsedCall, Sharing, id_and_name, partition,
@@ -44,7 +47,14 @@ pub struct BatchOptions {
     /// The batch's admission ([`Pipeline::admit`]); without one each call is admitted (or, once
     /// shutdown has started, refused) by the pipeline on its own.
     pub admitted: Option<Ticket>,
+    /// Where each running call's progress and partial output go, with the call's place in the
+    /// batch (a streamed answer's `progress` events, [`super::progress_event`]); `None` drops them.
+    pub progress: Option<OnCallProgress>,
 }
+
+/// What a batch's calls report while they run: the call (its index, the id the model gave it, its
+/// tool) and its report. Called on the call's task, so it must not wait.
+pub type OnCallProgress = Arc<dyn Fn(usize, &str, &str, Progress) + Send + Sync>;
 
 impl Default for BatchOptions {
     fn default() -> Self {
@@ -55,6 +65,7 @@ impl Default for BatchOptions {
             trace: None,
             deadline: None,
             admitted: None,
+            progress: None,
         }
     }
 }
@@ -174,7 +185,10 @@ impl Calls {
             input: ready.input.clone(),
             parent_id: Some(batch_id.to_string()),
             origin: ORIGIN,
-            progress: None,
+            progress: options.progress.clone().map(|report| {
+                let (id, name) = (ready.id.clone(), ready.name.clone());
+                Arc::new(move |p| report(index, &id, &name, p)) as ProgressSink
+            }),
             cancel: cancel.clone(),
             approver: options.approver.clone(),
             caller: options.caller.clone(),

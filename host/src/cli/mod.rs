@@ -234,15 +234,20 @@ async fn batch_stream(
     let opened = toolhost::batch::open(Decoder::new(format), stdin_chunks())
         .await
         .map_err(Failure::Stream)?;
-    let options = batch_options(concurrency);
-    let cancel = cancel_on_ctrl_c();
-    let batch_id = toolhost::batch::new_batch_id();
-    let answer_format = opened.format();
     let print = |event: &Value| {
         let mut out = std::io::stdout().lock();
         // A reader that went away loses the lines; the calls still end and are recorded.
         let _ = writeln!(out, "{event}").and_then(|()| out.flush());
     };
+    let options = toolhost::batch::BatchOptions {
+        progress: Some(std::sync::Arc::new(move |index, id, name, p| {
+            print(&toolhost::batch::progress_event(index, id, name, &p));
+        })),
+        ..batch_options(concurrency)
+    };
+    let cancel = cancel_on_ctrl_c();
+    let batch_id = toolhost::batch::new_batch_id();
+    let answer_format = opened.format();
     let streamed = opened
         .run(host.pipeline(), &batch_id, &options, &cancel, |progress| {
             print(&progress.event(answer_format).1);

@@ -99,6 +99,7 @@ impl Run {
                 trace,
                 deadline: Some(Deadline::after(api.request_timeout)),
                 admitted: api.shared.pipeline.admit().ok(),
+                progress: None,
             },
             cancel: CancellationToken::new(),
             _slot: None,

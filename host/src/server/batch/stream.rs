@@ -64,6 +64,8 @@ pub(super) fn delivery(stream: Option<&str>, headers: &HeaderMap) -> Result<Deli
 pub(super) fn stream(run: Run, batch: batch::Batch, delivery: Delivery) -> Response {
     let format = batch.format;
     streaming(run.cancel.clone(), delivery, move |lines| async move {
+        let mut run = run;
+        run.options.progress = Some(progress_to(&lines, delivery));
         let results = lines.clone();
         let report = run
             .execute(batch, move |r| {
@@ -88,6 +90,8 @@ where
     // Shutting down: the stream is read no further (its open calls are cut), what runs finishes.
     let opened = opened.until(run.api.shared.pipeline.stopping().clone());
     streaming(run.cancel.clone(), delivery, move |lines| async move {
+        let mut run = run;
+        run.options.progress = Some(progress_to(&lines, delivery));
         let events = lines.clone();
         let on_progress = move |progress: Progress<'_>| {
             let (name, event) = progress.event(format);
@@ -108,6 +112,16 @@ where
         let streamed = run.bounded(work, |s| s.report.has_errors()).await;
         let answer = answer_event(&streamed.report, Some(&streamed));
         lines.send(frame(delivery, "answer", &answer));
+    })
+}
+
+/// `progress` events for `lines`: each call's progress and partial output as it runs. Offered like
+/// `pending` (dropped for a client far behind): the result carries the whole either way.
+fn progress_to(lines: &Lines, delivery: Delivery) -> batch::OnCallProgress {
+    let lines = lines.clone();
+    Arc::new(move |index, id, name, p| {
+        let event = batch::progress_event(index, id, name, &p);
+        lines.offer(frame(delivery, "progress", &event));
     })
 }
 
