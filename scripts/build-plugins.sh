@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the Rust guest components (wasm32-wasip2) with one cargo invocation:
-#   example plugins -> plugins/{echo,math,fs,fetch,github,search_tools}.wasm
+#   example plugins -> plugins/{echo,math,fs,fetch,github,search_tools,fetch_many}.wasm (fetch_many: WASI 0.3)
 #   test fixtures   -> target/fixtures/{hostile,describe_traps,...,async_tools}.wasm (async_tools: WASI 0.3)
 # Needs only rustup and cargo; callable from any directory.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
@@ -17,7 +17,7 @@ while [ $# -gt 0 ]; do
 done
 
 target=wasm32-wasip2
-examples=(echo math fs fetch github search_tools)
+examples=(echo math fs fetch github search_tools fetch_many)
 fixtures=(hostile generic async_tools)
 # Example targets of the contract crate, one component each.
 contract=(describe_traps describe_spins bad_schema dup_names bad_name many_tools net_import tool_caller)
@@ -37,6 +37,7 @@ cargo build --release --target "$target" --lib --examples \
     -p toolhost-plugin-fetch \
     -p toolhost-plugin-github \
     -p toolhost-plugin-search \
+    -p toolhost-plugin-fetch-many \
     -p toolhost-fixture-hostile \
     -p toolhost-fixture-contract \
     -p toolhost-fixture-generic \

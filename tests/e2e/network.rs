@@ -21,6 +21,8 @@ const TOKEN: &str = "tok-3f9a7c1e-only-for-server-a";
 pub(crate) struct Seen {
     pub(crate) path: String,
     pub(crate) headers: Vec<(String, String)>,
+    /// When its head was read.
+    pub(crate) at: Instant,
 }
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 with fixed routes; it records every request.
@@ -79,6 +81,7 @@ fn serve(stream: TcpStream, port: u16, log: &Mutex<Vec<Seen>>) -> std::io::Resul
     log.lock().unwrap().push(Seen {
         path: path.clone(),
         headers: headers.clone(),
+        at: Instant::now(),
     });
     let mut out = stream;
     let respond = |out: &mut TcpStream, status: &str, ctype: &str, extra: &str, body: &[u8]| {
@@ -133,6 +136,20 @@ fn serve(stream: TcpStream, port: u16, log: &Mutex<Vec<Seen>>) -> std::io::Resul
             // A sleep on purpose: a body that stalls midway, for the plugin's read timeout.
             std::thread::sleep(Duration::from_secs(5));
             out.write_all(&[b'z'; 990])
+        }
+        "/delay" => {
+            // A sleep on purpose: an answer that takes `ms`, to show requests waiting together.
+            let ms = path
+                .split_once("ms=")
+                .map_or(0, |(_, ms)| ms.parse().unwrap_or(0));
+            std::thread::sleep(Duration::from_millis(ms));
+            respond(
+                &mut out,
+                "200 OK",
+                "text/plain",
+                "",
+                format!("waited {ms} ms").as_bytes(),
+            )
         }
         "/image" => respond(&mut out, "200 OK", "image/png", "", b"\x89PNG\r\n\x1a\n"),
         "/repos/octo/hello" => {
@@ -519,4 +536,58 @@ fn github_repo_returns_structured_output_with_the_host_added_token() {
     );
     env.call("github_repo", json!({ "owner": "octo", "repo": "missing" }))
         .assert_error("tool_failed", "repository octo/missing not found");
+}
+
+/// WASI 0.3's `wasi:http`: `fetch_many` (an async call) sends its requests at once, and each one
+/// passes the same grant as 0.2's: an allowed server answers, another port is refused by name.
+#[test]
+fn fetch_many_waits_for_its_requests_together_under_the_same_allowlist() {
+    let server = Server::start();
+    let other = Server::start();
+    let env = Env::new(
+        &["fetch_many"],
+        &format!(
+            "{BYPASS}[plugins.fetch_many.network]\nallow = [{:?}]\nallow-private = true\n",
+            server.origin()
+        ),
+    );
+    let urls: Vec<String> = (0..4).map(|_| server.url("/delay?ms=1000")).collect();
+    let r = env.call("fetch_many", json!({ "urls": urls }));
+    r.assert_ok();
+    assert_eq!(
+        r.content().matches("-> 200, 14 bytes").count(),
+        4,
+        "{}",
+        r.content()
+    );
+    // Every request reached the server while the first was still waiting for its answer.
+    let seen = server.requests();
+    assert_eq!(seen.len(), 4);
+    let spread = seen[3].at - seen[0].at;
+    assert!(
+        spread < Duration::from_millis(1000),
+        "sent one after another: {spread:?}"
+    );
+    let r = env.call(
+        "fetch_many",
+        json!({ "urls": [server.url("/hello"), other.url("/hello")] }),
+    );
+    r.assert_ok();
+    let lines: Vec<&str> = r
+        .content()
+        .lines()
+        .filter(|l| l.starts_with("## "))
+        .collect();
+    assert_eq!(
+        lines[0],
+        format!("## {} -> 200, 26 bytes", server.url("/hello"))
+    );
+    assert!(
+        lines[1].contains("failed: ErrorCode::HttpRequestDenied"),
+        "{lines:?}"
+    );
+    assert!(
+        other.requests().is_empty(),
+        "the refused request reached its server"
+    );
 }
