@@ -67,6 +67,10 @@ pub(super) enum Command {
         /// tool, instead of the toolhost:plugin contract.
         #[arg(long)]
         generic: bool,
+        /// The WASI version: 0.2, or 0.3 for a plugin whose call is async and streams its updates
+        /// (the toolhost:plugin@0.2.0 contract; Rust).
+        #[arg(long, value_name = "VERSION", default_value = "0.2", value_parser = ["0.2", "0.3"])]
+        wasi: String,
     },
     /// Run the MCP daemon: on stdio by default, over Streamable HTTP with --http, or both.
     Serve {

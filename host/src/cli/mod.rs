@@ -51,9 +51,10 @@ impl Cli {
             name,
             lang,
             generic,
+            wasi,
         } = &self.command
         {
-            return new_project(name, *lang, *generic, &self.global.dirs);
+            return new_project(name, *lang, *generic, wasi, &self.global.dirs);
         }
         let g = &self.global;
         let overrides = Overrides {
@@ -79,7 +80,8 @@ impl Cli {
                 name,
                 lang,
                 generic,
-            } => new_project(&name, lang, generic, &overrides.dirs),
+                wasi,
+            } => new_project(&name, lang, generic, &wasi, &overrides.dirs),
             Command::Serve {
                 stdio,
                 http,
@@ -343,7 +345,23 @@ fn attach_docs(file: &Path, wit: &Path, out: Option<&Path>) -> Result<u8, Failur
 }
 
 /// `new`: the global `--dir` (a grant, PLUGIN=PATH, for the other commands) names the project's directory.
-fn new_project(name: &str, lang: Lang, generic: bool, dirs: &[String]) -> Result<u8, Failure> {
+fn new_project(
+    name: &str,
+    lang: Lang,
+    generic: bool,
+    wasi: &str,
+    dirs: &[String],
+) -> Result<u8, Failure> {
+    let kind = match (generic, wasi) {
+        (false, "0.3") => scaffold::Kind::Wasi3,
+        (true, "0.3") => {
+            return Err(usage(
+                "`--generic` and `--wasi 0.3` do not go together yet: a generic project is WASI 0.2",
+            ));
+        }
+        (true, _) => scaffold::Kind::Generic,
+        (false, _) => scaffold::Kind::Contract,
+    };
     let dir = match dirs {
         [] => PathBuf::from(name),
         [dir] if !dir.contains('=') => PathBuf::from(dir),
@@ -354,9 +372,13 @@ fn new_project(name: &str, lang: Lang, generic: bool, dirs: &[String]) -> Result
             ));
         }
     };
-    let project = scaffold::create(name, lang, generic, &dir)?;
+    let project = scaffold::create(name, lang, kind, &dir)?;
     let shown = project.dir.display();
-    let kind = if generic { "generic " } else { "" };
+    let kind = match kind {
+        scaffold::Kind::Contract => "",
+        scaffold::Kind::Generic => "generic ",
+        scaffold::Kind::Wasi3 => "WASI 0.3 ",
+    };
     let mut out = format!(
         "created the {kind}{lang} plugin '{}' in {shown}:\n",
         project.name

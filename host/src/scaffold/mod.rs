@@ -105,6 +105,18 @@ impl FromStr for Lang {
     }
 }
 
+/// What kind of plugin a project is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A `toolhost:plugin@0.1.0` contract plugin (WASI 0.2), in any language.
+    Contract,
+    /// A generic component: plain typed functions in its own world, each a tool (Rust).
+    Generic,
+    /// A `toolhost:plugin@0.2.0` contract plugin on WASI 0.3: `call` is async and streams its
+    /// updates (Rust).
+    Wasi3,
+}
+
 /// Why a project could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum ScaffoldError {
@@ -120,6 +132,12 @@ pub enum ScaffoldError {
          (plugins/README.md shows how) and toolhost serves its exported functions"
     )]
     NoGeneric(Lang),
+    /// `--wasi 0.3` is not offered in this language.
+    #[error(
+        "`--wasi 0.3` scaffolds Rust only for now: its toolchain (wit-bindgen's async support) is \
+         the one toolhost's own WASI 0.3 plugins are built and tested with"
+    )]
+    NoWasi3(Lang),
     /// The target directory exists and has files in it.
     #[error("{} exists and is not empty; choose another --dir", .0.display())]
     NotEmpty(PathBuf),
@@ -147,15 +165,15 @@ pub struct Project {
 }
 
 /// Write a new plugin project named `name` in `lang` into `dir`, which must be absent or empty:
-/// a contract plugin, or with `generic` a component that exports plain typed functions.
-pub fn create(name: &str, lang: Lang, generic: bool, dir: &Path) -> Result<Project, ScaffoldError> {
+/// a plugin of `kind`.
+pub fn create(name: &str, lang: Lang, kind: Kind, dir: &Path) -> Result<Project, ScaffoldError> {
     if !is_valid_name(name) || !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
         return Err(ScaffoldError::BadName(name.to_string()));
     }
-    let templates = if generic {
-        templates::generic(lang).ok_or(ScaffoldError::NoGeneric(lang))?
-    } else {
-        templates::for_lang(lang)
+    let templates = match kind {
+        Kind::Contract => templates::for_lang(lang),
+        Kind::Generic => templates::generic(lang).ok_or(ScaffoldError::NoGeneric(lang))?,
+        Kind::Wasi3 => templates::wasi3(lang).ok_or(ScaffoldError::NoWasi3(lang))?,
     };
     let io = |path: &Path| {
         let path = path.to_path_buf();
@@ -243,10 +261,11 @@ mod tests {
     #[test]
     fn fills_every_placeholder_in_every_language() {
         let generic = templates::generic(Lang::Rust).unwrap();
+        let wasi3 = templates::wasi3(Lang::Rust).unwrap();
         for (lang, templates) in Lang::ALL
             .map(|l| (l, templates::for_lang(l)))
             .into_iter()
-            .chain([(Lang::Rust, generic)])
+            .chain([(Lang::Rust, generic), (Lang::Rust, wasi3)])
         {
             for t in templates {
                 let text = render(t.path, t.text, "Word-Stats", lang);
@@ -278,7 +297,7 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    create(bad, Lang::Rust, false, &dir.path().join("p")),
+                    create(bad, Lang::Rust, Kind::Contract, &dir.path().join("p")),
                     Err(ScaffoldError::BadName(_))
                 ),
                 "{bad}"
@@ -286,7 +305,7 @@ mod tests {
         }
         std::fs::write(dir.path().join("keep.txt"), "x").unwrap();
         assert!(matches!(
-            create("ok", Lang::C, false, dir.path()),
+            create("ok", Lang::C, Kind::Contract, dir.path()),
             Err(ScaffoldError::NotEmpty(_))
         ));
     }
@@ -295,7 +314,13 @@ mod tests {
     fn writes_the_contract_a_build_script_and_a_test_for_each_language() {
         let dir = tempfile::tempdir().unwrap();
         for lang in Lang::ALL {
-            let p = create("demo", lang, false, &dir.path().join(lang.as_str())).unwrap();
+            let p = create(
+                "demo",
+                lang,
+                Kind::Contract,
+                &dir.path().join(lang.as_str()),
+            )
+            .unwrap();
             for needed in ["wit/plugin.wit", "build.sh", "test.sh", "README.md"] {
                 assert!(p.dir.join(needed).is_file(), "{lang}: no {needed}");
             }
@@ -305,7 +330,7 @@ mod tests {
         let g = create(
             "Word__Stats-2x_9",
             Lang::Rust,
-            true,
+            Kind::Generic,
             &dir.path().join("generic"),
         )
         .unwrap();
@@ -315,8 +340,20 @@ mod tests {
             "{world}"
         );
         assert!(matches!(
-            create("demo", Lang::Python, true, &dir.path().join("py-generic")),
+            create(
+                "demo",
+                Lang::Python,
+                Kind::Generic,
+                &dir.path().join("py-generic")
+            ),
             Err(ScaffoldError::NoGeneric(Lang::Python))
+        ));
+        let w = create("demo", Lang::Rust, Kind::Wasi3, &dir.path().join("wasi3")).unwrap();
+        let contract = std::fs::read_to_string(w.dir.join("wit/plugin.wit")).unwrap();
+        assert!(contract.contains("package toolhost:plugin@0.2.0;"));
+        assert!(matches!(
+            create("demo", Lang::Js, Kind::Wasi3, &dir.path().join("js-wasi3")),
+            Err(ScaffoldError::NoWasi3(Lang::Js))
         ));
         assert_eq!("JavaScript".parse::<Lang>(), Ok(Lang::Js));
         assert!(

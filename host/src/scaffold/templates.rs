@@ -110,6 +110,23 @@ const C: &[Template] = &[
     README,
 ];
 
+/// The WASI 0.3 contract (`toolhost:plugin@0.2.0`), as `wit/plugin.wit` of a WASI 0.3 project.
+const CONTRACT_V2: Template = file(
+    "wit/plugin.wit",
+    include_str!("../../../wit/v0.2/plugin.wit"),
+);
+
+/// A WASI 0.3 contract plugin in Rust: `call` is an async fn that streams its updates.
+const RUST_WASI3: &[Template] = &[
+    file("Cargo.toml", include_str!("rust-wasi3/Cargo.toml.tmpl")),
+    file("src/lib.rs", include_str!("rust-wasi3/lib.rs.tmpl")),
+    script("build.sh", include_str!("rust/build.sh.tmpl")),
+    file(".gitignore", include_str!("rust/gitignore.tmpl")),
+    CONTRACT_V2,
+    TEST_SH,
+    README,
+];
+
 /// A generic component in Rust: its own world instead of the contract.
 const GENERIC_RUST: &[Template] = &[
     file("Cargo.toml", include_str!("generic/Cargo.toml.tmpl")),
@@ -125,6 +142,14 @@ const GENERIC_RUST: &[Template] = &[
 pub(super) fn generic(lang: Lang) -> Option<&'static [Template]> {
     match lang {
         Lang::Rust => Some(GENERIC_RUST),
+        Lang::Python | Lang::Js | Lang::C => None,
+    }
+}
+
+/// The files of a WASI 0.3 project in `lang`, if `toolhost new --wasi 0.3` offers that language.
+pub(super) fn wasi3(lang: Lang) -> Option<&'static [Template]> {
+    match lang {
+        Lang::Rust => Some(RUST_WASI3),
         Lang::Python | Lang::Js | Lang::C => None,
     }
 }

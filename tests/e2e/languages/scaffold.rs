@@ -9,16 +9,18 @@ use serde_json::Value;
 use super::{heavy, toolchain_env, toolchain_ready};
 use crate::harness::{Env, root};
 
-fn scaffold_builds_and_loads_without_edits(lang: &str) {
+/// `extra` flags go to `toolhost new` (`--wasi 0.3`).
+fn scaffold_builds_and_loads_without_edits(lang: &str, extra: &[&str]) {
     if lang != "rust" && !toolchain_ready(lang, &format!("`toolhost new --lang {lang}`")) {
         return;
     }
-    let name = format!("demo_{lang}");
+    let name = format!("demo_{lang}{}", if extra.is_empty() { "" } else { "_x" });
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join(&name);
     let out = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .current_dir(dir.path())
         .args(["new", &name, "--lang", lang])
+        .args(extra)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -27,8 +29,9 @@ fn scaffold_builds_and_loads_without_edits(lang: &str) {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let kind = if extra.is_empty() { "" } else { "WASI 0.3 " };
     assert!(
-        stdout.contains(&format!("created the {lang} plugin '{name}'")),
+        stdout.contains(&format!("created the {kind}{lang} plugin '{name}'")),
         "{stdout}"
     );
     assert!(project.join("wit/plugin.wit").is_file() && project.join("build.sh").is_file());
@@ -76,22 +79,27 @@ fn scaffold_builds_and_loads_without_edits(lang: &str) {
 
 #[test]
 fn new_rust_project_builds_and_loads_without_edits() {
-    scaffold_builds_and_loads_without_edits("rust");
+    scaffold_builds_and_loads_without_edits("rust", &[]);
+}
+
+#[test]
+fn new_wasi_03_rust_project_builds_and_loads_without_edits() {
+    scaffold_builds_and_loads_without_edits("rust", &["--wasi", "0.3"]);
 }
 
 #[test]
 fn new_python_project_builds_and_loads_without_edits() {
-    scaffold_builds_and_loads_without_edits("python");
+    scaffold_builds_and_loads_without_edits("python", &[]);
 }
 
 #[test]
 fn new_js_project_builds_and_loads_without_edits() {
-    scaffold_builds_and_loads_without_edits("js");
+    scaffold_builds_and_loads_without_edits("js", &[]);
 }
 
 #[test]
 fn new_c_project_builds_and_loads_without_edits() {
-    scaffold_builds_and_loads_without_edits("c");
+    scaffold_builds_and_loads_without_edits("c", &[]);
 }
 
 #[test]
