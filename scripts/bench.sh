@@ -3,7 +3,7 @@
 #
 #   scripts/bench.sh                      every part, 7 rounds (about 6 minutes on 2 cores)
 #   scripts/bench.sh --quick              every part, fewer and shorter rounds (a few minutes once built)
-#   scripts/bench.sh --only pipeline,mcp  some parts: pipeline failures audit grep coldstart memory mcp generic stream scripts quota peers
+#   scripts/bench.sh --only pipeline,mcp  some parts: pipeline failures audit grep coldstart memory mcp generic stream scripts quota peers wasi3
 #   scripts/bench.sh --json out.json      also write every figure, per round, as JSON
 #   scripts/bench.sh --callgrind [N]      instructions per in-process echo call (valgrind; stable on a
 #                                         noisy machine, where wall-clock figures are not)

@@ -22,7 +22,13 @@ fn everything() -> Value {
     }})
 }
 
-async fn medians(p: &Pipeline, tool: &str, input: &Value, n: usize) -> Result<(f64, f64), String> {
+/// Median total and total-minus-call of `n` calls of `tool`, in microseconds.
+pub(crate) async fn medians(
+    p: &Pipeline,
+    tool: &str,
+    input: &Value,
+    n: usize,
+) -> Result<(f64, f64), String> {
     let mut times: Vec<StageTimes> = Vec::with_capacity(n);
     for _ in 0..n {
         let req = CallRequest {

@@ -31,6 +31,7 @@ mod quota;
 mod report;
 mod setup;
 mod stream;
+mod wasi3;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -45,7 +46,7 @@ usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE]
        bench --serve-floor-stdio | --serve-floor-http ADDR     (the same, each echo in a fresh sandbox; in a workspace)
 
 PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp, generic,
-stream, scripts, quota, peers
+stream, scripts, quota, peers, wasi3
 (default: all).
 --quick runs fewer, shorter rounds (a few minutes on 2 cores). Run it through scripts/bench.sh,
 which builds the plugins and the release binaries first.";
@@ -71,7 +72,7 @@ impl Options {
     }
 }
 
-const PARTS: [&str; 12] = [
+const PARTS: [&str; 13] = [
     "pipeline",
     "failures",
     "audit",
@@ -84,6 +85,7 @@ const PARTS: [&str; 12] = [
     "scripts",
     "quota",
     "peers",
+    "wasi3",
 ];
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -205,6 +207,9 @@ fn main() -> ExitCode {
         }
         if options.wants("peers") {
             peers::run(&options, &mut report).await?;
+        }
+        if options.wants("wasi3") {
+            wasi3::run(&options, &mut report).await?;
         }
         Ok::<(), String>(())
     });

@@ -37,7 +37,8 @@ pub(super) struct Engines {
     /// served echo call's instructions went to wasmtime's concurrent call path when it was on.
     pub(super) sync: Engine,
     /// For components the first will not take: `async func`, `stream`, `future` (WASI 0.3 and
-    /// `toolhost:plugin@0.2.0`, issue 44). Instances allocated on demand, outside the pool.
+    /// `toolhost:plugin@0.2.0`, issue 44). A pool of the same size as the first's, reserved apart
+    /// (address space, not memory, until instances use it).
     pub(super) concurrent: Engine,
     /// The pool in use by `sync`; `None` when allocating on demand.
     pub(super) pool: Option<PoolOptions>,
@@ -58,40 +59,48 @@ pub(super) fn build(options: &EngineOptions) -> Result<Engines, SandboxError> {
         // Map each module's initial memory from an image, copy-on-write, instead of copying its data
         // segments in on every instantiation (wasmtime's default; stated because calls rely on it).
         .memory_init_cow(true);
-    let engine_error = |e: wasmtime::Error| SandboxError::Engine(format!("{e:#}"));
     let mut concurrent = config.clone();
     concurrent
         .concurrency_support(true)
         .wasm_component_model_async(true);
-    let concurrent = Engine::new(&concurrent).map_err(engine_error)?;
     config
         .wasm_component_model_async(false)
         .concurrency_support(false);
-    let mut pool = options.pool;
-    let sync = match &options.pool {
-        None => Engine::new(&config),
-        Some(p) => {
-            let mut pooled = config.clone();
-            pooled.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling_config(p)));
-            Engine::new(&pooled).or_else(|e| {
-                // Address space can be capped (ulimit -v, some containers): run, slower, rather than not.
-                tracing::warn!(
-                    instances = p.instances,
-                    memory_mb = p.memory_bytes >> 20,
-                    "cannot reserve the instance pool ({e:#}); allocating instances on demand instead, \
-                     which makes every call slower (lower `[engine] instances` or `memory-mb`)"
-                );
-                pool = None;
-                Engine::new(&config)
-            })
-        }
-    }
-    .map_err(engine_error)?;
+    let (sync, pool) = pooled(&config, options.pool)?;
+    // A pool of its own: one instance of a 0.3 plugin costs what a 0.2 one does to set up.
+    let (concurrent, _) = pooled(&concurrent, pool)?;
     Ok(Engines {
         sync,
         concurrent,
         pool,
     })
+}
+
+/// An engine of `config` with the instance pool `pool`, or, when the pool cannot be reserved, one
+/// that allocates on demand; returns the pool in use.
+fn pooled(
+    config: &Config,
+    pool: Option<PoolOptions>,
+) -> Result<(Engine, Option<PoolOptions>), SandboxError> {
+    let engine_error = |e: wasmtime::Error| SandboxError::Engine(format!("{e:#}"));
+    let Some(p) = pool else {
+        return Ok((Engine::new(config).map_err(engine_error)?, None));
+    };
+    let mut with_pool = config.clone();
+    with_pool.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling_config(&p)));
+    match Engine::new(&with_pool) {
+        Ok(engine) => Ok((engine, Some(p))),
+        Err(e) => {
+            // Address space can be capped (ulimit -v, some containers): run, slower, rather than not.
+            tracing::warn!(
+                instances = p.instances,
+                memory_mb = p.memory_bytes >> 20,
+                "cannot reserve the instance pool ({e:#}); allocating instances on demand instead, \
+                 which makes every call slower (lower `[engine] instances` or `memory-mb`)"
+            );
+            Ok((Engine::new(config).map_err(engine_error)?, None))
+        }
+    }
 }
 
 pub(super) fn check_header(bytes: &[u8]) -> Result<(), SandboxError> {
