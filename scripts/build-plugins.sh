@@ -19,8 +19,8 @@ done
 target=wasm32-wasip2
 examples=(echo math fs fetch github search_tools fetch_many)
 fixtures=(hostile generic async_tools)
-# Example targets of the contract crate, one component each.
-contract=(describe_traps describe_spins bad_schema dup_names bad_name many_tools net_import tool_caller)
+# Example targets of the fixture crates (contract, async), one component each.
+contract=(describe_traps describe_spins bad_schema dup_names bad_name many_tools net_import tool_caller generic_async)
 
 wasm_target
 

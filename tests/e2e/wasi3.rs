@@ -1,8 +1,9 @@
 //! WASI 0.3 plugins (`toolhost:plugin@0.2.0`, issue 44), through the whole pipeline beside a 0.2
 //! plugin: async calls whose subtasks overlap, streamed updates as progress, and each guarantee
 //! held against a plugin that tries to get around it (an update flood, a second stream, a secret
-//! streamed out, a busy loop, a wait past the deadline, memory, a cancel). Fixture:
-//! `tests/plugins/async`.
+//! streamed out, a busy loop, a wait past the deadline, memory, a cancel); and a generic component
+//! whose exports are `async func`s. Fixtures: `tests/plugins/async` (its lib, and its example
+//! `generic_async`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -223,4 +224,24 @@ async fn cancelling_an_async_call_stops_it_and_records_it_once() {
     let records = env.audit();
     assert_eq!(records.len(), 1, "{records:?}");
     assert_eq!(records[0]["outcome"], "cancelled");
+}
+
+#[tokio::test]
+async fn a_generic_components_async_exports_are_tools_under_the_same_deadline() {
+    let env = Env::new(
+        &["generic_async"],
+        "[permissions]\nmode = \"bypass\"\n[plugins.generic_async]\nlimits = { timeout-ms = 1000 }\n",
+    );
+    let p = env.pipeline(8).await;
+    let o = p.call(req("greet", json!({ "name": "0.3" }))).await;
+    assert_eq!(o.content, "hello, 0.3", "{o:?}");
+    let o = p.call(req("wait", json!({ "ms": 50 }))).await;
+    assert_eq!(o.content, "waited 50 ms", "{o:?}");
+    let started = Instant::now();
+    assert_kind(
+        &p.call(req("wait", json!({ "ms": 60000 }))).await,
+        "timeout",
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(env.audit().len(), 3);
 }

@@ -235,9 +235,6 @@ fn export(interface: Option<&str>, name: &str, f: &ComponentFunc) -> Result<Expo
                 .into(),
         );
     }
-    if f.async_() {
-        return Err("an async function; the host runs synchronous functions only".into());
-    }
     let params = f
         .params()
         .map(|(p, ty)| {
