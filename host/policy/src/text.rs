@@ -147,7 +147,8 @@ mod tests {
     fn esc_escaped_passes_all_but_esc() {
         use std::fmt::Write as _;
         let mut out = EscEscaped(String::new());
-        write!(out, "{}|{:?}", "a\x1b]0;t\x07b\x1b", "\x1b").unwrap();
+        let (raw, esc) = ("a\x1b]0;t\x07b\x1b", "\x1b");
+        write!(out, "{raw}|{esc:?}").unwrap();
         assert_eq!(out.0, "a\\u{1b}]0;t\x07b\\u{1b}|\"\\u{1b}\"");
     }
 
