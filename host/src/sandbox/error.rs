@@ -17,8 +17,9 @@ pub enum SandboxError {
     /// The file is not WebAssembly at all, or is truncated or corrupt.
     #[error("not a valid WebAssembly component: {0}")]
     Invalid(String),
-    /// The component does not fit the `toolhost:plugin` contract.
-    #[error("does not fit the toolhost:plugin@0.1.0 contract: {0}")]
+    /// The component does not fit the `toolhost:plugin` contract (0.1.0, or 0.2.0 for WASI 0.3), or
+    /// imports what the host does not provide.
+    #[error("does not fit the toolhost:plugin contract: {0}")]
     Contract(String),
     /// The component neither fits the contract nor exports a function that can be a tool.
     #[error("no tools: {0}")]
