@@ -168,3 +168,26 @@ async def test_cancelling_a_looping_call_stops_it_and_records_it(ws, era):
         # And the server still serves.
         r = await client.call_tool("echo", {"text": "still here"})
         assert r.structured_content == {"text": "still here"}
+
+
+async def test_a_wasi_03_calls_streamed_output_reaches_the_client_as_progress(ws, era):
+    """A WASI 0.3 plugin's partial output (toolhost:plugin@0.2.0's updates stream) arrives as
+    progress notifications whose message is the text, progress the bytes so far; the result is the
+    whole."""
+    transport, mode, _ = era
+    ws.add_plugin(FIXTURES / "async_tools.wasm")
+    ws.write_config('[plugins.async_tools]\nprefix = "a_"\n')
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    async with connect(ws, transport, mode) as client:
+        r = await client.call_tool("a_stream", {"parts": 3}, progress_callback=on_progress)
+    assert not r.is_error, text_of(r)
+    assert text_of(r) == "part 0;part 1;part 2;"
+    assert seen, "no progress notification arrived"
+    values = [p for p, _ in seen]
+    assert values == sorted(set(values)), "progress must increase"
+    # The last report is always delivered before the result (earlier ones may be coalesced).
+    assert seen[-1] == (21, "part 2;")
