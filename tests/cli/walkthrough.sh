@@ -5,7 +5,7 @@
 # NAME. A marked block without a check fails, so a new step comes with its check.
 #
 # Nothing is built: the clone gets what scripts/serve.sh leaves on a machine with Rust alone, the
-# six Rust example plugins (copied from this tree's plugins/) and the host (this tree's binary,
+# seven Rust example plugins (copied from this tree's plugins/) and the host (this tree's binary,
 # TOOLHOST_BIN or $CARGO_TARGET_DIR/release/toolhost, on PATH). Running serve.sh in the clone
 # instead would rebuild the host there (a clone's sources are newer than this tree's build) and
 # replace this tree's binary with it. The daemon listens on a free port of 127.0.0.1 only; every
@@ -18,7 +18,7 @@ if [[ ! -x "$bin" ]]; then
     echo "walkthrough: no host binary at $bin (cargo build --release)" >&2
     exit 1
 fi
-examples=(echo math fs fetch github search_tools)
+examples=(echo math fs fetch github search_tools fetch_many)
 for p in "${examples[@]}"; do
     if [[ ! -f "$root/plugins/$p.wasm" ]]; then
         echo "walkthrough: plugins/$p.wasm is not built (scripts/build-plugins.sh)" >&2

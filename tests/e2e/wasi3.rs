@@ -282,3 +282,35 @@ fn a_component_importing_wasi_03_files_or_sockets_is_refused_at_load() {
     }
     assert!(text.contains("echo "), "{text}");
 }
+
+/// A WASI 0.3 plugin reaches files through the same guarded filesystem as a 0.2 one: a granted
+/// directory reads, an excluded path in it is refused inside the sandbox (spelled plainly, through
+/// `..` and through a symlink), and nothing outside the grant is there at all.
+#[tokio::test]
+async fn a_wasi_03_plugin_sees_only_its_grant_with_the_guard_inside_the_sandbox() {
+    let env = Env::new(
+        &["async_tools"],
+        "[plugins.async_tools]\ndirs = [{ host = \"work\", exclude = [\"secret\"] }]\n",
+    );
+    std::fs::create_dir_all(env.work().join("secret")).unwrap();
+    std::fs::write(env.work().join("secret/key.txt"), "TOPSECRET").unwrap();
+    std::fs::write(env.work().join("notes.txt"), "a note").unwrap();
+    std::os::unix::fs::symlink("secret", env.work().join("alias")).unwrap();
+    std::fs::write(env.path().join("outside.txt"), "outside").unwrap();
+    let p = env.pipeline(8).await;
+    let o = p.call(req("read", json!({ "path": "notes.txt" }))).await;
+    assert_eq!(o.content, "a note", "{o:?}");
+    for path in [
+        "secret/key.txt",
+        "notes/../secret/key.txt",
+        "alias/key.txt",
+        "../outside.txt",
+    ] {
+        let o = p.call(req("read", json!({ "path": path }))).await;
+        assert!(o.is_error(), "{path}: {o:?}");
+        assert!(
+            !o.content.contains("TOPSECRET") && !o.content.contains("outside"),
+            "{path}: {o:?}"
+        );
+    }
+}

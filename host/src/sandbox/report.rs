@@ -130,9 +130,28 @@ impl<T> RunReport<T> {
     }
 }
 
-/// `From` a contract's `tool-spec` (the same record in 0.1 and 0.2, generated twice).
-macro_rules! spec_from {
+/// `From` a contract's `tool-spec`, `tool-output` and `tool-error` (the same types in 0.1 and 0.2,
+/// generated twice).
+macro_rules! contract_from {
     ($($types:ident),+) => {$(
+        impl From<$types::ToolOutput> for GuestOutput {
+            fn from(o: $types::ToolOutput) -> Self {
+                Self {
+                    content: o.content,
+                    structured: o.structured,
+                }
+            }
+        }
+
+        impl From<$types::ToolError> for GuestError {
+            fn from(e: $types::ToolError) -> Self {
+                match e {
+                    $types::ToolError::InvalidInput(m) => Self::InvalidInput(m),
+                    $types::ToolError::Failed(m) => Self::Failed(m),
+                }
+            }
+        }
+
         impl From<$types::ToolSpec> for GuestSpec {
             fn from(s: $types::ToolSpec) -> Self {
                 use $types::ToolHints as H;
@@ -157,4 +176,4 @@ macro_rules! spec_from {
 
 use super::bindings::toolhost::plugin::types as v1_types;
 use super::bindings::v2::toolhost::plugin::types as v2_types;
-spec_from!(v1_types, v2_types);
+contract_from!(v1_types, v2_types);

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use wasmtime::Store;
 
 use super::bindings::PluginPre;
-use super::bindings::exports::toolhost::plugin::tool::ToolError;
 use super::bindings::v2;
 use super::capability::{CallInputs, CallIo};
 use super::limiter::MemoryLimiter;
@@ -62,14 +61,7 @@ impl Runner<'_> {
                 .toolhost_plugin_tool()
                 .call_call(store, &tool, &input)
                 .await?;
-            Ok(r.map(|o| GuestOutput {
-                content: o.content,
-                structured: o.structured,
-            })
-            .map_err(|e| match e {
-                ToolError::InvalidInput(m) => GuestError::InvalidInput(m),
-                ToolError::Failed(m) => GuestError::Failed(m),
-            }))
+            Ok(r.map(GuestOutput::from).map_err(GuestError::from))
         })
         .await
     }
@@ -101,20 +93,12 @@ impl Runner<'_> {
         tool: &str,
         input: String,
     ) -> RunReport<Result<GuestOutput, GuestError>> {
-        use v2::exports::toolhost::plugin::tool::ToolError;
         let tool = tool.to_owned();
         self.run(prepared, io, pre, async move |store, p| {
             let r = store
                 .run_concurrent(async |a| p.toolhost_plugin_tool().call_call(a, tool, input).await)
                 .await??;
-            Ok(r.map(|o| GuestOutput {
-                content: o.content,
-                structured: o.structured,
-            })
-            .map_err(|e| match e {
-                ToolError::InvalidInput(m) => GuestError::InvalidInput(m),
-                ToolError::Failed(m) => GuestError::Failed(m),
-            }))
+            Ok(r.map(GuestOutput::from).map_err(GuestError::from))
         })
         .await
     }

@@ -12,6 +12,7 @@
 //! - `print {text}`: writes the text to stdout, returns nothing.
 //! - `leak {name}`: streams the env var `name` as partial output and returns it.
 //! - `grow {mb}`: holds `mb` MiB at once, then returns.
+//! - `read {path}`: the file's text (std's filesystem, which is WASI 0.2's, behind the host's guard).
 
 wit_bindgen::generate!({
     path: "../../../wit/v0.2",
@@ -61,6 +62,7 @@ impl Guest for Fixture {
             spec("print", json!({ "text": { "type": "string" } })),
             spec("leak", json!({ "name": { "type": "string" } })),
             spec("grow", json!({ "mb": { "type": "integer" } })),
+            spec("read", json!({ "path": { "type": "string" } })),
         ]
     }
 
@@ -150,6 +152,9 @@ impl Guest for Fixture {
                 let held = vec![1u8; (number("mb", 1) as usize) << 20];
                 out(std::hint::black_box(held).len().to_string())
             }
+            "read" => std::fs::read_to_string(input["path"].as_str().unwrap_or_default())
+                .map_err(|e| ToolError::Failed(e.to_string()))
+                .and_then(out),
             other => Err(ToolError::InvalidInput(format!("no tool {other}"))),
         }
     }
