@@ -591,3 +591,36 @@ fn fetch_many_waits_for_its_requests_together_under_the_same_allowlist() {
         "the refused request reached its server"
     );
 }
+
+/// Every answer of `fetch_many` is streamed as its own line, also when they come back together.
+#[tokio::test]
+async fn fetch_many_streams_a_line_for_every_answer() {
+    let server = Server::start();
+    let env = Env::new(
+        &["fetch_many"],
+        &format!(
+            "{BYPASS}[plugins.fetch_many.network]\nallow = [{:?}]\nallow-private = true\n",
+            server.origin()
+        ),
+    );
+    let p = env.pipeline(8).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let urls: Vec<String> = (0..6).map(|_| server.url("/delay?ms=200")).collect();
+    let o = p
+        .call(toolhost::exec::CallRequest {
+            tool: "fetch_many".into(),
+            input: json!({ "urls": urls }),
+            origin: "test",
+            progress: Some(Arc::new(move |pr| sink.lock().unwrap().push(pr.message))),
+            ..toolhost::exec::CallRequest::default()
+        })
+        .await;
+    assert!(!o.is_error(), "{o:?}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 6, "{seen:?}");
+    assert!(
+        seen.iter().all(|l| l.ends_with("-> 200, 13 bytes")),
+        "{seen:?}"
+    );
+}

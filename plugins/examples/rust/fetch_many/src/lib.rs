@@ -112,19 +112,19 @@ impl Guest for FetchMany {
         let max = input.max_bytes.clamp(1, MAX_MAX_BYTES);
         let (updates, reader) = wit_stream::new::<Update>();
         host::updates(reader);
-        let updates = std::cell::RefCell::new(Some(updates));
+        // One writer for all the requests: each waits its turn to say its line.
+        let updates = futures::lock::Mutex::new(Some(updates));
         let fetches = input.urls.iter().map(|url| async {
             let answer = Answer {
                 url: url.clone(),
                 result: get(url, max).await,
             };
-            // Said as soon as it is known; a host that stopped reading just misses the line.
-            let writer = updates.borrow_mut().take();
-            if let Some(mut writer) = writer {
-                let refused = writer.write_one(Update::Partial(answer.line())).await;
-                if refused.is_none() {
-                    *updates.borrow_mut() = Some(writer);
-                }
+            // Said as soon as it is known; once the host stops reading, no more lines are written.
+            let mut writer = updates.lock().await;
+            if let Some(w) = writer.as_mut()
+                && w.write_one(Update::Partial(answer.line())).await.is_some()
+            {
+                *writer = None;
             }
             answer
         });
