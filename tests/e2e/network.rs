@@ -183,11 +183,16 @@ fn serve(stream: TcpStream, port: u16, log: &Mutex<Vec<Seen>>) -> std::io::Resul
 
 /// A `fetch` workspace whose grant allows `allow` (TOML array items) with extra network settings.
 fn fetch_env(allow: &[String], extra: &str) -> Env {
+    granted_env("fetch", allow, extra)
+}
+
+/// A workspace with `plugin` alone, granted network to `allow` with extra network settings.
+fn granted_env(plugin: &str, allow: &[String], extra: &str) -> Env {
     let allow: Vec<String> = allow.iter().map(|a| format!("{a:?}")).collect();
     Env::new(
-        &["fetch"],
+        &[plugin],
         &format!(
-            "{BYPASS}[plugins.fetch.network]\nallow = [{}]\n{extra}",
+            "{BYPASS}[plugins.{plugin}.network]\nallow = [{}]\n{extra}",
             allow.join(", ")
         ),
     )
@@ -544,13 +549,7 @@ fn github_repo_returns_structured_output_with_the_host_added_token() {
 fn fetch_many_waits_for_its_requests_together_under_the_same_allowlist() {
     let server = Server::start();
     let other = Server::start();
-    let env = Env::new(
-        &["fetch_many"],
-        &format!(
-            "{BYPASS}[plugins.fetch_many.network]\nallow = [{:?}]\nallow-private = true\n",
-            server.origin()
-        ),
-    );
+    let env = granted_env("fetch_many", &[server.origin()], "allow-private = true\n");
     let urls: Vec<String> = (0..4).map(|_| server.url("/delay?ms=1000")).collect();
     let r = env.call("fetch_many", json!({ "urls": urls }));
     r.assert_ok();
@@ -596,13 +595,7 @@ fn fetch_many_waits_for_its_requests_together_under_the_same_allowlist() {
 #[tokio::test]
 async fn fetch_many_streams_a_line_for_every_answer() {
     let server = Server::start();
-    let env = Env::new(
-        &["fetch_many"],
-        &format!(
-            "{BYPASS}[plugins.fetch_many.network]\nallow = [{:?}]\nallow-private = true\n",
-            server.origin()
-        ),
-    );
+    let env = granted_env("fetch_many", &[server.origin()], "allow-private = true\n");
     let p = env.pipeline(8).await;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
