@@ -1,6 +1,7 @@
 // The live state shared by every tab: waiting questions, running and recent calls, kept current by
 // one EventSource. On every (re)connection the lists are fetched again, so nothing missed while
-// the stream was down stays missing.
+// the stream was down stays missing. A fetched list may be older than events that arrived while it
+// was on its way: those events are applied again on top of it, in the stream's order.
 import { useEffect, useReducer, useState } from 'preact/hooks';
 import { get } from './api.js';
 import { announce } from './notice.js';
@@ -16,10 +17,10 @@ function without(list, key, id) {
 
 function reduce(state, action) {
   switch (action.type) {
-    case 'approvals':
-      return { ...state, approvals: action.approvals };
-    case 'calls':
-      return { ...state, running: action.running, recent: action.recent.slice(0, RECENT_CAP) };
+    case 'lists': {
+      const lists = { ...state, approvals: action.approvals, running: action.running, recent: action.recent.slice(0, RECENT_CAP) };
+      return action.since.reduce(reduce, lists);
+    }
     case 'question': {
       const q = action.question;
       const running = state.running.map((r) => (r.call_id === q.call_id ? { ...r, waiting: true } : r));
@@ -67,16 +68,33 @@ export function useLive(enabled) {
   useEffect(() => {
     if (!enabled) return undefined;
     let stopped = false;
+    // The stream's events since the oldest fetch still on its way (kept only while one is).
+    let journal = [];
+    let fetching = 0;
+    const apply = (action) => {
+      if (fetching > 0) journal.push(action);
+      dispatch(action);
+    };
 
     const refetch = async () => {
+      fetching += 1;
+      const from = journal.length;
       try {
         const [a, c] = await Promise.all([get('approvals'), get('calls')]);
         if (stopped) return;
-        dispatch({ type: 'approvals', approvals: (a && a.approvals) || [] });
-        dispatch({ type: 'calls', running: (c && c.running) || [], recent: (c && c.recent) || [] });
+        dispatch({
+          type: 'lists',
+          approvals: (a && a.approvals) || [],
+          running: (c && c.running) || [],
+          recent: (c && c.recent) || [],
+          since: journal.slice(from),
+        });
         setError('');
       } catch (e) {
         if (!stopped) setError(e.message);
+      } finally {
+        fetching -= 1;
+        if (fetching === 0) journal = [];
       }
     };
 
@@ -98,20 +116,20 @@ export function useLive(enabled) {
     source.addEventListener('question', (e) => {
       const question = parse(e);
       if (!question || question.id === undefined) return;
-      dispatch({ type: 'question', question });
+      apply({ type: 'question', question });
       announce(question);
     });
     source.addEventListener('answered', (e) => {
       const a = parse(e);
-      if (a && a.id !== undefined) dispatch({ type: 'answered', id: a.id, note: a });
+      if (a && a.id !== undefined) apply({ type: 'answered', id: a.id, note: a });
     });
     source.addEventListener('started', (e) => {
       const call = parse(e);
-      if (call && call.call_id !== undefined) dispatch({ type: 'started', call });
+      if (call && call.call_id !== undefined) apply({ type: 'started', call });
     });
     source.addEventListener('ended', (e) => {
       const record = parse(e);
-      if (record && record.call_id !== undefined) dispatch({ type: 'ended', record });
+      if (record && record.call_id !== undefined) apply({ type: 'ended', record });
     });
 
     return () => {
