@@ -24,9 +24,9 @@ use tokio_util::task::TaskTracker;
 use super::app;
 use super::daemon::Server;
 use super::http::listener::{self, ConnLimits};
-use super::mcp::McpServer;
 use super::mcp::legacy;
 use super::mcp::stdio::FinishOnEof;
+use super::mcp::{Lines, McpServer};
 use crate::registry::{PluginStatus, Registry, Start};
 
 /// How long the transports get to close after the sessions are ended.
@@ -186,7 +186,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         let alone = options.http.is_none();
         tracing::info!("serving {tools} tools over MCP on stdio");
         tokio::spawn(async move {
-            match server.serve_with_ct((stdin, stdout), ct).await {
+            match server.serve_with_ct(Lines::new(stdin, stdout), ct).await {
                 Ok(running) => {
                     let _ = running.waiting().await;
                 }

@@ -10,6 +10,7 @@ mod call;
 pub(crate) mod compat;
 mod handler;
 pub(crate) mod legacy;
+mod lines;
 mod listing;
 mod outcome;
 pub(crate) mod owners;
@@ -24,3 +25,4 @@ mod tasks;
 
 pub(crate) use self::approval::RequestStates;
 pub use self::handler::McpServer;
+pub(crate) use self::lines::Lines;
