@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Build the Rust guest components (wasm32-wasip2) with one cargo invocation:
-#   example plugins -> plugins/{echo,math,fs,fetch,github,search_tools,fetch_many}.wasm (fetch_many: WASI 0.3)
+# Build the Rust guest components, for wasm32-wasip2 with one cargo invocation:
+#   example plugins -> plugins/{math,fs,fetch,github,search_tools,fetch_many}.wasm (fetch_many: WASI 0.3)
 #   test fixtures   -> target/fixtures/{hostile,describe_traps,...,async_tools}.wasm (async_tools: WASI 0.3)
+# and the plugins that need no WASI at all with a second one, for wasm32-unknown-unknown:
+#   plugins/echo.wasm
 # Needs only rustup and cargo; callable from any directory.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
@@ -17,7 +19,9 @@ while [ $# -gt 0 ]; do
 done
 
 target=wasm32-wasip2
-examples=(echo math fs fetch github search_tools fetch_many)
+examples=(math fs fetch github search_tools fetch_many)
+# Built without WASI: their components import only the contract (the second build below).
+bare=(echo)
 fixtures=(hostile generic async_tools)
 # Example targets of the fixture crates (contract, async), one component each.
 contract=(describe_traps describe_spins bad_schema dup_names bad_name many_tools net_import tool_caller generic_async)
@@ -31,7 +35,6 @@ start=$SECONDS
 export CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS="${CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS:--C target-feature=+simd128}"
 # --lib builds every selected package's cdylib, --examples the contract crate's components.
 cargo build --release --target "$target" --lib --examples \
-    -p toolhost-plugin-echo \
     -p toolhost-plugin-math \
     -p toolhost-plugin-fs \
     -p toolhost-plugin-fetch \
@@ -43,9 +46,19 @@ cargo build --release --target "$target" --lib --examples \
     -p toolhost-fixture-generic \
     -p toolhost-fixture-async
 
+# A tool that needs no files, clock, randomness or environment is built without WASI: Rust's standard
+# library for wasm32-wasip2 imports about twenty WASI functions and brings two more core modules to
+# reach them, all set up again in every call's fresh instance (BENCHMARKS.md, "the same echo without
+# WASI"). The toolchain's own wasm-component-ld, the wasip2 target's linker, makes the component.
+component_ld="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/wasm-component-ld"
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$component_ld" \
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="${CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS:--C target-feature=+simd128}" \
+    cargo build --release --target wasm32-unknown-unknown --lib "${bare[@]/#/--package=toolhost-plugin-}"
+
 target_dir="$(cargo metadata --format-version 1 --no-deps \
     | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
 out="${target_dir:-$root/target}/$target/release"
+bare_out="${target_dir:-$root/target}/wasm32-unknown-unknown/release"
 mkdir -p "$root/plugins" "$root/target/fixtures"
 
 summary=()
@@ -54,10 +67,12 @@ copy() { # copy SRC DEST_DIR
     summary+=("$(basename "$1") $(( $(wc -c <"$1") / 1024 ))K")
 }
 for name in "${examples[@]}"; do copy "$out/$name.wasm" "$root/plugins"; done
+for name in "${bare[@]}"; do copy "$bare_out/$name.wasm" "$root/plugins"; done
 for name in "${fixtures[@]}"; do copy "$out/$name.wasm" "$root/target/fixtures"; done
 for name in "${contract[@]}"; do copy "$out/examples/$name.wasm" "$root/target/fixtures"; done
 
-echo "build-plugins: $(( SECONDS - start ))s; plugins/: ${summary[*]:0:${#examples[@]}}; target/fixtures/: ${summary[*]:${#examples[@]}}"
+shown=$(( ${#examples[@]} + ${#bare[@]} ))
+echo "build-plugins: $(( SECONDS - start ))s; plugins/: ${summary[*]:0:$shown}; target/fixtures/: ${summary[*]:$shown}"
 
 # --- Plugins in other languages ---------------------------------------------------------------------
 # Each example under plugins/examples/{python,js,c,go}/ has a build.sh; its component goes to plugins/.

@@ -15,10 +15,14 @@ if [[ -n "${TOOLHOST_BIN:-}" && "$TOOLHOST_BIN" != /* ]]; then
 fi
 cd "$root"
 
-# The target the plugins build for. Cheap when it is installed; on failure, run again so that rustup's
-# own message is shown (RUSTUP_AUTO_INSTALL=0 means nothing else installs it).
+# The targets the plugins build for: wasm32-wasip2, and wasm32-unknown-unknown for the plugins that
+# need no WASI at all (scripts/build-plugins.sh). Cheap when installed; on failure, run again so that
+# rustup's own message is shown (RUSTUP_AUTO_INSTALL=0 means nothing else installs them).
 wasm_target() {
-    rustup target add wasm32-wasip2 >/dev/null 2>&1 || rustup target add wasm32-wasip2
+    local t
+    for t in wasm32-wasip2 wasm32-unknown-unknown; do
+        rustup target add "$t" >/dev/null 2>&1 || rustup target add "$t" || return 1
+    done
 }
 
 # build_plugins_and_host [CARGO BUILD ARGS...]: the plugins and test fixtures (scripts/build-plugins.sh,
