@@ -11,21 +11,27 @@
 //! is rmcp's transport itself.
 
 use std::io;
+use std::pin::Pin;
 use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 use rmcp::RoleServer;
-use rmcp::model::{CallToolRequest, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcRequest};
+use rmcp::model::{
+    CallToolRequest, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcRequest, JsonRpcVersion2_0,
+    RequestId,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{AsyncRwTransport, JsonRpcMessageCodec, JsonRpcMessageCodecError};
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Deserializer};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio_util::bytes::BytesMut;
 use tokio_util::codec::Decoder;
 
 /// The longest line read (rmcp's default, the same as its HTTP client's largest event): a
 /// longer one is dropped whole, and the session goes on.
-const MAX_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+pub(crate) const MAX_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 
 /// A byte order mark, which JSON readers may skip (RFC 8259, 8.1).
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -40,6 +46,10 @@ pub(crate) struct Lines<R, W: AsyncWrite> {
     /// rmcp's decoder, for every line that is not a `tools/call`.
     codec: JsonRpcMessageCodec<RxJsonRpcMessage<RoleServer>>,
     write: AsyncRwTransport<RoleServer, tokio::io::Empty, W>,
+    /// The "Invalid Request" answer being written: finished before the next line is read, as rmcp
+    /// does, so that a client which never reads cannot queue answers without end. Kept here so
+    /// that a cancelled `receive` resumes it.
+    refusal: Option<Pin<Box<dyn Future<Output = io::Result<()>> + Send>>>,
 }
 
 /// How one read of a line ended.
@@ -61,6 +71,7 @@ where
             discarding: false,
             codec: JsonRpcMessageCodec::default(),
             write: AsyncRwTransport::new(tokio::io::empty(), write),
+            refusal: None,
         }
     }
 
@@ -102,6 +113,25 @@ where
     }
 }
 
+/// A `tools/call` request as rmcp's `JsonRpcRequest` reads it, and whether the message also has a
+/// `result` or an `error`, which makes it no request to rmcp (it answers Invalid Request).
+#[derive(Deserialize)]
+struct Call {
+    jsonrpc: JsonRpcVersion2_0,
+    id: RequestId,
+    #[serde(flatten)]
+    request: CallToolRequest,
+    #[serde(default, deserialize_with = "present")]
+    result: bool,
+    #[serde(default, deserialize_with = "present")]
+    error: bool,
+}
+
+/// The key is there, whatever its value (`null` included, as rmcp counts it).
+fn present<'de, D: Deserializer<'de>>(value: D) -> Result<bool, D::Error> {
+    IgnoredAny::deserialize(value).map(|_| true)
+}
+
 /// `line` read as a `tools/call` request, when it names one and reads as one.
 fn tools_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
     static METHOD: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"tools/call\""));
@@ -109,11 +139,14 @@ fn tools_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(BOM).unwrap_or(line);
-    let request: JsonRpcRequest<CallToolRequest> = serde_json::from_slice(line).ok()?;
+    let call: Call = serde_json::from_slice(line).ok()?;
+    if call.result || call.error {
+        return None;
+    }
     Some(JsonRpcMessage::Request(JsonRpcRequest {
-        jsonrpc: request.jsonrpc,
-        id: request.id,
-        request: ClientRequest::CallToolRequest(request.request),
+        jsonrpc: call.jsonrpc,
+        id: call.id,
+        request: ClientRequest::CallToolRequest(call.request),
     }))
 }
 
@@ -133,6 +166,14 @@ where
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
+            if let Some(refusal) = self.refusal.as_mut() {
+                let sent = refusal.await;
+                self.refusal = None;
+                if let Err(e) = sent {
+                    tracing::error!("writing to stdout failed: {e}");
+                    return None;
+                }
+            }
             match self.read_line().await {
                 Ok(Read::Line) => {}
                 Ok(Read::TooLong) => {
@@ -165,15 +206,15 @@ where
                 {
                     tracing::debug!("ignoring a line that is not JSON: {e}");
                 }
-                // JSON that is no message: answered "Invalid Request", as rmcp does. Sent on its
-                // own task, so that a `receive` cancelled meanwhile cannot cut the answer short.
+                // JSON that is no message: answered "Invalid Request", as rmcp does, before the
+                // next line is read (at the top of the loop).
                 Err(JsonRpcMessageCodecError::Serde(e)) => {
                     tracing::debug!("a line that is no JSON-RPC message: {e}");
                     let refusal = TxJsonRpcMessage::<RoleServer>::error(
                         ErrorData::invalid_request("Invalid request", None),
                         None,
                     );
-                    tokio::spawn(self.write.send(refusal));
+                    self.refusal = Some(Box::pin(self.write.send(refusal)));
                 }
                 Err(e) => {
                     tracing::error!("reading stdin failed: {e}");
@@ -246,6 +287,21 @@ mod tests {
                 assert_eq!(Some(serde_json::to_value(ours).unwrap()), theirs, "{line}");
             }
         }
+        // A request that also carries `result` or `error` is no request to rmcp (it answers Invalid
+        // Request): the tool must not run.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"error":null}"#,
+            r#"{"error":{"code":1,"message":"x"},"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#,
+        ] {
+            assert!(
+                tools_call(format!("{line}\n").as_bytes()).is_none(),
+                "{line}"
+            );
+            let mut codec = JsonRpcMessageCodec::<RxJsonRpcMessage<RoleServer>>::default();
+            let refused = codec.decode(&mut BytesMut::from(format!("{line}\n").as_str()));
+            assert!(refused.is_err(), "rmcp refuses {line}");
+        }
         assert!(
             tools_call(
                 br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{}}}"#
@@ -269,9 +325,6 @@ mod tests {
         while let Some(message) = lines.receive().await {
             got.push(serde_json::to_value(message).unwrap());
         }
-        // Refusals are written on tasks of their own: let them finish.
-        tokio::task::yield_now().await;
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         lines.close().await.unwrap();
         drop(lines);
         let mut out = String::new();

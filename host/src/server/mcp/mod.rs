@@ -25,4 +25,4 @@ mod tasks;
 
 pub(crate) use self::approval::RequestStates;
 pub use self::handler::McpServer;
-pub(crate) use self::lines::Lines;
+pub(crate) use self::lines::{Lines, MAX_LINE};

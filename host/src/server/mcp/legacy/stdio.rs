@@ -119,6 +119,12 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for StdioIn<R> {
                     } else {
                         this.partial.extend_from_slice(&this.chunk[..n]);
                         this.take_lines();
+                        // A line longer than the transport takes is passed on as it comes rather
+                        // than held whole: the transport drops it, and nothing here grows without
+                        // end (no message that long needs rewriting).
+                        if this.partial.len() > crate::server::mcp::MAX_LINE {
+                            this.ready.append(&mut this.partial);
+                        }
                     }
                 }
             }
@@ -313,6 +319,52 @@ mod tests {
                 pending.lock().keys().collect::<Vec<_>>(),
                 ["0"],
                 "split at {split}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod bounds {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::{AsyncRead, ReadBuf};
+
+    use super::*;
+
+    /// Newline-free bytes without end, as a client that never ends its line sends them.
+    struct Endless;
+
+    impl AsyncRead for Endless {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            let n = buf.remaining();
+            buf.put_slice(&vec![b'a'; n]);
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_that_never_ends_is_not_held_whole() {
+        let mut reader = StdioIn::new(Endless, Pending::default());
+        let mut buf = vec![0; 64 << 10];
+        let mut passed = 0usize;
+        // Read well past the longest line the transport takes: bytes must keep coming out, and
+        // what is held back stays bounded.
+        while passed < 3 * crate::server::mcp::MAX_LINE {
+            let n = tokio::io::AsyncReadExt::read(&mut reader, &mut buf)
+                .await
+                .unwrap();
+            assert!(n > 0);
+            passed += n;
+            assert!(
+                reader.partial.len() <= crate::server::mcp::MAX_LINE + CHUNK,
+                "{} bytes held back",
+                reader.partial.len()
             );
         }
     }
