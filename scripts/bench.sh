@@ -18,6 +18,12 @@
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 scripts/build-plugins.sh >/dev/null
+# The echo as it was built when issue 42 was filed (wasm32-wasip2, with WASI), the baseline the
+# pipeline part measures a fresh sandbox against; the same flags as build-plugins.sh, so nothing
+# else rebuilds.
+CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS="${CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS:--C target-feature=+simd128}" \
+    cargo build --release --target wasm32-wasip2 --lib -p toolhost-plugin-echo --quiet
+cp "$root/target/wasm32-wasip2/release/echo.wasm" "$root/target/fixtures/echo_wasip2.wasm"
 
 # `cargo bench` builds with the bench profile, which inherits release (same target/release artifacts).
 exe="$(cargo bench -p toolhost --bench bench --no-run --message-format=json \

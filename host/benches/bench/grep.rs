@@ -11,7 +11,7 @@ use serde_json::json;
 use toolhost::exec::CallRequest;
 
 use crate::Options;
-use crate::report::{Report, Row, Section, Spread};
+use crate::report::{Report, Row, Section, Spread, Target};
 use crate::setup::{Workspace, pipeline as build_pipeline, plugin_file};
 
 const WORDS: [&str; 24] = [
@@ -198,6 +198,20 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
          guest reads files through WASI, inline on its call's thread, and is compiled by Cranelift with fuel metering."
     ));
     report.add(s);
+    let r = Spread::of(
+        &sandboxed
+            .iter()
+            .zip(&native_ms)
+            .map(|(a, b)| a / b)
+            .collect::<Vec<_>>(),
+    );
+    report.target(Target {
+        name: "the fs example's grep at most 2x native Rust".into(),
+        toolhost: format!("{:.2} ms", Spread::of(&sandboxed).median),
+        baseline: format!("native Rust {:.2} ms", Spread::of(&native_ms).median),
+        ratio: Target::ratio(r),
+        met: r.median <= 2.0,
+    });
     let r = Spread::of(&sandboxed).median / Spread::of(&native_ms).median;
     println!("grep: the sandbox costs {r:.2}x native on real work\n");
     Ok(())

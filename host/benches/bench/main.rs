@@ -39,7 +39,7 @@ use std::time::Instant;
 use report::Report;
 
 const USAGE: &str = "\
-usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE]
+usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE] [--report FILE]
        bench --profile-calls N        (N echo calls in-process and nothing else; for callgrind)
        bench --stages TOOL INPUT N    (stage medians of N calls of one tool: echo, or hostile's, fuel_*, slow_*)
        bench --serve-native-stdio | --serve-native-http ADDR   (the native rmcp baseline server)
@@ -48,6 +48,7 @@ usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE]
 PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp, generic,
 stream, scripts, quota, peers, wasi3
 (default: all).
+--report FILE: where the whole report goes, headline first (default target/bench-report.md).
 --quick runs fewer, shorter rounds (a few minutes on 2 cores). Run it through scripts/bench.sh,
 which builds the plugins and the release binaries first.";
 
@@ -59,6 +60,8 @@ pub(crate) struct Options {
     /// Rounds per figure: the min/median/max are over these.
     pub(crate) rounds: usize,
     pub(crate) json: Option<std::path::PathBuf>,
+    /// The whole report, headline first.
+    pub(crate) report: std::path::PathBuf,
 }
 
 impl Options {
@@ -94,6 +97,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         parts: PARTS.iter().map(|s| s.to_string()).collect(),
         rounds: 0,
         json: None,
+        report: setup::repo_root().join("target/bench-report.md"),
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -118,6 +122,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     .map_err(|_| format!("--rounds: {v:?} is not a number"))?;
             }
             "--json" => o.json = Some(it.next().ok_or("--json needs a file")?.into()),
+            "--report" => o.report = it.next().ok_or("--report needs a file")?.into(),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -213,7 +218,7 @@ fn main() -> ExitCode {
         }
         Ok::<(), String>(())
     });
-    report.finish(started.elapsed());
+    report.finish(started.elapsed(), &options.report);
     if let Some(path) = &options.json
         && let Err(e) = std::fs::write(path, report.to_json())
     {

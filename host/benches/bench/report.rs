@@ -1,5 +1,7 @@
 //! Figures and how they are printed: min/median/max over rounds, each next to its ratio against the
-//! baseline measured in the same round. Markdown tables on stdout, optionally JSON to a file.
+//! baseline measured in the same round. Markdown tables on stdout as each part ends; at the end the
+//! headline (every target, its baseline, its ratio, met or not), and the whole report, headline
+//! first, written to a file; optionally JSON.
 
 use std::time::Duration;
 
@@ -109,13 +111,69 @@ impl Section {
     pub(crate) fn note(&mut self, note: impl Into<String>) {
         self.notes.push(note.into());
     }
+
+    fn markdown(&self) -> String {
+        let mut out = format!(
+            "## {}\n\n| figure | min | median | max | unit | baseline | x baseline (min / median / max) |\n\
+             | --- | ---: | ---: | ---: | --- | --- | --- |\n",
+            self.title
+        );
+        for r in &self.rows {
+            let s = Spread::of(&r.values);
+            let (base, ratio) = match (&r.baseline, r.ratios()) {
+                (Some((name, b)), Some(q)) => {
+                    let b = Spread::of(b);
+                    let q = Spread::of(&q);
+                    (
+                        format!("{name}: {} {}", fmt(b.median), r.unit),
+                        format!("{} / **{}** / {}", fmt(q.min), fmt(q.median), fmt(q.max)),
+                    )
+                }
+                _ => ("".into(), "".into()),
+            };
+            out += &format!(
+                "| {} | {} | **{}** | {} | {} | {base} | {ratio} |\n",
+                r.label,
+                fmt(s.min),
+                fmt(s.median),
+                fmt(s.max),
+                r.unit
+            );
+        }
+        for n in &self.notes {
+            out += &format!("\n{n}\n");
+        }
+        out.push('\n');
+        out
+    }
+}
+
+/// Where one figure stands against a target of an issue, for the headline table.
+pub(crate) struct Target {
+    /// The target as the issue states it.
+    pub(crate) name: String,
+    /// What toolhost measured (median, with its unit).
+    pub(crate) toolhost: String,
+    /// What it is compared with, measured in the same run.
+    pub(crate) baseline: String,
+    /// toolhost / baseline, median and the rounds' range.
+    pub(crate) ratio: String,
+    pub(crate) met: bool,
+}
+
+impl Target {
+    /// A ratio's spread as the headline shows it: `0.54x (0.43..0.61)`.
+    pub(crate) fn ratio(r: Spread) -> String {
+        format!("{:.2}x ({:.2}..{:.2})", r.median, r.min, r.max)
+    }
 }
 
 /// Everything measured in one run.
 pub(crate) struct Report {
     machine: Value,
+    header: String,
     sections: Vec<Section>,
-    targets: Vec<(String, String, bool)>,
+    targets: Vec<Target>,
 }
 
 fn fmt(x: f64) -> String {
@@ -163,12 +221,9 @@ impl Report {
             "quick": options.quick,
             "rounds": options.rounds,
         });
-        println!(
-            "# toolhost benchmark{}\n",
-            if options.quick { " (quick)" } else { "" }
-        );
-        println!(
-            "machine: {} x {}, {}, Linux {}; load average at start {}; {} rounds per figure\n",
+        let header = format!(
+            "machine: {} x {}, {}, Linux {}; load average at start {}; {} rounds per figure\n\n\
+             Each figure: min / median / max over rounds; \"x baseline\" is value / baseline, round by round.\n",
             cores,
             machine["cpu"].as_str().unwrap_or("?"),
             machine["memory"].as_str().unwrap_or("?"),
@@ -177,78 +232,82 @@ impl Report {
             options.rounds,
         );
         println!(
-            "Each figure: min / median / max over rounds; \"x baseline\" is value / baseline, round by round.\n"
+            "# toolhost benchmark{}\n\n{header}",
+            if options.quick { " (quick)" } else { "" }
         );
         Self {
             machine,
+            header,
             sections: Vec::new(),
             targets: Vec::new(),
         }
     }
 
-    /// Print `section` and keep it for the JSON output.
+    /// Print `section` and keep it for the report and the JSON output.
     pub(crate) fn add(&mut self, section: Section) {
-        println!("## {}\n", section.title);
-        println!(
-            "| figure | min | median | max | unit | baseline | x baseline (min / median / max) |"
-        );
-        println!("| --- | ---: | ---: | ---: | --- | --- | --- |");
-        for r in &section.rows {
-            let s = Spread::of(&r.values);
-            let (base, ratio) = match (&r.baseline, r.ratios()) {
-                (Some((name, b)), Some(q)) => {
-                    let b = Spread::of(b);
-                    let q = Spread::of(&q);
-                    (
-                        format!("{name}: {} {}", fmt(b.median), r.unit),
-                        format!("{} / **{}** / {}", fmt(q.min), fmt(q.median), fmt(q.max)),
-                    )
-                }
-                _ => ("".into(), "".into()),
-            };
-            let label = &r.label;
-            println!(
-                "| {label} | {} | **{}** | {} | {} | {base} | {ratio} |",
-                fmt(s.min),
-                fmt(s.median),
-                fmt(s.max),
-                r.unit
-            );
-        }
-        for n in &section.notes {
-            println!("\n{n}");
-        }
-        println!();
+        print!("{}", section.markdown());
         self.sections.push(section);
     }
 
-    /// Record where a figure stands against a target of the issue.
-    pub(crate) fn target(&mut self, name: &str, standing: String, met: bool) {
+    /// Record where a figure stands against a target.
+    pub(crate) fn target(&mut self, target: Target) {
         println!(
-            "target: {name}: {standing} -> {}\n",
-            if met { "MET" } else { "NOT MET" }
+            "target: {}: {} against {}: {} -> {}\n",
+            target.name,
+            target.toolhost,
+            target.baseline,
+            target.ratio,
+            if target.met { "MET" } else { "NOT MET" }
         );
-        self.targets.push((name.into(), standing, met));
+        self.targets.push(target);
     }
 
-    pub(crate) fn finish(&mut self, took: Duration) {
+    /// The headline: every target of the run, its figure, its baseline and where it stands.
+    fn headline(&self) -> String {
+        let mut out = String::from(
+            "## Headline\n\n| target | toolhost | baseline (same run) | ratio | met |\n\
+             | --- | --- | --- | --- | --- |\n",
+        );
+        for t in &self.targets {
+            out += &format!(
+                "| {} | {} | {} | {} | {} |\n",
+                t.name,
+                t.toolhost,
+                t.baseline,
+                t.ratio,
+                if t.met { "**met**" } else { "not met" }
+            );
+        }
+        out
+    }
+
+    /// Print the headline and write the whole report, headline first, to `path`.
+    pub(crate) fn finish(&mut self, took: Duration, path: &std::path::Path) {
         self.machine["loadavg_end"] = json!(loadavg());
         self.machine["seconds"] = json!(took.as_secs_f64());
-        if !self.targets.is_empty() {
-            println!("## Targets\n");
-            for (name, standing, met) in &self.targets {
-                println!(
-                    "- {}: {name}: {standing}",
-                    if *met { "MET" } else { "NOT MET" }
-                );
-            }
-            println!();
-        }
-        println!(
-            "load average at end {}; {:.1} s in all",
+        let end = format!(
+            "load average at end {}; {:.1} s in all\n",
             loadavg(),
             took.as_secs_f64()
         );
+        let headline = if self.targets.is_empty() {
+            String::new()
+        } else {
+            self.headline()
+        };
+        println!("{headline}\n{end}");
+        let mut whole = format!("# toolhost benchmark\n\n{}\n{headline}\n", self.header);
+        for s in &self.sections {
+            whole += &s.markdown();
+        }
+        whole += &end;
+        match std::fs::write(path, whole) {
+            Ok(()) => println!(
+                "the whole report, headline first: {}",
+                path.canonicalize().as_deref().unwrap_or(path).display()
+            ),
+            Err(e) => eprintln!("bench: cannot write {}: {e}", path.display()),
+        }
     }
 
     pub(crate) fn to_json(&self) -> String {
@@ -280,7 +339,10 @@ impl Report {
         let targets: Vec<Value> = self
             .targets
             .iter()
-            .map(|(n, s, m)| json!({ "target": n, "standing": s, "met": m }))
+            .map(|t| {
+                json!({ "target": t.name, "toolhost": t.toolhost, "baseline": t.baseline,
+                        "ratio": t.ratio, "met": t.met })
+            })
             .collect();
         serde_json::to_string_pretty(
             &json!({ "machine": self.machine, "sections": sections, "targets": targets }),
