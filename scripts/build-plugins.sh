@@ -48,7 +48,7 @@ cargo build --release --target "$target" --lib --examples \
 
 # A tool that needs no files, clock, randomness or environment is built without WASI: Rust's standard
 # library for wasm32-wasip2 imports about twenty WASI functions and brings two more core modules to
-# reach them, all set up again in every call's fresh instance (BENCHMARKS.md, "the same echo without
+# reach them, all set up again in every call's fresh instance (BENCHMARKS-history.md, "the same echo without
 # WASI"). The toolchain's own wasm-component-ld, the wasip2 target's linker, makes the component.
 component_ld="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/wasm-component-ld"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$component_ld" \

@@ -174,7 +174,7 @@ def main():
               f"{floor}, {floor / nat:.2f}x native; toolhost is {th / floor:.2f}x the floor")
         print(f"  profiles: {th_profile} {nat_profile} {floor_profile}")
         print(f"target: toolhost at most 1.10x the floor in instructions per call, {transport}: "
-              f"{th} against the floor's {floor}: {th / floor:.2}x -> "
+              f"{th} against the floor's {floor}: {th / floor:.2f}x -> "
               f"{'MET' if th <= 1.10 * floor else 'NOT MET'}")
 
 

@@ -5,7 +5,7 @@
 //! declares up front, and a free inside it is a no-op. Rust's default allocator on this target
 //! instead takes its first chunk with `memory.grow` in every fresh instance, which costs the host
 //! a change of page protection when the memory grows and another when its slot is reset
-//! (BENCHMARKS.md, "the same echo without WASI"). What does not fit goes to that allocator.
+//! (BENCHMARKS-history.md, "the same echo without WASI"). What does not fit goes to that allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::{Cell, UnsafeCell};
