@@ -84,7 +84,9 @@ def http_calls(cmd, cwd, n, port_on_stdout):
         headers = {"Content-Type": "application/json",
                    "Accept": "application/json, text/event-stream"}
         if session:
+            # After initialize a client of 2025-06-18 or later names its revision on every request.
             headers["Mcp-Session-Id"] = session
+            headers["MCP-Protocol-Version"] = INIT["protocolVersion"]
         conn.request("POST", "/mcp", json.dumps(message), headers)
         response = conn.getresponse()
         body = response.read()
