@@ -525,14 +525,7 @@ async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), S
     }
 
     if !http {
-        let r = Spread::of(
-            &toolhost
-                .seq
-                .iter()
-                .zip(&native.seq)
-                .map(|(t, n)| t / n)
-                .collect::<Vec<_>>(),
-        );
+        let r = Spread::of_ratios(&toolhost.seq, &native.seq);
         report.target(Target {
             name: "MCP stdio echo at least 0.8x native rmcp's calls/s, sequentially (issue 20)"
                 .into(),
@@ -553,13 +546,7 @@ async fn transport(o: &Options, report: &mut Report, http: bool) -> Result<(), S
         met: t_scale >= 0.9 * n_scale,
     });
     if http {
-        let r = Spread::of(
-            &level(toolhost, most)
-                .iter()
-                .zip(&level(native, most))
-                .map(|(t, n)| t / n)
-                .collect::<Vec<_>>(),
-        );
+        let r = Spread::of_ratios(&level(toolhost, most), &level(native, most));
         report.target(Target {
             name: format!(
                 "MCP HTTP with {} clients: at least 0.8x native rmcp's calls/s",

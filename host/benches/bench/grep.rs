@@ -198,13 +198,7 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
          guest reads files through WASI, inline on its call's thread, and is compiled by Cranelift with fuel metering."
     ));
     report.add(s);
-    let r = Spread::of(
-        &sandboxed
-            .iter()
-            .zip(&native_ms)
-            .map(|(a, b)| a / b)
-            .collect::<Vec<_>>(),
-    );
+    let r = Spread::of_ratios(&sandboxed, &native_ms);
     report.target(Target {
         name: "the fs example's grep at most 2x native Rust".into(),
         toolhost: format!("{:.2} ms", Spread::of(&sandboxed).median),

@@ -176,12 +176,7 @@ pub(crate) async fn pipeline(o: &Options, report: &mut Report) -> Result<(), Str
     let fresh = |t: &StageTimes| t.instantiate + t.teardown;
     let now = per_round(fresh);
     let before: Vec<f64> = then_rounds.iter().map(|r| median_of(r, fresh)).collect();
-    let r = Spread::of(
-        &now.iter()
-            .zip(&before)
-            .map(|(a, b)| a / b)
-            .collect::<Vec<_>>(),
-    );
+    let r = Spread::of_ratios(&now, &before);
     report.target(Target {
         name:
             "a fresh sandbox of echo (instantiate + teardown) at most a third of the issue's start"

@@ -259,12 +259,7 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
         th.close().await;
         peer.close().await;
         for ((label, ..), [cpu, peer_cpu, rate, peer_rate]) in lang.cases.iter().zip(per_case) {
-            let ratio = Spread::of(
-                &cpu.iter()
-                    .zip(&peer_cpu)
-                    .map(|(a, b)| a / b)
-                    .collect::<Vec<_>>(),
-            );
+            let ratio = Spread::of_ratios(&cpu, &peer_cpu);
             targets.push(Target {
                 name: format!(
                     "{} tool, server CPU per call ({label}): at most the unsandboxed server's",
@@ -288,13 +283,7 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
                     .vs(lang.peer, peer_rate),
             );
         }
-        let start_ratio = Spread::of(
-            &starts
-                .iter()
-                .zip(&peer_starts)
-                .map(|(a, b)| a / b)
-                .collect::<Vec<_>>(),
-        );
+        let start_ratio = Spread::of_ratios(&starts, &peer_starts);
         targets.push(Target {
             name: format!(
                 "{} tool, spawn to the first tools/list: at most the unsandboxed server's",

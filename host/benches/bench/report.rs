@@ -34,6 +34,17 @@ impl Spread {
             max: v[v.len() - 1],
         }
     }
+
+    /// The spread of `values / baseline`, round by round.
+    pub(crate) fn of_ratios(values: &[f64], baseline: &[f64]) -> Self {
+        Self::of(
+            &values
+                .iter()
+                .zip(baseline)
+                .map(|(v, b)| v / b)
+                .collect::<Vec<_>>(),
+        )
+    }
 }
 
 /// The `p`th percentile of sorted values (nearest rank, interpolated between neighbours).

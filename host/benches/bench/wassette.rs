@@ -111,12 +111,7 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
         "14. Against Wassette ({who}) on the same component: echo over MCP stdio ({n} calls x {} rounds)",
         o.rounds
     ));
-    let ratio = Spread::of(
-        &cpu.iter()
-            .zip(&peer_cpu)
-            .map(|(a, b)| a / b)
-            .collect::<Vec<_>>(),
-    );
+    let ratio = Spread::of_ratios(&cpu, &peer_cpu);
     s.row(
         Row::new("toolhost server CPU per call", "us", cpu.clone())
             .vs("Wassette", peer_cpu.clone()),
