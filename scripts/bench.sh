@@ -24,7 +24,8 @@ scripts/build-plugins.sh >/dev/null
 # else rebuilds.
 CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS="${CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS:--C target-feature=+simd128}" \
     cargo build --release --target wasm32-wasip2 --lib -p toolhost-plugin-echo --quiet
-cp "$root/target/wasm32-wasip2/release/echo.wasm" "$root/target/fixtures/echo_wasip2.wasm"
+target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+cp "${target_dir:-$root/target}/wasm32-wasip2/release/echo.wasm" "$root/target/fixtures/echo_wasip2.wasm"
 
 # `cargo bench` builds with the bench profile, which inherits release (same target/release artifacts).
 exe="$(cargo bench -p toolhost --bench bench --no-run --message-format=json \
