@@ -13,8 +13,8 @@ use toolhost::exec::CallRequest;
 
 use crate::Options;
 use crate::client::result;
-use crate::e2e::{Kind, spawn_stdio};
 use crate::report::{Report, Row, Section, Spread};
+use crate::servers::{Kind, spawn_stdio};
 use crate::setup::{Workspace, pipeline as build_pipeline, plugin_file};
 
 const FILES: usize = 20;

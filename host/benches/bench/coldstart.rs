@@ -8,8 +8,8 @@ use serde_json::json;
 
 use crate::Options;
 use crate::client::result;
-use crate::e2e::{Kind, spawn_stdio};
 use crate::report::{Report, Row, Section, Spread, Target};
+use crate::servers::{Kind, spawn_stdio};
 use crate::setup::Workspace;
 
 const TARGET_MS: f64 = 150.0;

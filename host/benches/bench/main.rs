@@ -29,6 +29,7 @@ mod native;
 mod peers;
 mod quota;
 mod report;
+mod servers;
 mod setup;
 mod stream;
 mod wasi3;

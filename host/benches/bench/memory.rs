@@ -9,8 +9,8 @@ use serde_json::json;
 
 use crate::Options;
 use crate::client::{StdioClient, result, rss_kib, status_kib};
-use crate::e2e::{Kind, spawn_stdio};
 use crate::report::{Report, Row, Section};
+use crate::servers::{Kind, spawn_stdio};
 use crate::setup::{Workspace, plugin_file};
 
 const LEVELS: [usize; 3] = [1, 8, 32];

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use crate::Options;
 use crate::client::{StdioClient, cpu_seconds, result};
-use crate::e2e::{Kind, spawn_stdio};
 use crate::report::{Report, Row, Section, Spread, Target};
+use crate::servers::{Kind, spawn_stdio};
 use crate::setup::{Workspace, plugin_file};
 
 /// The Wassette binary to measure, if there is one.
