@@ -347,3 +347,28 @@ pub(crate) fn status_kib(pid: u32, field: &str) -> f64 {
         })
         .unwrap_or(f64::NAN)
 }
+
+/// `n` calls one after another: (server CPU per call in us, calls/s), and the last answer's text.
+pub(crate) async fn calls(
+    c: &StdioClient,
+    n: usize,
+    tool: &str,
+    args: &Value,
+) -> Result<(f64, f64, String), String> {
+    let pid = c.pid.to_string();
+    let (cpu, t) = (cpu_seconds(&pid), std::time::Instant::now());
+    let mut text = String::new();
+    for _ in 0..n {
+        let r = result(
+            c.call("tools/call", json!({ "name": tool, "arguments": args }))
+                .await?,
+        )?;
+        text = r["content"][0]["text"].as_str().unwrap_or_default().into();
+    }
+    let wall = t.elapsed().as_secs_f64();
+    Ok((
+        (cpu_seconds(&pid) - cpu) * 1e6 / n as f64,
+        n as f64 / wall,
+        text,
+    ))
+}

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::Options;
-use crate::client::{StdioClient, cpu_seconds, result};
+use crate::client::{StdioClient, calls, result};
 use crate::report::{Report, Row, Section, Spread, Target};
 use crate::servers::{Kind, spawn_stdio};
 use crate::setup::{Workspace, plugin_file, repo_root};
@@ -147,31 +147,6 @@ async fn start(side: Side, lang: &Lang, ws: &Workspace) -> Result<f64, String> {
     let ms = t.elapsed().as_secs_f64() * 1e3;
     c.close().await;
     Ok(ms)
-}
-
-/// `n` calls one after another: (server CPU per call in us, calls/s), and the last answer's text.
-async fn calls(
-    c: &StdioClient,
-    n: usize,
-    tool: &str,
-    args: &Value,
-) -> Result<(f64, f64, String), String> {
-    let pid = c.pid.to_string();
-    let (cpu, t) = (cpu_seconds(&pid), Instant::now());
-    let mut text = String::new();
-    for _ in 0..n {
-        let r = result(
-            c.call("tools/call", json!({ "name": tool, "arguments": args }))
-                .await?,
-        )?;
-        text = r["content"][0]["text"].as_str().unwrap_or_default().into();
-    }
-    let wall = t.elapsed().as_secs_f64();
-    Ok((
-        (cpu_seconds(&pid) - cpu) * 1e6 / n as f64,
-        n as f64 / wall,
-        text,
-    ))
 }
 
 /// Why a language cannot be measured here, if it cannot.

@@ -10,10 +10,10 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::Options;
-use crate::client::{StdioClient, cpu_seconds, result};
+use crate::client::{StdioClient, calls, result};
 use crate::report::{Report, Row, Section, Spread, Target};
 use crate::servers::{Kind, spawn_stdio};
 use crate::setup::{Workspace, plugin_file};
@@ -23,24 +23,6 @@ pub(crate) fn binary() -> Option<PathBuf> {
     std::env::var_os("TOOLHOST_BENCH_WASSETTE")
         .map(PathBuf::from)
         .filter(|p| p.is_file())
-}
-
-/// `n` echo calls one after another: (server CPU per call in us, calls/s), checking each answer.
-async fn calls(c: &StdioClient, n: usize, name: &str, args: &Value) -> Result<(f64, f64), String> {
-    let pid = c.pid.to_string();
-    let (cpu, t) = (cpu_seconds(&pid), std::time::Instant::now());
-    for _ in 0..n {
-        let r = result(
-            c.call("tools/call", json!({ "name": name, "arguments": args }))
-                .await?,
-        )?;
-        let text = r["content"][0]["text"].as_str().unwrap_or_default();
-        if !text.contains("hello, world") {
-            return Err(format!("{name}: unexpected answer {r}"));
-        }
-    }
-    let wall = t.elapsed().as_secs_f64();
-    Ok(((cpu_seconds(&pid) - cpu) * 1e6 / n as f64, n as f64 / wall))
 }
 
 fn spawn_wassette(bin: &Path, ws: &Workspace) -> Result<StdioClient, String> {
@@ -92,12 +74,17 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
     let theirs = json!({ "name": "echo", "input": mine.to_string() });
     // CPU comes in 10 ms ticks: enough calls that a round holds many of them.
     let n = o.pick(4000, 1000);
-    calls(&th, n / 4, "echo", &mine).await?; // warm up
-    calls(&peer, n / 4, &tool, &theirs).await?;
+    // Warm up, and check that both answer with the echo.
+    for (server, name, args) in [(&th, "echo", &mine), (&peer, tool.as_str(), &theirs)] {
+        let (_, _, text) = calls(server, n / 4, name, args).await?;
+        if !text.contains("hello, world") {
+            return Err(format!("{name}: unexpected answer {text}"));
+        }
+    }
     let (mut cpu, mut peer_cpu, mut rate, mut peer_rate) = (vec![], vec![], vec![], vec![]);
     for _ in 0..o.rounds {
-        let (c, r) = calls(&th, n, "echo", &mine).await?;
-        let (pc, pr) = calls(&peer, n, &tool, &theirs).await?;
+        let (c, r, _) = calls(&th, n, "echo", &mine).await?;
+        let (pc, pr, _) = calls(&peer, n, &tool, &theirs).await?;
         cpu.push(c);
         rate.push(r);
         peer_cpu.push(pc);
