@@ -10,9 +10,9 @@ mod lines;
 
 use lines::{LinePattern, looks_binary, text_of};
 
-const PATTERNS: [&str; 16] = [
+const PATTERNS: [&str; 23] = [
     "a", "^a", "a$", "^$", r"\s", r"b\s*a", r"a\nb", "(?i)A", r"\bab\b", ".", "[^a]", "x*", r"\r",
-    r"a\r?$", "^.*$", "é",
+    r"a\r?$", "^.*$", "é", r"\Aa", r"b\z", "(?-m)^b", "(?-R)a$", r"b\b", "(?s)a.b", r"\Bb",
 ];
 
 fn line_by_line(text: &str, pattern: &str, ignore_case: bool) -> Vec<(usize, String)> {
@@ -42,7 +42,12 @@ proptest! {
     #[test]
     fn finds_exactly_the_lines_that_match_alone(
         text in proptest::collection::vec(
-            prop_oneof![Just("a"), Just("b"), Just("\n"), Just("\r"), Just(" "), Just("é"), Just("ab")],
+            // A lone `\r` sends the whole text line by line: rare, so that most texts take the
+            // whole-text search.
+            prop_oneof![
+                4 => Just("a"), 4 => Just("b"), 4 => Just("\n"), 2 => Just("\r\n"), 4 => Just(" "),
+                2 => Just("é"), 4 => Just("ab"), 1 => Just("\r"),
+            ],
             0..40,
         ).prop_map(|parts| parts.concat()),
         pattern in proptest::sample::select(PATTERNS.to_vec()),
@@ -64,6 +69,26 @@ fn a_carriage_return_without_a_line_feed_stays_in_its_line() {
         assert_eq!(
             searched(text, pattern, false, usize::MAX),
             line_by_line(text, pattern, false),
+            "{text:?} {pattern:?}"
+        );
+    }
+}
+
+#[test]
+fn a_pattern_on_the_texts_own_edges_matches_each_line_as_a_text_of_its_own() {
+    // Found by the property above once most texts took the whole-text search: `\z` there is
+    // only the end of the file, where a line alone ends where the line does.
+    for (text, pattern) in [
+        ("b\n", r"b\z"),
+        ("b\na\n", r"\Aa"),
+        ("a\nb\n", "(?-m)^b"),
+        ("a\r\n", "(?-R)a$"),
+    ] {
+        let alone = line_by_line(text, pattern, false);
+        assert!(!alone.is_empty(), "{text:?} {pattern:?}");
+        assert_eq!(
+            searched(text, pattern, false, usize::MAX),
+            alone,
             "{text:?} {pattern:?}"
         );
     }
