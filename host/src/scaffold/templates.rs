@@ -79,7 +79,7 @@ const JS: &[Template] = &[
     file("logic.js", include_str!("js/logic.js.tmpl")),
     file("logic.test.js", include_str!("js/logic.test.js.tmpl")),
     file("package.json", include_str!("js/package.json.tmpl")),
-    // The example's lock file pins every package jco and componentize-js pull in; render() renames it.
+    // The example's lock file pins every package jco and its engines pull in; render() renames it.
     file(
         "package-lock.json",
         include_str!("../../../plugins/examples/js/json_query/package-lock.json"),

@@ -1,7 +1,8 @@
 // The `json_query` example plugin (JavaScript): a jq-like path over a JSON file in a granted directory.
 //
-// Built with jco + componentize-js (StarlingMonkey) against the world `plugin-fs` in wit/world.wit: the
-// contract's world plus wasi:filesystem/preopens, because the engine offers no file API of its own.
+// Built with jco's QuickJS backend (componentize-qjs) against the world `plugin-fs` in wit/world.wit: the
+// contract's world plus wasi:filesystem/preopens, because the engine offers no file API of its own. WIT
+// `u64` values are plain numbers.
 // The plugin does no path confinement of its own: it opens the path relative to the directory the host
 // preopens for it (a granted directory is mounted at "."), and the host refuses anything outside it.
 //
@@ -70,6 +71,7 @@ const WHY = {
 };
 
 function ioFailed(verb, path, e) {
+  // A WASI call's error arrives as an exception whose `payload` is the error code (`no-entry`).
   const code = e && typeof e === 'object' && 'payload' in e ? e.payload : String(e);
   return failed(`cannot ${verb} '${path}': ${WHY[code] ?? code}`);
 }
@@ -101,7 +103,7 @@ function readFile(path) {
   try {
     if (file.getType() === 'directory') throw { payload: 'is-directory' };
     for (;;) {
-      const [bytes, eof] = file.read(BigInt(READ_CHUNK), BigInt(size));
+      const [bytes, eof] = file.read(READ_CHUNK, size);
       size += bytes.length;
       if (size > MAX_FILE_BYTES) throw failed(`cannot read '${path}': it is larger than ${MAX_FILE_BYTES >> 20} MiB`);
       chunks.push(bytes);
@@ -116,7 +118,23 @@ function readFile(path) {
     all.set(c, at);
     at += c.length;
   }
-  return new TextDecoder().decode(all);
+  try {
+    return utf8(all);
+  } catch {
+    throw failed(`cannot read '${path}': it is not UTF-8 text, as JSON must be`);
+  }
+}
+
+/** UTF-8 bytes as text, without a leading byte order mark; throws on bytes that are not UTF-8. QuickJS
+ * has no TextDecoder, but its own C code does the work: `escape` percent-encodes a string of one
+ * character per byte, and `decodeURIComponent` reads the percent-encoded bytes as UTF-8. */
+function utf8(bytes) {
+  let binary = '';
+  for (let at = 0; at < bytes.length; at += 8192) {
+    binary += String.fromCharCode.apply(null, bytes.subarray(at, at + 8192));
+  }
+  const text = decodeURIComponent(escape(binary));
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 function jsonQuery(input) {
@@ -128,21 +146,21 @@ function jsonQuery(input) {
     throw e instanceof QueryError ? invalid(e.message) : e;
   }
   const text = readFile(path);
-  progress(1n, 3n, `read ${text.length} characters`);
+  progress(1, 3, `read ${text.length} characters`);
   let doc;
   try {
     doc = JSON.parse(text);
   } catch (e) {
     throw failed(`cannot parse '${path}' as JSON: ${e.message}`);
   }
-  progress(2n, 3n, 'parsed');
+  progress(2, 3, 'parsed');
   let results;
   try {
     results = run(stages, doc);
   } catch (e) {
     throw e instanceof QueryError ? invalid(`query ${JSON.stringify(query)} on '${path}': ${e.message}`) : e;
   }
-  progress(3n, 3n, `${results.length} results`);
+  progress(3, 3, `${results.length} results`);
   log('debug', `json_query: ${path} ${query}: ${results.length} results`);
   const kept = results.slice(0, limit);
   let content =

@@ -1,2 +1,2 @@
-// Merged into jco's Rolldown config by `--bundle-config`: WIT imports are resolved by componentize-js.
+// Merged into jco's Rolldown config by `--bundle-config`: WIT imports are resolved by the engine.
 export default { external: [/^(toolhost|wasi):/] };
