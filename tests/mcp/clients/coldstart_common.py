@@ -3,7 +3,7 @@ coldstart_agents.py in .venv-agents): the inputs run.sh's workspace holds, the c
 results, /ready, and failing loudly. Standard library only, so that every venv can import it.
 
 The workspace (made by run.sh's `cold_workdir`): plugins/ holds echo (Rust, small), csv_stats
-(Python, 19.5 MB) and json_query (JavaScript, 14 MB); data/ holds sales.csv and items.json, granted
+(Python, 19.5 MB) and json_query (JavaScript on QuickJS, 1.8 MB); data/ holds sales.csv and items.json, granted
 read-only to both; no .toolhost/, so the compile cache is empty and both big plugins compile.
 """
 
