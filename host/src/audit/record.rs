@@ -298,42 +298,15 @@ fn present_value<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Va
 
 /// RFC 3339 in UTC with exactly six fractional digits and a `Z`: `2025-06-01T12:00:00.000123Z`.
 pub(super) mod rfc3339_micros {
-    use chrono::{DateTime, Datelike, SecondsFormat, Timelike, Utc};
+    use chrono::{DateTime, SecondsFormat, Utc};
     use serde::{Deserialize, Deserializer, Serializer, de::Error as _, ser::Error as _};
+    pub(in crate::audit) use toolhost_policy::text::rfc3339_micros as digits;
 
     pub(crate) fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
         match digits(t) {
             Some(text) => s.serialize_str(std::str::from_utf8(&text).map_err(S::Error::custom)?),
             None => s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Micros, true)),
         }
-    }
-
-    /// `t` written digit by digit, as chrono writes it: every audit line has two or three
-    /// timestamps, and chrono's general formatter (format items through `fmt::write`) cost more
-    /// instructions than the rest of the line's fields. `None` for what that format does not
-    /// cover alone (years outside 0-9999, a leap second), which chrono writes.
-    pub(in crate::audit) fn digits(t: &DateTime<Utc>) -> Option<[u8; 27]> {
-        let (year, nanos) = (t.year(), t.nanosecond());
-        if !(0..=9999).contains(&year) || nanos >= 1_000_000_000 {
-            return None;
-        }
-        let mut out = *b"0000-00-00T00:00:00.000000Z";
-        let fields = [
-            (0..4, year.unsigned_abs()),
-            (5..7, t.month()),
-            (8..10, t.day()),
-            (11..13, t.hour()),
-            (14..16, t.minute()),
-            (17..19, t.second()),
-            (20..26, nanos / 1000),
-        ];
-        for (at, mut n) in fields {
-            for d in out[at].iter_mut().rev() {
-                *d = b'0' + (n % 10) as u8;
-                n /= 10;
-            }
-        }
-        Some(out)
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
