@@ -16,6 +16,8 @@
 #
 # TOOLHOST_BENCH_TOML adds config to every benchmark workspace, to compare settings in otherwise identical
 # runs, e.g. TOOLHOST_BENCH_TOML=$'[engine]\npooling = false' scripts/bench.sh --only pipeline
+# TOOLHOST_BENCH_BIN names another toolhost binary for the parts that start the daemon, such as the dist
+# build users install: cargo build --profile dist -p toolhost, then TOOLHOST_BENCH_BIN=target/dist/toolhost
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 scripts/build-plugins.sh >/dev/null

@@ -231,9 +231,11 @@ impl Report {
             "loadavg_start": loadavg(),
             "quick": options.quick,
             "rounds": options.rounds,
+            "toolhost": crate::setup::toolhost_bin(),
         });
         let header = format!(
             "machine: {} x {}, {}, Linux {}; load average at start {}; {} rounds per figure\n\n\
+             the daemon: {}\n\n\
              Each figure: min / median / max over rounds; \"x baseline\" is value / baseline, round by round.\n",
             cores,
             machine["cpu"].as_str().unwrap_or("?"),
@@ -241,6 +243,7 @@ impl Report {
             machine["kernel"].as_str().unwrap_or("?"),
             machine["loadavg_start"].as_str().unwrap_or("?"),
             options.rounds,
+            crate::setup::toolhost_bin().display(),
         );
         println!(
             "# toolhost benchmark{}\n\n{header}",

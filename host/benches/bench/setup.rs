@@ -12,9 +12,12 @@ pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The `toolhost` binary cargo built next to this benchmark.
+/// The `toolhost` binary cargo built next to this benchmark, or the one `TOOLHOST_BENCH_BIN` names.
 pub(crate) fn toolhost_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_toolhost"))
+    // Another build to measure, such as the `dist` profile's that users install (fat LTO).
+    std::env::var_os("TOOLHOST_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_toolhost")))
 }
 
 /// A built plugin: `plugins/NAME.wasm`, or a test fixture in `target/fixtures/`.
