@@ -72,7 +72,7 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
         .to_owned();
     let mine = json!({ "text": "hello, world" });
     let theirs = json!({ "name": "echo", "input": mine.to_string() });
-    // CPU comes in 10 ms ticks: enough calls that a round of toolhost's holds a hundred of them
+    // CPU comes in 10 ms ticks: enough calls that a round of toolhost's holds about seventy of them
     // (4,000 calls held about 25, a 4% step in the ratio).
     let n = o.pick(12_000, 3_000);
     // Warm up, and check that both answer with the echo.

@@ -118,22 +118,36 @@ function readFile(path) {
     all.set(c, at);
     at += c.length;
   }
+  chunks.length = 0;
   try {
     return utf8(all);
-  } catch {
-    throw failed(`cannot read '${path}': it is not UTF-8 text, as JSON must be`);
+  } catch (e) {
+    if (e instanceof URIError) throw failed(`cannot read '${path}': it is not UTF-8 text, as JSON must be`);
+    throw e;
   }
 }
 
-/** UTF-8 bytes as text, without a leading byte order mark; throws on bytes that are not UTF-8. QuickJS
- * has no TextDecoder, but its own C code does the work: `escape` percent-encodes a string of one
- * character per byte, and `decodeURIComponent` reads the percent-encoded bytes as UTF-8. */
+/** Bytes decoded at a time: the decoding's own strings stay a few times this, whatever the file. */
+const DECODE_SLICE = 1 << 16;
+
+/** UTF-8 bytes as text, without a leading byte order mark; throws a URIError on bytes that are not
+ * UTF-8. QuickJS has no TextDecoder, but its own C code does the work: `escape` percent-encodes a
+ * string of one character per byte, and `decodeURIComponent` reads the percent-encoded bytes as
+ * UTF-8, strictly (no overlong forms, no surrogates). Each slice ends before a sequence's first byte. */
 function utf8(bytes) {
-  let binary = '';
-  for (let at = 0; at < bytes.length; at += 8192) {
-    binary += String.fromCharCode.apply(null, bytes.subarray(at, at + 8192));
+  const parts = [];
+  for (let at = 0; at < bytes.length; ) {
+    let end = Math.min(at + DECODE_SLICE, bytes.length);
+    // Back to the start of a sequence (at most three continuation bytes; more is not UTF-8 anyway).
+    for (let back = 0; end < bytes.length && back < 3 && (bytes[end] & 0xc0) === 0x80; back++) end--;
+    let binary = '';
+    for (let from = at; from < end; from += 8192) {
+      binary += String.fromCharCode.apply(null, bytes.subarray(from, Math.min(from + 8192, end)));
+    }
+    parts.push(decodeURIComponent(escape(binary)));
+    at = end;
   }
-  const text = decodeURIComponent(escape(binary));
+  const text = parts.join('');
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 

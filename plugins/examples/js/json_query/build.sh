@@ -2,7 +2,7 @@
 # Builds json_query.wasm (JavaScript: jco 1.35.0 with its QuickJS backend, componentize-qjs 0.4.5, pinned
 # in package-lock.json) into OUT_DIR (default: target/examples). A few seconds; the component is about
 # 1.8 MB. QuickJS rather than StarlingMonkey (componentize-js): a call costs a fifth of the CPU on a small
-# file and a third on a large one, and the component compiles in a tenth of the time (BENCHMARKS.md).
+# file and a third on a large one, and the component compiles in a seventh of the time (BENCHMARKS.md).
 # Toolchain: node >= 18 and the locked packages here (scripts/toolchains.sh --langs js installs them).
 #   build.sh [OUT_DIR]
 set -euo pipefail
