@@ -223,6 +223,7 @@ fn loadavg() -> String {
 impl Report {
     pub(crate) fn new(options: &Options) -> Self {
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+        let daemon = crate::setup::toolhost_bin();
         let machine = json!({
             "cpu": first_line("/proc/cpuinfo", "model name"),
             "cores": cores,
@@ -231,7 +232,7 @@ impl Report {
             "loadavg_start": loadavg(),
             "quick": options.quick,
             "rounds": options.rounds,
-            "toolhost": crate::setup::toolhost_bin(),
+            "toolhost": daemon,
         });
         let header = format!(
             "machine: {} x {}, {}, Linux {}; load average at start {}; {} rounds per figure\n\n\
@@ -243,7 +244,7 @@ impl Report {
             machine["kernel"].as_str().unwrap_or("?"),
             machine["loadavg_start"].as_str().unwrap_or("?"),
             options.rounds,
-            crate::setup::toolhost_bin().display(),
+            daemon.display(),
         );
         println!(
             "# toolhost benchmark{}\n\n{header}",
