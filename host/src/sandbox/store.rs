@@ -185,9 +185,22 @@ fn classify(e: &wasmtime::Error, limits: &Limits, fuel: u64) -> RunError {
             "the plugin held more than {MAX_HANDLES} handles (open files, streams, pollables) at once"
         ));
     }
-    // The root cause, not the whole chain: wasmtime wraps it in a multi-line wasm backtrace.
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => return RunError::OutOfFuel(fuel),
+        Some(Trap::Interrupt) => return RunError::Timeout(limits.timeout),
+        Some(Trap::StackOverflow) => {
+            return RunError::Trap("stack overflow (unbounded recursion?)".into());
+        }
+        // Rust and C guests keep a shadow stack in linear memory: deep recursion runs it off the bottom.
+        Some(Trap::MemoryOutOfBounds) => return RunError::Trap(
+            "out of bounds memory access (in Rust or C plugins, usually a stack overflow from deep recursion)".into(),
+        ),
+        Some(t) => return RunError::Trap(t.to_string()),
+        None => {}
+    }
+    // The root cause, not the whole chain (a host call's error may carry its context).
     let cause = e.root_cause().to_string();
-    // wasmtime's error for this is private: its message is all there is to know it by.
+    // wasmtime's error for this is private (and no trap): its message is all there is to know it by.
     if cause.contains("fuel allocated for hostcalls has been exhausted") {
         return RunError::Trap(format!(
             "the plugin tried to hand the host more than {} MiB in one value (a result or an argument \
@@ -195,17 +208,7 @@ fn classify(e: &wasmtime::Error, limits: &Limits, fuel: u64) -> RunError {
             MAX_TRANSFER >> 20
         ));
     }
-    match e.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => RunError::OutOfFuel(fuel),
-        Some(Trap::Interrupt) => RunError::Timeout(limits.timeout),
-        Some(Trap::StackOverflow) => RunError::Trap("stack overflow (unbounded recursion?)".into()),
-        // Rust and C guests keep a shadow stack in linear memory: deep recursion runs it off the bottom.
-        Some(Trap::MemoryOutOfBounds) => RunError::Trap(
-            "out of bounds memory access (in Rust or C plugins, usually a stack overflow from deep recursion)".into(),
-        ),
-        Some(t) => RunError::Trap(t.to_string()),
-        None => RunError::Trap(first_line(&cause)),
-    }
+    RunError::Trap(first_line(&cause))
 }
 
 fn first_line(s: &str) -> String {

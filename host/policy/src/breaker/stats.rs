@@ -68,27 +68,48 @@ impl FailureStats {
     /// (4 timed out, 1 crashed). Narrow the input so that it does less work: …". `None` below the
     /// threshold.
     pub fn advice(&self, tool: &str) -> Option<String> {
-        let recent = self.recent();
-        if recent.failures < MIN_FAILURES {
+        // Every failure of a failing tool asks for this sentence, so it is counted in place: each
+        // kind once, with its count and its latest place in the window (at most WINDOW kinds).
+        let mut kinds = [(ErrorKind::Trap, 0, 0); WINDOW];
+        let (mut distinct, mut failures) = (0, 0);
+        for (at, kind) in self.window.iter().enumerate() {
+            let Some(kind) = *kind else { continue };
+            failures += 1;
+            match kinds[..distinct].iter_mut().find(|(k, ..)| *k == kind) {
+                Some((_, n, last)) => (*n, *last) = (*n + 1, at),
+                None => {
+                    kinds[distinct] = (kind, 1, at);
+                    distinct += 1;
+                }
+            }
+        }
+        if failures < MIN_FAILURES {
             return None;
         }
-        let last_seen = |kind: ErrorKind| self.window.iter().rposition(|o| *o == Some(kind));
-        let mut kinds: Vec<(ErrorKind, usize)> = recent.kinds.into_iter().collect();
-        kinds.sort_by(|a, b| {
-            b.1.cmp(&a.1)
-                .then_with(|| last_seen(b.0).cmp(&last_seen(a.0)))
-        });
-        let breakdown: Vec<String> = kinds
-            .iter()
-            .map(|(kind, n)| format!("{n} {}", verb(*kind)))
-            .collect();
-        Some(format!(
-            "The tool '{tool}' failed {} of its last {} calls ({}). {}",
-            recent.failures,
-            recent.calls,
-            breakdown.join(", "),
-            remedy(kinds[0].0)
-        ))
+        let kinds = &mut kinds[..distinct];
+        // The most frequent first; ties, the most recent first.
+        kinds.sort_unstable_by_key(|&(_, n, last)| std::cmp::Reverse((n, last)));
+        // Pushed piece by piece: `format!` took most of a failed call's bookkeeping (issue 20).
+        let mut count = itoa::Buffer::new();
+        let mut text = String::with_capacity(200 + tool.len());
+        text.push_str("The tool '");
+        text.push_str(tool);
+        text.push_str("' failed ");
+        text.push_str(count.format(failures));
+        text.push_str(" of its last ");
+        text.push_str(count.format(self.window.len()));
+        text.push_str(" calls (");
+        for (i, (kind, n, _)) in kinds.iter().enumerate() {
+            if i > 0 {
+                text.push_str(", ");
+            }
+            text.push_str(count.format(*n));
+            text.push(' ');
+            text.push_str(verb(*kind));
+        }
+        text.push_str("). ");
+        text.push_str(remedy(kinds[0].0));
+        Some(text)
     }
 }
 
