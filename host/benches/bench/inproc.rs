@@ -242,8 +242,10 @@ pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), Str
     let sleep = json!({ "ms": TIMEOUT_MS });
     calls(&p, "echo_input", &empty, n).await?;
     calls(&p, "trap", &empty, n / 4).await?;
+    let as_long = json!({ "iterations": iterations_as_long(&p).await? });
 
     let (mut normal, mut trap, mut fuel, mut after_trap) = (vec![], vec![], vec![], vec![]);
+    let mut spun = vec![];
     let (mut normal_total, mut trap_total) = (vec![], vec![]);
     let (mut slept, mut timed_out) = (vec![], vec![]);
     let limit = us(Duration::from_millis(TIMEOUT_MS));
@@ -264,8 +266,15 @@ pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), Str
         trap.push(median_of(&t, StageTimes::overhead));
         trap_total.push(median_of(&t, |t| t.total));
         after_trap.push(median_of(&next, |t| t.total));
-        let f = calls(&p, "fuel_spin", &empty, n / 4).await?;
+        // Each fuel exhaustion beside a normal call of the same tool that runs about as long: a
+        // millisecond of guest code leaves the host's caches as cold for either.
+        let (mut f, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..n / 4 {
+            f.extend(calls(&p, "fuel_spin", &empty, 1).await?);
+            b.extend(calls(&p, "fuel_spin", &as_long, 1).await?);
+        }
         fuel.push(median_of(&f, StageTimes::overhead));
+        spun.push(median_of(&b, StageTimes::overhead));
         let s = calls(&p, "sleep", &sleep, nt).await?;
         slept.push(median_of(&s, |t| t.total) - limit);
         let to = calls(&p, "slow_spin", &empty, nt).await?;
@@ -290,8 +299,20 @@ pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), Str
         .vs("normal call total", normal_total.clone()),
     );
     s.row(
+        Row::new(
+            "a normal call as long (spin, ~20 M fuel): total - call",
+            "us",
+            spun.clone(),
+        )
+        .vs("normal call", normal.clone()),
+    );
+    s.row(
         Row::new("fuel exhausted (20 M): total - call", "us", fuel.clone())
             .vs("normal call", normal.clone()),
+    );
+    s.row(
+        Row::new("fuel exhausted (20 M): total - call", "us", fuel.clone())
+            .vs("a normal call as long", spun.clone()),
     );
     s.row(Row::new(
         format!("normal {TIMEOUT_MS} ms sleep: total - {TIMEOUT_MS} ms"),
@@ -308,13 +329,15 @@ pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), Str
     );
     s.note(
         "\"total - call\" is everything but the guest's own run: slot, store, instance, teardown, shaping, audit. \
-         A trap's unwinding and backtrace are inside \"call\"; so is a timed-out guest's unwinding, so timeouts are \
-         compared by total - limit against a normal call that waits on the same timer (a 20 ms sleep).",
+         A trap's unwinding is inside \"call\" (wasmtime takes no backtrace); so is a timed-out guest's unwinding, so timeouts are \
+         compared by total - limit against a normal call that waits on the same timer (a 20 ms sleep), and a fuel \
+         exhaustion against a normal call of the same tool that spins about as long (a short call finds the host's \
+         caches warmer after the previous call than one that ran 1 ms of guest code).",
     );
     report.add(s);
     let worst = [
         Spread::of(&trap).median / Spread::of(&normal).median,
-        Spread::of(&fuel).median / Spread::of(&normal).median,
+        Spread::of(&fuel).median / Spread::of(&spun).median,
     ];
     let to_ratio = Spread::of(&timed_out).median / Spread::of(&slept).median;
     let next = Spread::of(&after_trap).median / Spread::of(&normal_total).median;
@@ -333,6 +356,26 @@ pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), Str
         met: worst.iter().all(|r| *r <= 1.10) && to_ratio <= 1.10,
     });
     Ok(())
+}
+
+/// Iterations of `fuel_spin` that end normally after about as much guest time as its fuel takes to
+/// run out: scaled from a probe, then lowered until the call succeeds.
+async fn iterations_as_long(p: &Pipeline) -> Result<u64, String> {
+    const PROBE: u64 = 1_000_000;
+    let guest = |t: &[StageTimes]| median_of(t, |t| t.guest);
+    let exhausted = guest(&calls(p, "fuel_spin", &json!({}), 9).await?);
+    let probe = guest(&calls(p, "fuel_spin", &json!({ "iterations": PROBE }), 9).await?);
+    let mut iterations = (PROBE as f64 * exhausted / probe.max(1.0) * 0.95) as u64;
+    for _ in 0..20 {
+        let (out, _) = p
+            .call_timed(req("fuel_spin", json!({ "iterations": iterations })))
+            .await;
+        if !out.is_error() {
+            return Ok(iterations);
+        }
+        iterations = iterations * 9 / 10;
+    }
+    Err("fuel_spin: no iteration count ends before its fuel does".into())
 }
 
 /// `--stages TOOL INPUT N`: the stage medians of N calls of one tool (echo, or the hostile fixture's tools,

@@ -59,7 +59,7 @@ pub(super) fn build(options: &EngineOptions) -> Result<Engines, SandboxError> {
         // walking and symbolising up to 20 frames cost more than the rest of the call (a trapping
         // echo took 2.2x a normal call's instructions). Nor does `WASMTIME_BACKTRACE_DETAILS` in
         // the daemon's environment get to change how modules compile.
-        .wasm_backtrace(false)
+        .wasm_backtrace_max_frames(None)
         .wasm_backtrace_details(WasmBacktraceDetails::Disable)
         .parallel_compilation(true)
         // Map each module's initial memory from an image, copy-on-write, instead of copying its data

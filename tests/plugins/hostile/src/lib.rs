@@ -111,12 +111,19 @@ fn io_result(what: String, result: std::io::Result<()>) -> Res {
 // ---------------------------------------------------------------------------------------------
 // the tools
 
-/// Burns CPU forever without calling the host.
-fn spin() -> ! {
+/// Burns CPU without calling the host: forever, or `iterations` times and then answers (a normal
+/// call as long as a failing one, for the benchmark's comparisons).
+fn spin(args: &Args) -> Res {
     let mut counter = 0u64;
-    loop {
+    let Some(iterations) = args.opt_u64("iterations")? else {
+        loop {
+            counter = black_box(counter.wrapping_add(1));
+        }
+    };
+    for _ in 0..iterations {
         counter = black_box(counter.wrapping_add(1));
     }
+    text(format!("spun {counter} times"))
 }
 
 /// Sleeps `ms`; with `steps`, in that many equal parts, reporting progress after each.
@@ -592,7 +599,7 @@ fn steps(args: &Args) -> Res {
 
 fn dispatch(name: &str, args: &Args, raw: &str) -> Res {
     match name {
-        "spin" => spin(),
+        "spin" => spin(args),
         "sleep" => sleep(args),
         "grow" => grow(args),
         "big_output" => big_output(args),
@@ -679,7 +686,12 @@ fn tools() -> Vec<Tool> {
         "properties": { "n": { "type": "integer" } }
     });
     vec![
-        tool("spin", "Loop forever without calling the host.", &[], RO),
+        tool(
+            "spin",
+            "Loop forever without calling the host, or `iterations` times and answer.",
+            &[("iterations", "integer")],
+            RO,
+        ),
         tool(
             "sleep",
             "Sleep `ms` milliseconds (blocks in a WASI host call), in `steps` parts with progress.",
