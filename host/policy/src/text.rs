@@ -30,11 +30,18 @@ pub fn multi_line(text: &str) -> Cow<'_, str> {
 pub struct OneLine<'a>(pub &'a str);
 
 impl fmt::Display for OneLine<'_> {
+    /// The safe runs between the characters that need escaping are written whole: character by
+    /// character, each went through the log's writer on its own.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for c in self.0.chars() {
-            write_char(f, c, false)?;
+        let mut run = 0;
+        for (at, c) in self.0.char_indices() {
+            if is_unsafe(c) {
+                f.write_str(&self.0[run..at])?;
+                write_char(f, c, false)?;
+                run = at + c.len_utf8();
+            }
         }
-        Ok(())
+        f.write_str(&self.0[run..])
     }
 }
 

@@ -102,9 +102,7 @@ impl Pipeline {
         // Formats nothing unless the target is on (tracing checks the level first). One message
         // rather than seven fields, written as the text it is (the binary's field formatter): 2% of
         // a stdio call's instructions (issue 42); the line reads the same.
-        tracing::info!(target: CALL_LOG, "call call_id={} via={} tool={} caller={} decision={} outcome={} ms={}",
-            record.call_id, record.origin, OneLine(&record.tool), CallerName(record.caller.as_ref()),
-            decision_word(&record.decision), OutcomeWord(kind), Millis(elapsed));
+        tracing::info!(target: CALL_LOG, "{}", CallLine { record: &record, kind, elapsed });
         self.live().end(&record);
         // Metrics are labelled by catalogue names only: a call that found no tool (a made-up or
         // hidden name, or one refused before the lookup) counts under one fixed label, so that
@@ -143,6 +141,42 @@ fn decision_word(d: &Decision) -> &'static str {
     }
 }
 
+/// A finished call's log line: `call call_id=… via=… tool=… caller=… decision=… outcome=… ms=…`.
+/// Built in one buffer and handed to the log's writer whole; piece by piece, each of its fifteen
+/// pieces went through the writer's escaping on its own (issue 42).
+struct CallLine<'a> {
+    record: &'a AuditRecord,
+    kind: Option<ErrorKind>,
+    elapsed: Duration,
+}
+
+impl fmt::Display for CallLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use fmt::Write as _;
+        let r = self.record;
+        let mut line = String::with_capacity(160 + r.tool.len());
+        line.push_str("call call_id=");
+        line.push_str(&r.call_id);
+        line.push_str(" via=");
+        line.push_str(&r.origin);
+        write!(
+            line,
+            " tool={} caller={}",
+            OneLine(&r.tool),
+            CallerName(r.caller.as_ref())
+        )?;
+        line.push_str(" decision=");
+        line.push_str(decision_word(&r.decision));
+        write!(line, " outcome={} ms=", OutcomeWord(self.kind))?;
+        // Milliseconds with one decimal, rounded half up, without floating-point formatting.
+        let tenths = (self.elapsed.as_micros() + 50) / 100;
+        line.push_str(itoa::Buffer::new().format(tenths / 10));
+        line.push('.');
+        line.push(char::from(b'0' + (tenths % 10) as u8));
+        f.write_str(&line)
+    }
+}
+
 /// Who called, as the console names callers ([`super::caller_name`]), without allocating.
 struct CallerName<'a>(Option<&'a toolhost_policy::caller::Caller>);
 
@@ -168,11 +202,50 @@ impl fmt::Display for OutcomeWord {
     }
 }
 
-/// A duration in milliseconds, one decimal.
-struct Millis(Duration);
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl fmt::Display for Millis {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:.1}", self.0.as_secs_f64() * 1000.0)
+    fn line(tool: &str, kind: Option<ErrorKind>, elapsed: Duration) -> String {
+        let record = AuditRecord::begin("id-1", "mcp", tool, &serde_json::json!({}));
+        CallLine {
+            record: &record,
+            kind,
+            elapsed,
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn the_call_line_names_the_call_on_one_line() {
+        assert_eq!(
+            line("echo", None, Duration::from_micros(1_250)),
+            "call call_id=id-1 via=mcp tool=echo caller=(no token) decision=not-reached outcome=ok ms=1.3"
+        );
+        // A name cannot break the line or steer a terminal.
+        let forged = line(
+            "a\nb\u{1b}[2J\u{202e}",
+            Some(ErrorKind::Trap),
+            Duration::ZERO,
+        );
+        assert!(
+            forged.contains(r"tool=a\nb\u{1b}[2J\u{202e} caller="),
+            "{forged}"
+        );
+        assert!(forged.ends_with("outcome=error:trap ms=0.0"), "{forged}");
+    }
+
+    #[test]
+    fn milliseconds_round_half_up_to_one_decimal() {
+        for (us, ms) in [
+            (0, "0.0"),
+            (49, "0.0"),
+            (50, "0.1"),
+            (999_949, "999.9"),
+            (999_950, "1000.0"),
+        ] {
+            let text = line("t", None, Duration::from_micros(us));
+            assert!(text.ends_with(&format!(" ms={ms}")), "{us} us: {text}");
+        }
     }
 }
