@@ -41,9 +41,15 @@ pub(crate) fn run_error(tool: &str, e: &RunError) -> String {
             "Tool '{tool}' exceeded its memory limit of {} MiB and was stopped. Try a smaller input.",
             limit >> 20
         ),
-        RunError::Trap(msg) => format!(
-            "Tool '{tool}' crashed: {msg}. This is a fault in the tool; the same input will likely fail again."
-        ),
+        // Joined, not formatted: a hostile plugin can trap on every call (issue 20).
+        RunError::Trap(msg) => [
+            "Tool '",
+            tool,
+            "' crashed: ",
+            msg,
+            ". This is a fault in the tool; the same input will likely fail again.",
+        ]
+        .concat(),
         RunError::Cancelled => format!("The call to '{tool}' was cancelled."),
         // The detail (host paths, OS errors) goes to the operator's log and the audit record.
         RunError::Setup(_) => format!(
