@@ -18,6 +18,8 @@
 # runs, e.g. TOOLHOST_BENCH_TOML=$'[engine]\npooling = false' scripts/bench.sh --only pipeline
 # TOOLHOST_BENCH_BIN names another toolhost binary for the parts that start the daemon, such as the dist
 # build users install: cargo build --profile dist -p toolhost, then TOOLHOST_BENCH_BIN=target/dist/toolhost
+# (resolved here: the bench starts the daemon from workspaces of its own).
+if [[ -n "${TOOLHOST_BENCH_BIN:-}" ]]; then TOOLHOST_BENCH_BIN="$(realpath -m -- "$TOOLHOST_BENCH_BIN")"; fi
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" || exit 1
 
 scripts/build-plugins.sh >/dev/null

@@ -348,7 +348,8 @@ pub(crate) async fn failures(o: &Options, report: &mut Report) -> Result<(), Str
             "trap {:.2}x, fuel {:.2}x, timeout {:.2}x; the call after a trap {next:.2}x",
             worst[0], worst[1], to_ratio
         ),
-        baseline: "a normal call's cost beyond the guest's run".into(),
+        baseline: "a normal call's cost beyond the guest's run (for a fuel exhaustion, a normal call as long)"
+            .into(),
         ratio: format!(
             "{:.2}x at worst",
             worst.iter().copied().fold(to_ratio, f64::max)
