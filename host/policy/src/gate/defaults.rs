@@ -48,7 +48,7 @@ fn fill_object(
     for (key, sub) in properties {
         let sub = follow(root, sub);
         // The pointer is spelled out only where it is needed: most properties are given as scalars.
-        let here = || format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
+        let here = || pointer_to(pointer, key);
         match object.get_mut(key) {
             Some(value @ Value::Object(_)) => fill_at(root, sub, value, here(), depth + 1, filled),
             Some(_) => {}
@@ -60,6 +60,22 @@ fn fill_object(
             }
         }
     }
+}
+
+/// `pointer` and `key`, escaped as RFC 6901 says (`~` as `~0`, `/` as `~1`), in one allocation:
+/// every call whose input leaves out a defaulted property pays for it.
+fn pointer_to(pointer: &str, key: &str) -> String {
+    let mut out = String::with_capacity(pointer.len() + 1 + key.len());
+    out.push_str(pointer);
+    out.push('/');
+    for c in key.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `schema`, or what its local `$ref` points to (a few hops at most).
@@ -100,6 +116,17 @@ mod tests {
             json!({"pattern": "a", "path": ".", "opts": {"depth": 3}, "via": "x"})
         );
         assert_eq!(filled, ["/opts/depth", "/path", "/via"]);
+    }
+
+    #[test]
+    fn pointers_escape_tildes_and_slashes_in_names() {
+        let schema = json!({"properties": {
+            "a/b~c": {"default": 1},
+            "o~/": {"properties": {"~~//": {"default": 2}}}
+        }});
+        let mut input = json!({"o~/": {}});
+        assert_eq!(fill(&schema, &mut input), ["/a~1b~0c", "/o~0~1/~0~0~1~1"]);
+        assert_eq!(input, json!({"a/b~c": 1, "o~/": {"~~//": 2}}));
     }
 
     #[test]
