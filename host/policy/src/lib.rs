@@ -24,6 +24,7 @@ pub mod hosts;
 pub mod lock;
 pub mod network;
 pub mod oci;
+mod pointer;
 pub mod quota;
 pub mod source;
 pub mod task;

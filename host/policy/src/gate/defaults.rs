@@ -48,7 +48,7 @@ fn fill_object(
     for (key, sub) in properties {
         let sub = follow(root, sub);
         // The pointer is spelled out only where it is needed: most properties are given as scalars.
-        let here = || pointer_to(pointer, key);
+        let here = || crate::pointer::join(pointer, key);
         match object.get_mut(key) {
             Some(value @ Value::Object(_)) => fill_at(root, sub, value, here(), depth + 1, filled),
             Some(_) => {}
@@ -60,22 +60,6 @@ fn fill_object(
             }
         }
     }
-}
-
-/// `pointer` and `key`, escaped as RFC 6901 says (`~` as `~0`, `/` as `~1`), in one allocation:
-/// every call whose input leaves out a defaulted property pays for it.
-fn pointer_to(pointer: &str, key: &str) -> String {
-    let mut out = String::with_capacity(pointer.len() + 1 + key.len());
-    out.push_str(pointer);
-    out.push('/');
-    for c in key.chars() {
-        match c {
-            '~' => out.push_str("~0"),
-            '/' => out.push_str("~1"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// `schema`, or what its local `$ref` points to (a few hops at most).

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde_json::Value;
 
 use super::CostError;
+use crate::pointer;
 
 /// How often each subschema (by node index) is evaluated for one value.
 pub(super) type Profile = BTreeMap<usize, u64>;
@@ -128,7 +129,7 @@ impl<'s> Graph<'s> {
                         }
                     }
                     for (k, v) in map {
-                        stack.push((v, format!("{at}/{}", escape(k))));
+                        stack.push((v, pointer::join(&at, k)));
                     }
                 }
                 Value::Array(items) => {
@@ -148,7 +149,7 @@ impl<'s> Graph<'s> {
         let Some(Value::Object(map)) = self.root.pointer(location) else {
             return (same, children);
         };
-        let at = |key: &str| format!("{location}/{}", escape(key));
+        let at = |key: &str| pointer::join(location, key);
         for key in SAME_ONE {
             if map.contains_key(*key) {
                 same.push(at(key));
@@ -163,7 +164,7 @@ impl<'s> Graph<'s> {
             if let Some(Value::Object(deps)) = map.get(*key) {
                 for (name, schema) in deps {
                     if schema.is_object() || schema.is_boolean() {
-                        same.push(format!("{}/{}", at(key), escape(name)));
+                        same.push(pointer::join(&at(key), name));
                     }
                 }
             }
@@ -177,13 +178,13 @@ impl<'s> Graph<'s> {
         }
         if let Some(Value::Object(props)) = map.get("properties") {
             for name in props.keys() {
-                let target = format!("{}/{}", at("properties"), escape(name));
+                let target = pointer::join(&at("properties"), name);
                 children.push((Child::Property(name.clone()), target));
             }
         }
         if let Some(Value::Object(patterns)) = map.get("patternProperties") {
             for name in patterns.keys() {
-                let target = format!("{}/{}", at("patternProperties"), escape(name));
+                let target = pointer::join(&at("patternProperties"), name);
                 children.push((Child::AnyMember, target));
             }
         }
@@ -376,11 +377,6 @@ impl<'s> Graph<'s> {
         }
         next
     }
-}
-
-/// A JSON pointer token: `~` and `/` escaped.
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 /// A URI fragment with its `%XX` escapes decoded (invalid ones kept as they are).

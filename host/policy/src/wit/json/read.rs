@@ -32,14 +32,7 @@ impl Reader {
     /// Run `f` with `segment` pushed onto the path.
     fn at<T>(&mut self, segment: &str, f: impl FnOnce(&mut Self) -> T) -> T {
         let len = self.path.len();
-        self.path.push('/');
-        for c in segment.chars() {
-            match c {
-                '~' => self.path.push_str("~0"),
-                '/' => self.path.push_str("~1"),
-                c => self.path.push(c),
-            }
-        }
+        crate::pointer::push(&mut self.path, segment);
         let out = f(self);
         self.path.truncate(len);
         out
