@@ -18,7 +18,8 @@
 //! `Host`.
 //!
 //! Dependencies point down: host -> server -> exec -> {registry, sandbox, audit, stats} -> policy,
-//! with [`system`] (the cores) a leaf any layer may read. Only [`sandbox`] knows wasmtime; only
+//! with [`system`] (the cores), [`diagnostics`] (the log on stderr, which never waits) and [`body`]
+//! (bounded network reads) leaves any layer may use. Only [`sandbox`] knows wasmtime; only
 //! [`server`] knows MCP and turns outcomes into wire errors (inside it, the MCP, batch and HTTP
 //! front ends import only its shared part, never each other); nothing below [`host`] imports it,
 //! nothing but the host imports the server, nothing imports the CLI, and the policy crate knows
@@ -29,6 +30,8 @@
 
 pub mod audit;
 pub mod batch;
+pub mod body;
+pub mod diagnostics;
 pub mod distribution;
 pub mod exec;
 pub mod host;

@@ -13,11 +13,16 @@ use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    if cli.serves() {
+        toolhost::diagnostics::never_wait();
+    }
     // Logs go to stderr only: stdout belongs to results and, for `serve --stdio`, to MCP messages.
+    // A line stderr cannot take at once is dropped and counted, never waited for (a reader that
+    // went away or stopped reading must not stop the daemon: `toolhost::diagnostics`).
     // One event, one line: plugin text in a message cannot forge lines or steer the terminal.
     // Colour only for a terminal: a file or a log collector would get escape codes.
     tracing_subscriber::fmt()
-        .with_writer(|| toolhost_policy::text::LogWriter(std::io::stderr()))
+        .with_writer(|| toolhost_policy::text::LogWriter(toolhost::diagnostics::Stderr))
         .fmt_fields(fields())
         .with_timer(Clock)
         .with_ansi(std::io::stderr().is_terminal())
@@ -41,7 +46,7 @@ fn main() -> ExitCode {
     let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("toolhost: cannot start the async runtime: {e}");
+            toolhost::diagnostics::say(&format!("toolhost: cannot start the async runtime: {e}"));
             return ExitCode::from(3);
         }
     };
@@ -52,7 +57,10 @@ fn main() -> ExitCode {
             // Exit 0 for a failure is a reader that closed stdout: nothing worth saying.
             if code != 0 {
                 let message = chain(&anyhow::Error::from(failure));
-                eprintln!("toolhost: {}", toolhost_policy::text::multi_line(&message));
+                toolhost::diagnostics::say(&format!(
+                    "toolhost: {}",
+                    toolhost_policy::text::multi_line(&message)
+                ));
             }
             ExitCode::from(code)
         }
@@ -114,5 +122,7 @@ impl tracing_subscriber::fmt::time::FormatTime for Clock {
     }
 }
 
-/// How long the process waits at exit for blocking threads still running.
-const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long the process waits at exit for blocking threads still running: every call is recorded
+/// by then, and what may still run (a plugin's compile, whose cache file is written by rename) can
+/// be left; a stdio client sends SIGKILL about 2 s after SIGTERM.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(100);

@@ -143,6 +143,59 @@ fn closing_stdin_then_sigterm_stops_the_calls_still_running_and_records_them() {
 }
 
 #[test]
+fn a_stdio_client_leaving_gets_every_running_call_recorded_before_its_sigkill() {
+    // The MCP stdio shutdown: close stdin, SIGTERM, and about 2 s later SIGKILL. With the default
+    // 5 s grace, a call still running must be cancelled and recorded within a second of SIGTERM.
+    let env = env("");
+    let mut d = Daemon::start(&env, &["--no-watch"]);
+    let slow = start_sleep(&mut d, 15_000);
+    env.wait_for_begins(1);
+    d.close_stdin();
+    std::thread::sleep(Duration::from_millis(200));
+    let termed = Instant::now();
+    d.signal("TERM");
+    crate::harness::wait_until("the call's end record", Duration::from_secs(5), || {
+        !env.audit().is_empty()
+    });
+    let recorded = termed.elapsed();
+    assert!(
+        recorded < Duration::from_secs(1),
+        "recorded {recorded:?} after SIGTERM"
+    );
+    assert_eq!(env.audit()[0]["outcome"], "cancelled", "{:?}", env.audit());
+    let answer = d.answer(slow);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(d.wait(Duration::from_secs(10)).success());
+    assert!(
+        termed.elapsed() < Duration::from_millis(1900),
+        "exited {:?} after SIGTERM",
+        termed.elapsed()
+    );
+}
+
+#[test]
+fn an_idle_daemon_exits_at_once_when_stdin_closes_while_a_plugin_compiles() {
+    // A 20 MB Python plugin compiles for many seconds from an empty cache: nothing waits for it.
+    let env = Env::new(&["echo", "csv_stats"], BASE);
+    let mut d = Daemon::start_cold(&env, &["--no-watch"], &[("TOOLHOST_LOG", "info")]);
+    crate::harness::wait_until("csv_stats to start compiling", Duration::from_secs(60), || {
+        d.stderr()
+            .lines()
+            .any(|l| l.contains("compiling plugin") && l.contains("csv_stats"))
+    });
+    let closed = Instant::now();
+    d.close_stdin();
+    let status = d.wait(Duration::from_secs(10));
+    let took = closed.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "took {took:?} to exit:\n{}",
+        d.stderr()
+    );
+}
+
+#[test]
 fn a_2026_client_listening_for_changes_sees_the_daemon_exit_within_a_second_of_closing_stdin() {
     let env = env("");
     let mut d = Daemon::start_session_less(&env, &["--no-watch"]);

@@ -107,9 +107,10 @@ async fn a_caller_quota_bounds_its_calls_at_once_and_its_fuel() {
     assert_eq!(kind(&first.await.unwrap()), "ok");
     assert_eq!(kind(&call(&p, "echo", who("alice")).await), "ok");
 
-    // bob: his first call runs on a full budget and spends more fuel than it holds; the next
-    // waits until the debt is repaid.
-    assert_eq!(kind(&call(&p, "echo", who("bob")).await), "ok");
+    // bob: his first call runs on what is left of his budget (1000, less than an echo needs) and
+    // runs out of it; the next waits until the budget refills.
+    let o = call(&p, "echo", who("bob")).await;
+    assert_eq!(kind(&o), "out_of_fuel", "{}", o.content);
     let o = call(&p, "echo", who("bob")).await;
     assert_eq!(kind(&o), "rate_limited", "{}", o.content);
     assert!(
@@ -150,4 +151,69 @@ async fn a_batch_entirely_over_its_share_is_429_with_retry_after_and_a_partial_o
     assert_eq!(over.status, 429, "{}", over.body);
     let retry: u64 = over.header("retry-after").unwrap().parse().unwrap();
     assert!((1..=20).contains(&retry), "{retry}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_started_together_never_spend_more_fuel_than_the_budget_holds() {
+    // A budget of two calls' fuel, and eight calls that each burn all they may at once: the fuel
+    // is reserved at admission, so two run and six are refused, instead of eight running.
+    let budget: u64 = 200_000_000;
+    let config = format!(
+        "{AUTH}[permissions]\nmode = \"bypass\"\n[plugins.hostile.limits]\nfuel = 100000000\n\
+         timeout-ms = 60000\n\
+         [[callers]]\nname = \"metered\"\nmatch = {{ sub = \"carol\" }}\n\
+         quota = {{ fuel = {budget}, per-s = 3600 }}\n"
+    );
+    let env = Env::new(&["hostile"], &config);
+    let p = env.pipeline(16).await;
+    let calls: Vec<_> = (0..8)
+        .map(|_| {
+            let p = p.clone();
+            tokio::spawn(async move {
+                p.call(CallRequest {
+                    tool: "spin".into(),
+                    input: json!({}),
+                    origin: "test",
+                    caller: who("carol"),
+                    ..CallRequest::default()
+                })
+                .await
+            })
+        })
+        .collect();
+    let mut kinds = Vec::new();
+    for c in calls {
+        kinds.push(kind(&c.await.unwrap()));
+    }
+    let used: u64 = env
+        .audit()
+        .iter()
+        .filter_map(|r| r["fuel_used"].as_u64())
+        .sum();
+    // The budget refills at budget/3600 per second while the calls run: a few seconds' worth.
+    assert!(
+        used <= budget + budget / 360,
+        "8 calls used {used} fuel against a budget of {budget}: {kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "out_of_fuel").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "rate_limited").count(),
+        6,
+        "{kinds:?}"
+    );
+    // A small call runs on the little the budget refilled since, and gives back what it left.
+    let o = p
+        .call(CallRequest {
+            tool: "spin".into(),
+            input: json!({ "iterations": 1 }),
+            origin: "test",
+            caller: who("carol"),
+            ..CallRequest::default()
+        })
+        .await;
+    assert_eq!(kind(&o), "ok", "{}", o.content);
 }

@@ -139,6 +139,18 @@ async fn a_secret_streamed_out_is_redacted_like_every_other_output() {
     assert_eq!(seen[0].message, "[redacted]");
     let log = std::fs::read_to_string(env.path().join(".toolhost/audit.jsonl")).unwrap();
     assert!(!log.contains(secret));
+    // In two updates, each half harmless alone: the client still never sees the secret.
+    let (o, seen) =
+        call_with_progress(&env, "leak", json!({ "name": "TOKEN", "split": true })).await;
+    assert_eq!(o.content, "[redacted]");
+    let streamed: String = seen.iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(streamed, "[redacted]", "{seen:?}");
+    let (first, second) = secret.split_at(secret.len() / 2);
+    assert!(
+        seen.iter()
+            .all(|p| !p.message.contains(first) && !p.message.contains(second)),
+        "{seen:?}"
+    );
 }
 
 #[tokio::test]

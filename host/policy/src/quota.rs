@@ -145,10 +145,17 @@ impl Bucket {
         Err(self.wait(rate, f64::MIN_POSITIVE))
     }
 
-    /// Spend `cost` known afterwards; the level may go below zero.
+    /// What is there now, refilled: for a reservation of whatever is left.
+    pub fn level(&mut self, rate: &Rate, now: Instant) -> f64 {
+        self.refill(rate, now);
+        self.level
+    }
+
+    /// Spend `cost` known afterwards; the level may go below zero. A negative cost gives back,
+    /// never past the burst.
     pub fn charge(&mut self, rate: &Rate, cost: f64, now: Instant) {
         self.refill(rate, now);
-        self.level -= cost;
+        self.level = (self.level - cost).min(rate.burst as f64);
     }
 
     /// Give back `cost` taken for a call that never ran.

@@ -44,6 +44,11 @@ impl Cli {
         }
     }
 
+    /// Whether this is the daemon, whose log must never wait for stderr's reader.
+    pub(crate) fn serves(&self) -> bool {
+        matches!(self.command, Command::Serve { .. })
+    }
+
     /// Run the command; `Ok(code)` for normal exits (0 or 1).
     pub(crate) async fn run(self) -> Result<u8, Failure> {
         // `new` only writes files: a broken toolhost.toml in the current directory must not stop it.

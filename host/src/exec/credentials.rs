@@ -18,6 +18,10 @@ use toolhost_policy::network::{
     CallerSecret, CallerSource, Exchange, Secret, SecretGrant, SecretHeader,
 };
 
+/// The largest answer read from the identity provider (a token response, an introspection, its
+/// metadata): a few KiB in practice; anything past this is refused unread.
+const MAX_ANSWER: usize = 64 << 10;
+
 /// RFC 8693's grant type and token type names.
 const GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
@@ -275,10 +279,9 @@ impl Exchanger {
             .await
             .map_err(|e| format!("cannot reach it ({})", e.without_url()))?;
         let status = response.status();
-        let body = response
-            .bytes()
+        let body = crate::body::read(response, MAX_ANSWER)
             .await
-            .map_err(|e| format!("its answer broke off ({})", e.without_url()))?;
+            .map_err(|e| e.to_string())?;
         if !status.is_success() {
             let why = serde_json::from_slice::<Refusal>(&body).ok().map_or_else(
                 || format!("HTTP {status}"),

@@ -416,12 +416,17 @@ impl Pipeline {
             .tools
             .get(&tool.guest_name)
             .and_then(|o| o.quota());
-        let share = match self
+        // The profile's caps, lowered to the fuel the call reserves from a fuel budget: calls
+        // started together can never spend more than the budget holds.
+        let mut caps = profile.map(|p| p.caps()).unwrap_or_default();
+        let fuel = plugin.policy.limits.capped(caps).fuel;
+        let mut share = match self
             .quotas
             .admit(
                 req.caller.as_deref(),
                 &tool.spec.name,
                 (profile.and_then(|p| p.quota.as_ref()), of_tool),
+                fuel,
             )
             .await
         {
@@ -442,7 +447,9 @@ impl Pipeline {
 
         // Who asks, as the breakers tell callers apart: failures under limits the caller's
         // profile lowered count in its own breaker, never in the tool's that everyone shares.
-        let caps = profile.map(|p| p.caps()).unwrap_or_default();
+        if let Some(reserved) = share.fuel() {
+            caps.fuel = Some(reserved);
+        }
         let lowered = Lowered::new(&plugin.policy.limits, &caps);
         let asker = Asker {
             key: lowered.any().then(|| owner_of(req.caller.as_deref())),
@@ -509,7 +516,7 @@ impl Pipeline {
             .execute(&tool, input, req, record, clock, (files, caps, grants))
             .await;
         finished.admitted = Some(admitted);
-        share.charge(finished.fuel.unwrap_or(0));
+        share.settle(finished.fuel.unwrap_or(0));
         finished
     }
 }

@@ -1,6 +1,8 @@
 //! The updates a WASI 0.3 plugin streams while its call runs (`toolhost:plugin@0.2.0`'s
 //! `host.updates`): read by the host as they come, each one redacted, cut and forwarded to the
-//! call's progress sink. The stream is bounded like every other output: past [`MAX_UPDATES`]
+//! call's progress sink. Partial output is one text in pieces: its redaction holds back the tail
+//! that could begin a secret until the next piece (or the stream's end) shows what it is, so a
+//! secret streamed in two halves reaches nobody. The stream is bounded like every other output: past [`MAX_UPDATES`]
 //! items or [`MAX_UPDATE_BYTES`] bytes the host drops its end, the guest's writes then fail, and
 //! the call goes on.
 
@@ -28,8 +30,10 @@ pub(super) struct UpdatesConsumer {
     secrets: Arc<Secrets>,
     items: u64,
     bytes: u64,
-    /// Bytes of partial output so far: the progress an MCP client sees for a partial update.
+    /// Bytes of partial output passed on so far: the progress an MCP client sees for a partial update.
     partial: u64,
+    /// The end of the partial output so far that could begin a secret, not passed on yet.
+    held: String,
 }
 
 impl UpdatesConsumer {
@@ -40,6 +44,7 @@ impl UpdatesConsumer {
             items: 0,
             bytes: 0,
             partial: 0,
+            held: String::new(),
         }
     }
 
@@ -61,12 +66,11 @@ impl UpdatesConsumer {
                 message: self.clip(p.message),
             },
             Update::Partial(text) => {
-                self.partial += text.len() as u64;
-                Progress {
-                    done: self.partial,
-                    total: None,
-                    message: self.clip(text),
+                let now = self.secrets.redactor().redact_piece(&mut self.held, &text);
+                if now.is_empty() {
+                    return true;
                 }
+                self.partial_progress(now)
             }
         };
         if let Some(sink) = &self.progress {
@@ -76,11 +80,39 @@ impl UpdatesConsumer {
     }
 
     fn clip(&self, text: String) -> String {
-        let mut text = self.secrets.redactor().redact(text);
-        if toolhost_policy::text::truncate_at_boundary(&mut text, MAX_TEXT_BYTES) {
-            text.push('…');
+        cut(self.secrets.redactor().redact(text))
+    }
+
+    /// The progress of `text`, partial output already redacted.
+    fn partial_progress(&mut self, text: String) -> Progress {
+        self.partial += text.len() as u64;
+        Progress {
+            done: self.partial,
+            total: None,
+            message: cut(text),
         }
-        text
+    }
+}
+
+/// `text` cut to [`MAX_TEXT_BYTES`], marked when cut.
+fn cut(mut text: String) -> String {
+    if toolhost_policy::text::truncate_at_boundary(&mut text, MAX_TEXT_BYTES) {
+        text.push('…');
+    }
+    text
+}
+
+impl Drop for UpdatesConsumer {
+    /// The stream ended: the held-back tail of the partial output goes out, redacted as it is.
+    fn drop(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        if held.is_empty() {
+            return;
+        }
+        let progress = self.partial_progress(held);
+        if let Some(sink) = &self.progress {
+            sink(progress);
+        }
     }
 }
 

@@ -179,6 +179,13 @@ pub(crate) async fn metrics(
             text.sample(name, labels, value);
         }
     }
+    let dropped = "toolhost_log_lines_dropped_total";
+    text.family(
+        dropped,
+        "counter",
+        "Diagnostic log lines dropped because stderr was full or closed (the daemon never waits for it).",
+    );
+    text.sample(dropped, &[], crate::diagnostics::dropped());
     let text = text.into_text();
     (
         [(

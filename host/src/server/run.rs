@@ -4,8 +4,11 @@
 //! On SIGINT or SIGTERM, the pipeline stops admitting new calls (refusals are recorded), lets
 //! work in flight finish for `server.shutdown-grace-ms`, then cancels the rest (the sandbox
 //! interrupts them promptly and the pipeline records them as cancelled), and only then closes
-//! the MCP sessions. When the stdio client closes stdin, its calls are cancelled at once (it is gone;
-//! nobody waits for their answers), and with no HTTP served the daemon exits right after. The audit
+//! the MCP sessions. When the stdio client closes stdin, the calls it sent still run to their end and
+//! are answered (`printf <requests> | toolhost serve --stdio` gets every answer); with no HTTP served
+//! the daemon exits right after. Such a client follows with SIGTERM and, about 2 s later, SIGKILL: a
+//! SIGTERM after stdin closed gives calls at most [`CLIENT_LEAVING_GRACE`] before they are
+//! cancelled and recorded, well inside that second. The audit
 //! log is written per line: every running call has its begin line on disk (in the kernel) before its
 //! plugin starts, so even a SIGKILL during the grace period leaves a trace of each call.
 
@@ -33,6 +36,9 @@ use crate::registry::{PluginStatus, Registry, Start};
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
 /// How long the last answers get to reach their clients before the sessions end.
 const FLUSH_WAIT: Duration = Duration::from_millis(300);
+/// The shutdown grace once the stdio client has closed stdin, at most: such a client sends SIGTERM
+/// and then SIGKILL about 2 s later, and every call's end record must be written before that.
+const CLIENT_LEAVING_GRACE: Duration = Duration::from_millis(300);
 
 /// What `toolhost serve` runs.
 #[derive(Debug, Clone)]
@@ -68,18 +74,18 @@ pub enum ServeError {
 /// give them the one-time link that signs a browser in.
 fn announce_console(console: &super::console::Console, local: SocketAddr, auth: bool) {
     if auth {
-        eprintln!(
+        crate::diagnostics::say(&format!(
             "toolhost: console at http://{local}/console/ (sign in with your identity provider)"
-        );
+        ));
     } else if local.ip().is_loopback() {
-        eprintln!(
+        crate::diagnostics::say(&format!(
             "toolhost: console sign-in link (once): http://{local}{}",
             console.sign_in_path()
-        );
+        ));
     } else {
-        eprintln!(
+        crate::diagnostics::say(&format!(
             "toolhost: console at http://{local}/console/ for operators' bearer tokens (no sign-in link off loopback)"
-        );
+        ));
     }
 }
 
@@ -138,12 +144,12 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
                 .local_addr()
                 .map_err(|source| ServeError::Bind { addr, source })?;
             // On stderr: the one line a person starting the daemon needs (and tests read the port from).
-            eprintln!("toolhost: serving {tools} tools over MCP at http://{local}/mcp");
+            crate::diagnostics::say(&format!("toolhost: serving {tools} tools over MCP at http://{local}/mcp"));
             if pipeline.catalog().is_loading() {
-                eprintln!(
+                crate::diagnostics::say(&format!(
                     "toolhost: plugins are loading; each serves when it is ready (a first start \
                      compiles them: seconds to a minute). Progress: http://{local}/ready"
-                );
+                ));
             }
             if let Some(console) = &console {
                 announce_console(console, local, pipeline.config().auth.is_some());
@@ -170,6 +176,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         }
     };
 
+    let stdin_closed = CancellationToken::new();
     let stdio_task: Option<JoinHandle<()>> = options.stdio.then(|| {
         // When its client closes stdin, the stdio session's calls finish, then the session ends.
         let (session, running) = (pipeline.shutdown_token(), TaskTracker::new());
@@ -178,7 +185,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         let (stdin, stdout) = super::mcp::stdin::streams();
         // 2025-11-25 tasks on the wire (see `legacy`): requests renamed in, results amended out.
         let pending = legacy::Pending::default();
-        let stdin = FinishOnEof::new(stdin, session, running);
+        let stdin = FinishOnEof::new(stdin, (session, stdin_closed.clone()), running);
         let stdin = legacy::StdioIn::new(stdin, pending.clone());
         let stdout = legacy::StdioOut::new(stdout, pending, shared.clone());
         let ct = mcp_stop.child_token();
@@ -201,7 +208,12 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
 
     stop.cancelled().await;
     watch_stop.cancel();
-    if pipeline.drain(config.shutdown_grace).await {
+    let grace = if stdin_closed.is_cancelled() {
+        config.shutdown_grace.min(CLIENT_LEAVING_GRACE)
+    } else {
+        config.shutdown_grace
+    };
+    if pipeline.drain(grace).await {
         // Answers to the calls that just ended are on their way to the clients; ending the
         // sessions now would cut their streams before the last message is written.
         tokio::time::sleep(FLUSH_WAIT).await;
@@ -243,10 +255,10 @@ fn announce_loaded(registry: Arc<Registry>, stop: CancellationToken) {
             0 => String::new(),
             n => format!("; {n} rejected (`toolhost list` says why)"),
         };
-        eprintln!(
+        crate::diagnostics::say(&format!(
             "toolhost: plugins loaded: {} tools from {loaded} plugins in {:.1} s{rejected}",
             catalog.tools.len(),
             started.elapsed().as_secs_f64()
-        );
+        ));
     });
 }

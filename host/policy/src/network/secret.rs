@@ -101,6 +101,25 @@ impl Redactor {
     pub fn redact_opt(&self, text: Option<String>) -> Option<String> {
         text.map(|t| self.redact(t))
     }
+
+    /// [`Self::redact`] for text that arrives in pieces (a plugin's streamed partial output), so
+    /// that a secret split across two pieces is caught too: `piece` joins the tail `held` back from
+    /// the pieces before, the whole is redacted, and what is returned may be passed on now; the
+    /// last bytes, which could still begin a secret (one byte fewer than the longest), stay in
+    /// `held` for the next piece. At the stream's end, `held` is passed on as it is.
+    pub fn redact_piece(&self, held: &mut String, piece: &str) -> String {
+        held.push_str(piece);
+        let text = self.redact(std::mem::take(held));
+        let keep = self.needles.first().map_or(0, |n| n.0.len() - 1);
+        let mut cut = text.len().saturating_sub(keep);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        held.push_str(&text[cut..]);
+        let mut now = text;
+        now.truncate(cut);
+        now
+    }
 }
 
 /// Percent-encode everything but RFC 3986 unreserved characters.
@@ -151,5 +170,36 @@ mod tests {
             r.redact("x abcdefgh-ijkl y abcdefgh".into()),
             "x [redacted] y [redacted]"
         );
+    }
+
+    #[test]
+    fn a_secret_split_across_streamed_pieces_is_redacted() {
+        let r = Redactor::new([&Secret::new("s3cr3t-tok3n")]);
+        let pieces = ["before s3c", "r3t-t", "ok3n after, and s3cr3t-tok3n", " whole ", "é", "s3"];
+        let mut held = String::new();
+        let mut seen = String::new();
+        for p in pieces {
+            seen.push_str(&r.redact_piece(&mut held, p));
+        }
+        seen.push_str(&held);
+        assert_eq!(
+            seen,
+            format!("before {REDACTED} after, and {REDACTED} whole és3")
+        );
+        // Byte by byte, too: no piece ever shows more than a secret's first bytes would.
+        let text = "xs3cr3t-tok3ny";
+        let (mut held, mut seen) = (String::new(), String::new());
+        for c in text.chars() {
+            let now = r.redact_piece(&mut held, &c.to_string());
+            assert!(!now.contains("s3cr3t"), "{now}");
+            seen.push_str(&now);
+        }
+        seen.push_str(&held);
+        assert_eq!(seen, format!("x{REDACTED}y"));
+        // Nothing to redact: nothing held back.
+        let none = Redactor::new([]);
+        let mut held = String::new();
+        assert_eq!(none.redact_piece(&mut held, "abc"), "abc");
+        assert!(held.is_empty());
     }
 }

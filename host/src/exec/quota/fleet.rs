@@ -6,9 +6,10 @@
 //! burst, at least one) and keeps an unused reservation at most [`HOLD`], then gives it back:
 //! a bucket may refuse while tokens sit in other daemons' reservations, by at most
 //! `daemons × (block − 1)` calls. Calls at once are counted fleet-wide per daemon, so a daemon
-//! that dies stops counting when the fleet's sweep notices its silence; fuel is checked before a
-//! call and charged after it, so calls running together may overdraw a fuel budget as they do in
-//! one daemon.
+//! that dies stops counting when the fleet's sweep notices its silence. A fuel budget is reserved
+//! at admission (the call's fuel limit, or what is left), the call runs under that much at most,
+//! and the unused part goes back at its end: calls running together, on any daemon, never
+//! overdraw it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -52,29 +53,38 @@ impl Fleet {
         &self,
         wanted: &[(Key, Quota)],
         shown: &str,
-    ) -> Result<Result<(), Refused>, LedgerError> {
-        let mut entered = Vec::new();
-        let mut took = Vec::new();
-        let result = self
-            .admit_each(wanted, shown, &mut entered, &mut took)
-            .await;
+        fuel: u64,
+    ) -> Result<Result<Option<u64>, Refused>, LedgerError> {
+        let mut took = Took::default();
+        let result = self.admit_each(wanted, shown, fuel, &mut took).await;
+        let reserve = match &result {
+            Ok(Ok(())) => took.fuel.iter().map(|(_, _, got)| *got).min(),
+            _ => None,
+        };
         if !matches!(result, Ok(Ok(()))) {
-            for (key, rate) in took {
+            for (key, rate) in took.calls {
                 self.put_back(key, &rate);
             }
-            if !entered.is_empty() {
-                leave_all(self.ledger.clone(), entered);
+            if !took.entered.is_empty() {
+                leave_all(self.ledger.clone(), took.entered);
             }
         }
-        result
+        // Each fuel budget keeps what the smallest reservation allows (all of it back when refused).
+        for (key, rate, got) in took.fuel {
+            let over = got - reserve.unwrap_or(0);
+            if over > 0 {
+                give_back(self.ledger.clone(), key, rate, over as f64);
+            }
+        }
+        result.map(|r| r.map(|()| reserve))
     }
 
     async fn admit_each(
         &self,
         wanted: &[(Key, Quota)],
         shown: &str,
-        entered: &mut Vec<String>,
-        took: &mut Vec<(String, Rate)>,
+        fuel: u64,
+        took: &mut Took,
     ) -> Result<Result<(), Refused>, LedgerError> {
         for (key, q) in wanted {
             if let Some(most) = q.in_flight {
@@ -82,21 +92,24 @@ impl Fleet {
                 if !self.ledger.enter(&id, most).await? {
                     return Ok(Err(busy(shown, key, most)));
                 }
-                entered.push(id);
+                took.entered.push(id);
             }
             if let Some(rate) = &q.fuel {
-                let level = self.ledger.take(&key.ledger("fuel"), rate, 0).await?.level;
-                if level <= 0.0 {
-                    let wait = rate.wait(level, f64::MIN_POSITIVE);
+                let id = key.ledger("fuel");
+                let most = took.fuel.iter().map(|(_, _, got)| *got).fold(fuel, u64::min);
+                let taken = self.ledger.take(&id, rate, most).await?;
+                if taken.got == 0 {
+                    let wait = rate.wait(taken.level, 1.0);
                     return Ok(Err(out_of_fuel(shown, key, rate, wait)));
                 }
+                took.fuel.push((id, *rate, taken.got));
             }
             if let Some(rate) = &q.calls {
                 let id = key.ledger("calls");
                 if let Err(wait) = self.take_call(&id, rate).await? {
                     return Ok(Err(out_of_calls(shown, key, rate, wait)));
                 }
-                took.push((id, *rate));
+                took.calls.push((id, *rate));
             }
         }
         Ok(Ok(()))
@@ -148,17 +161,32 @@ impl Fleet {
     }
 
     fn give_back(&self, id: String, rate: &Rate, tokens: u64) {
-        let (ledger, rate) = (self.ledger.clone(), *rate);
-        tokio::spawn(async move {
-            if let Err(e) = ledger.charge(&id, &rate, -(tokens as f64)).await {
-                tracing::debug!("giving unused tokens back to the fleet's quota ledger: {e}");
-            }
-        });
+        give_back(self.ledger.clone(), id, *rate, tokens as f64);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Reserve>> {
         self.reserved.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// What an admission took so far, to undo when it is refused.
+#[derive(Default)]
+struct Took {
+    /// `running` counts entered.
+    entered: Vec<String>,
+    /// Call tokens taken.
+    calls: Vec<(String, Rate)>,
+    /// Fuel reserved from each fuel budget.
+    fuel: Vec<(String, Rate, u64)>,
+}
+
+/// Give `amount` back to `id`'s bucket, in the background (nothing waits on the store for it).
+pub(super) fn give_back(ledger: Arc<dyn Ledger>, id: String, rate: Rate, amount: f64) {
+    tokio::spawn(async move {
+        if let Err(e) = ledger.charge(&id, &rate, -amount).await {
+            tracing::debug!("giving an unused reservation back to the fleet's quota ledger: {e}");
+        }
+    });
 }
 
 /// How many tokens a daemon reserves at once: a twentieth of the burst, at least one.

@@ -22,10 +22,18 @@ pub(super) struct Local {
 }
 
 impl Local {
-    /// Admit a call under every quota in `wanted`, or take nothing and say which is spent.
-    pub(super) fn admit(&self, wanted: &[(Key, Quota)], shown: &str) -> Result<(), Refused> {
+    /// Admit a call under every quota in `wanted`, or take nothing and say which is spent. A fuel
+    /// budget reserves the call's `fuel` limit, or what is left of it when that is less: the
+    /// amount reserved, which the call may not exceed, comes back (`None` under no fuel budget).
+    pub(super) fn admit(
+        &self,
+        wanted: &[(Key, Quota)],
+        shown: &str,
+        fuel: u64,
+    ) -> Result<Option<u64>, Refused> {
         let now = Instant::now();
         let mut shares = self.lock();
+        let mut reserve: Option<u64> = None;
         // Every check before any taking, so that a refusal takes nothing.
         for (key, q) in wanted {
             let share = shares.entry(key.clone()).or_default();
@@ -36,9 +44,12 @@ impl Local {
             }
             if let Some(rate) = &q.fuel {
                 let bucket = share.fuel.get_or_insert_with(|| Bucket::full(rate, now));
-                if let Err(wait) = bucket.check(rate, now) {
-                    return Err(out_of_fuel(shown, key, rate, wait));
+                let left = bucket.level(rate, now).floor();
+                if left < 1.0 {
+                    return Err(out_of_fuel(shown, key, rate, rate.wait(left, 1.0)));
                 }
+                let most = reserve.unwrap_or(fuel).min(left as u64);
+                reserve = Some(most);
             }
             if let Some(rate) = &q.calls {
                 let mut trial = *share.calls.get_or_insert_with(|| Bucket::full(rate, now));
@@ -52,20 +63,23 @@ impl Local {
             if let (Some(rate), Some(bucket)) = (&q.calls, share.calls.as_mut()) {
                 let _ = bucket.take(rate, 1.0, now);
             }
+            if let (Some(rate), Some(bucket), Some(fuel)) = (&q.fuel, share.fuel.as_mut(), reserve) {
+                bucket.charge(rate, fuel as f64, now);
+            }
             share.running += 1;
         }
-        Ok(())
+        Ok(reserve)
     }
 
-    /// Charge `fuel` to every fuel budget in `held`.
-    pub(super) fn charge(&self, held: &[(Key, Quota)], fuel: u64) {
+    /// Settle the fuel reservations in `held`: `cost` (negative gives back) to each budget.
+    pub(super) fn charge(&self, held: &[(Key, Quota)], cost: f64) {
         let now = Instant::now();
         let mut shares = self.lock();
         for (key, q) in held {
             if let (Some(rate), Some(share)) = (&q.fuel, shares.get_mut(key))
                 && let Some(bucket) = share.fuel.as_mut()
             {
-                bucket.charge(rate, fuel as f64, now);
+                bucket.charge(rate, cost, now);
             }
         }
     }

@@ -1,7 +1,9 @@
 //! Each caller's fair share, enforced. A caller's `[[callers]] quota` covers all its calls; a
 //! tool's `quota` covers each caller's calls of that tool. Both are checked before the call does
-//! any work and taken together or not at all; fuel is charged when the call ends. Refusals are
-//! `rate_limited` with when to retry.
+//! any work and taken together or not at all. A fuel budget is reserved at admission, the call's
+//! fuel limit or what is left of the budget when that is less, and the call may use no more than
+//! it reserved; the unused part goes back when it ends. Calls started together therefore never
+//! spend more than the budget holds. Refusals are `rate_limited` with when to retry.
 //!
 //! One daemon keeps its buckets in memory ([`local`]). A fleet that shares a PostgreSQL state
 //! store enforces one budget across every daemon ([`fleet`]), through a [`Ledger`] the store
@@ -85,10 +87,13 @@ pub(crate) struct Refused {
     pub(crate) retry_after: Option<Duration>,
 }
 
-/// A call admitted under its quotas: counted as running until dropped; charged its fuel at the end.
+/// A call admitted under its quotas: counted as running until dropped; its fuel reservation
+/// settled at the end ([`Held::settle`]), or given back whole if it never ran.
 pub(crate) struct Held {
     held: Vec<(Key, Quota)>,
     by: Keeper,
+    /// Fuel reserved from every fuel budget in `held`, and not settled yet.
+    fuel: Option<u64>,
 }
 
 /// Who keeps a held call's counts.
@@ -106,17 +111,20 @@ impl Quotas {
     }
 
     /// Admit a call of `tool` by `caller` under the caller's quota and the tool's, or say which
-    /// is spent and when to retry. Without either, nothing is looked at or kept.
+    /// is spent and when to retry; a call whose fuel limit is `fuel` reserves it (or what is left)
+    /// from each fuel budget ([`Held::fuel`]). Without either quota, nothing is looked at or kept.
     pub(crate) async fn admit(
         &self,
         caller: Option<&Caller>,
         tool: &str,
         (of_caller, of_tool): (Option<&Quota>, Option<&Quota>),
+        fuel: u64,
     ) -> Result<Held, Refused> {
         if of_caller.is_none() && of_tool.is_none() {
             return Ok(Held {
                 held: Vec::new(),
                 by: Keeper::Nothing,
+                fuel: None,
             });
         }
         let who = toolhost_policy::task::owner_of(caller);
@@ -137,11 +145,12 @@ impl Quotas {
             wanted.push((key, *q));
         }
         if let Some(fleet) = self.fleet.get() {
-            match fleet.admit(&wanted, &shown).await {
-                Ok(Ok(())) => {
+            match fleet.admit(&wanted, &shown, fuel).await {
+                Ok(Ok(reserved)) => {
                     return Ok(Held {
                         held: wanted,
                         by: Keeper::Fleet(fleet.ledger().clone()),
+                        fuel: reserved,
                     });
                 }
                 Ok(Err(refused)) => return Err(refused),
@@ -151,37 +160,43 @@ impl Quotas {
                 ),
             }
         }
-        self.local.admit(&wanted, &shown)?;
+        let reserved = self.local.admit(&wanted, &shown, fuel)?;
         Ok(Held {
             held: wanted,
             by: Keeper::Local(self.local.clone()),
+            fuel: reserved,
         })
     }
 }
 
 impl Held {
-    /// Charge the fuel the call used to every fuel budget it ran under.
-    pub(crate) fn charge(&self, fuel: u64) {
-        if fuel == 0 || !self.held.iter().any(|(_, q)| q.fuel.is_some()) {
+    /// The most fuel the call may use: what it reserved, when it runs under a fuel budget.
+    pub(crate) fn fuel(&self) -> Option<u64> {
+        self.fuel
+    }
+
+    /// The call used `used` fuel: give back the rest of its reservation to every fuel budget.
+    pub(crate) fn settle(&mut self, used: u64) {
+        let Some(reserved) = self.fuel.take() else {
+            return;
+        };
+        self.give_back(reserved as f64 - used as f64);
+    }
+
+    /// Give `amount` back to every fuel budget held (a negative amount spends).
+    fn give_back(&self, amount: f64) {
+        if amount == 0.0 {
             return;
         }
         match &self.by {
             Keeper::Nothing => {}
-            Keeper::Local(local) => local.charge(&self.held, fuel),
+            Keeper::Local(local) => local.charge(&self.held, -amount),
             Keeper::Fleet(ledger) => {
-                let charges: Vec<(String, Rate)> = self
-                    .held
-                    .iter()
-                    .filter_map(|(key, q)| Some((key.ledger("fuel"), q.fuel?)))
-                    .collect();
-                let ledger = ledger.clone();
-                tokio::spawn(async move {
-                    for (key, rate) in charges {
-                        if let Err(e) = ledger.charge(&key, &rate, fuel as f64).await {
-                            tracing::warn!("charging fuel to the fleet's quota ledger: {e}");
-                        }
+                for (key, q) in &self.held {
+                    if let Some(rate) = q.fuel {
+                        fleet::give_back(ledger.clone(), key.ledger("fuel"), rate, amount);
                     }
-                });
+                }
             }
         }
     }
@@ -191,6 +206,10 @@ impl Drop for Held {
     fn drop(&mut self) {
         if self.held.is_empty() {
             return;
+        }
+        // A call that never ran (refused by a later stage) used none of what it reserved.
+        if let Some(reserved) = self.fuel.take() {
+            self.give_back(reserved as f64);
         }
         match &self.by {
             Keeper::Nothing => {}

@@ -18,6 +18,10 @@ use crate::server::http::auth::{Authenticator, Refusal};
 use toolhost_policy::caller::Profiles;
 use toolhost_policy::config::{AuthConfig, ConsoleOptions, ServerConfig};
 
+/// The largest answer read from the identity provider (its metadata and token
+/// responses): a few KiB in practice; anything past this is refused unread.
+const MAX_ANSWER: usize = 64 << 10;
+
 /// How long a browser may take at the provider.
 const PENDING_FOR: Duration = Duration::from_secs(600);
 /// Sign-ins under way at most; the oldest goes first.
@@ -177,8 +181,7 @@ impl Login {
             .await
             .map_err(|e| LoginError::Provider(e.to_string()))?;
         let status = response.status();
-        let bytes = response
-            .bytes()
+        let bytes = crate::body::read(response, MAX_ANSWER)
             .await
             .map_err(|e| LoginError::Provider(e.to_string()))?;
         let body: serde_json::Value = serde_json::from_slice(&bytes)
@@ -219,7 +222,7 @@ impl Login {
                 ] {
                     let url = format!("{issuer}{path}");
                     let doc = match self.http.get(&url).send().await {
-                        Ok(r) if r.status().is_success() => match r.bytes().await {
+                        Ok(r) if r.status().is_success() => match crate::body::read(r, MAX_ANSWER).await {
                             Ok(b) => serde_json::from_slice::<serde_json::Value>(&b)
                                 .map_err(|e| e.to_string()),
                             Err(e) => Err(e.to_string()),

@@ -134,10 +134,10 @@ async fn sign_in(
              stderr each time one is used",
         );
     };
-    eprintln!(
+    crate::diagnostics::say(&format!(
         "toolhost: console signed in; the next sign-in link is {}",
         console.sign_in_path()
-    );
+    ));
     let mut response = Redirect::to("/console/").into_response();
     if let Ok(v) = HeaderValue::from_str(&set_cookie(Some(&cookie))) {
         response.headers_mut().insert(header::SET_COOKIE, v);

@@ -24,17 +24,25 @@ const SETTLE: Duration = Duration::from_millis(50);
 pub(crate) struct FinishOnEof<R> {
     inner: R,
     session: CancellationToken,
+    /// Cancelled the moment `R` ends: the client is leaving (its SIGTERM follows shortly).
+    closed: CancellationToken,
     running: TaskTracker,
     /// Set once `R` has ended: resolves when the calls have finished.
     finishing: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
 
 impl<R> FinishOnEof<R> {
-    /// `inner`, for the session whose calls `running` counts and which `session` ends.
-    pub(crate) fn new(inner: R, session: CancellationToken, running: TaskTracker) -> Self {
+    /// `inner`, for the session whose calls `running` counts and which `session` ends; `closed`
+    /// is cancelled when `inner` ends.
+    pub(crate) fn new(
+        inner: R,
+        (session, closed): (CancellationToken, CancellationToken),
+        running: TaskTracker,
+    ) -> Self {
         Self {
             inner,
             session,
+            closed,
             running,
             finishing: None,
         }
@@ -59,6 +67,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for FinishOnEof<R> {
             if !ended {
                 return polled;
             }
+            this.closed.cancel();
             let running = this.running.clone();
             tracing::info!("stdin closed: finishing the calls already received, then exiting");
             this.finishing = Some(Box::pin(async move {
@@ -88,7 +97,11 @@ mod tests {
     async fn ends_when_the_input_has_ended_and_the_calls_have_finished() {
         let (session, running) = (CancellationToken::new(), TaskTracker::new());
         let (mut client, server) = tokio::io::duplex(64);
-        let mut reader = FinishOnEof::new(server, session.clone(), running.clone());
+        let mut reader = FinishOnEof::new(
+            server,
+            (session.clone(), CancellationToken::new()),
+            running.clone(),
+        );
         tokio::io::AsyncWriteExt::write_all(&mut client, b"{}\n")
             .await
             .unwrap();

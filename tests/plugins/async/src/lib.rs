@@ -10,7 +10,8 @@
 //!   they took together, in ms.
 //! - `spin`: never returns, never waits.
 //! - `print {text}`: writes the text to stdout, returns nothing.
-//! - `leak {name}`: streams the env var `name` as partial output and returns it.
+//! - `leak {name, split}`: streams the env var `name` as partial output (in two halves with
+//!   `split`) and returns it.
 //! - `grow {mb}`: holds `mb` MiB at once, then returns.
 //! - `read {path}`: the file's text (std's filesystem, which is WASI 0.2's, behind the host's guard).
 
@@ -60,7 +61,10 @@ impl Guest for Fixture {
             ),
             spec("spin", json!({})),
             spec("print", json!({ "text": { "type": "string" } })),
-            spec("leak", json!({ "name": { "type": "string" } })),
+            spec(
+                "leak",
+                json!({ "name": { "type": "string" }, "split": { "type": "boolean" } }),
+            ),
             spec("grow", json!({ "mb": { "type": "integer" } })),
             spec("read", json!({ "path": { "type": "string" } })),
         ]
@@ -145,7 +149,14 @@ impl Guest for Fixture {
                     std::env::var(input["name"].as_str().unwrap_or_default()).unwrap_or_default();
                 let (mut tx, rx) = wit_stream::new::<Update>();
                 host::updates(rx);
-                tx.write_one(Update::Partial(value.clone())).await;
+                if input["split"].as_bool() == Some(true) {
+                    // In two halves, as a plugin getting around a per-update redaction would.
+                    let (first, second) = value.split_at(value.len() / 2);
+                    tx.write_one(Update::Partial(first.to_owned())).await;
+                    tx.write_one(Update::Partial(second.to_owned())).await;
+                } else {
+                    tx.write_one(Update::Partial(value.clone())).await;
+                }
                 out(value)
             }
             "grow" => {

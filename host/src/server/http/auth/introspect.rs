@@ -14,6 +14,10 @@ use tokio::sync::Mutex;
 use toolhost_policy::caller::Caller;
 use toolhost_policy::config::{AuthConfig, Introspection};
 
+/// The largest answer read from the identity provider (a token response, an introspection, its
+/// metadata): a few KiB in practice; anything past this is refused unread.
+const MAX_ANSWER: usize = 64 << 10;
+
 /// An active answer is reused for at most this long (less when the token expires sooner).
 const CACHE_FOR: Duration = Duration::from_secs(30);
 /// Answers kept at most; the cache is emptied when it would grow past this.
@@ -85,8 +89,7 @@ impl Introspector {
                 response.status()
             ));
         }
-        let bytes = response
-            .bytes()
+        let bytes = crate::body::read(response, MAX_ANSWER)
             .await
             .map_err(|e| format!("token introspection failed: {e}"))?;
         let answer: Answer = serde_json::from_slice(&bytes)

@@ -150,7 +150,7 @@ impl Keys {
 
     async fn get(&self, url: &str) -> Result<Vec<u8>, KeyError> {
         let fail = |m: String| KeyError::Fetch(format!("{url}: {m}"));
-        let mut response = self
+        let response = self
             .http
             .get(url)
             .send()
@@ -159,14 +159,9 @@ impl Keys {
         if !response.status().is_success() {
             return Err(fail(format!("HTTP {}", response.status())));
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| fail(e.to_string()))? {
-            if body.len() + chunk.len() > MAX_DOCUMENT {
-                return Err(fail(format!("larger than {MAX_DOCUMENT} bytes")));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
+        crate::body::read(response, MAX_DOCUMENT)
+            .await
+            .map_err(|e| fail(e.to_string()))
     }
 }
 
