@@ -13,9 +13,9 @@ use crate::daemon::{Daemon, http};
 use crate::harness::{EVENT_WAIT, Env, wait_for};
 use crate::issuer::{Alg, Issuer, now};
 
-const ASKING: &str = "[permissions]\nask = [\"echo\"]\n[server]\napproval-timeout-ms = 30000\n";
+pub(crate) const ASKING: &str = "[permissions]\nask = [\"echo\"]\n[server]\napproval-timeout-ms = 30000\n";
 
-fn batch(addr: SocketAddr, tool: &str, input: Value) -> Value {
+pub(crate) fn batch(addr: SocketAddr, tool: &str, input: Value) -> Value {
     let body = json!({"role": "assistant", "content": [
         {"type": "tool_use", "id": "t1", "name": tool, "input": input}
     ]});
@@ -30,14 +30,14 @@ fn batch(addr: SocketAddr, tool: &str, input: Value) -> Value {
 }
 
 /// A browser's session: the cookie from the one-time link, and the session's CSRF token.
-struct Browser {
-    addr: SocketAddr,
-    cookie: String,
-    csrf: String,
+pub(crate) struct Browser {
+    pub(crate) addr: SocketAddr,
+    pub(crate) cookie: String,
+    pub(crate) csrf: String,
 }
 
 impl Browser {
-    fn sign_in(daemon: &Daemon) -> Self {
+    pub(crate) fn sign_in(daemon: &Daemon) -> Self {
         let addr = daemon.http.unwrap();
         let link = sign_in_link(daemon);
         let reply = http(addr, "GET", &link, &[], b"");
@@ -66,7 +66,7 @@ impl Browser {
         get(self.addr, path, &[("Cookie", &self.cookie)])
     }
 
-    fn post(&self, path: &str, headers: &[(&str, &str)], body: &Value) -> (u16, Value) {
+    pub(crate) fn post(&self, path: &str, headers: &[(&str, &str)], body: &Value) -> (u16, Value) {
         let mut all = vec![
             ("Cookie", self.cookie.as_str()),
             ("Content-Type", "application/json"),
@@ -77,7 +77,7 @@ impl Browser {
         (reply.status, value)
     }
 
-    fn waiting(&self) -> Value {
+    pub(crate) fn waiting(&self) -> Value {
         wait_for("a question in the console", EVENT_WAIT, || {
             self.get("/console/api/approvals")["approvals"]
                 .as_array()

@@ -15,6 +15,7 @@ mod harness;
 )]
 mod issuer;
 
+mod attendance;
 mod auth;
 mod batch;
 mod breaker;

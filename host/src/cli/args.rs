@@ -192,6 +192,14 @@ pub(super) enum Command {
         /// The directory, destination or variable name, as for `grant`.
         value: String,
     },
+    /// Mint a one-time console sign-in link on a serving daemon with the operator's bearer token
+    /// (`server.token-env`, read where this runs): for a shared daemon whose browsers have no
+    /// identity provider to sign in with. Prints the link.
+    ConsoleLink {
+        /// The daemon's address as the browser reaches it [default: http:// and `server.http`].
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
     /// Show what a component imports and exports, and whether it fits the contract.
     Inspect {
         /// The `.wasm` file.

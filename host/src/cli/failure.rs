@@ -69,6 +69,9 @@ pub(crate) enum Failure {
     /// The daemon could not run.
     #[error(transparent)]
     Serve(#[from] ServeError),
+    /// `console-link`: the daemon did not mint a link.
+    #[error("no sign-in link from {0}")]
+    Link(String),
     /// A file the command writes (not stdout).
     #[error("cannot write {what}")]
     Write {
@@ -115,6 +118,7 @@ impl Failure {
             | Self::AuditLog(_)
             | Self::Host(_)
             | Self::Serve(_)
+            | Self::Link(_)
             | Self::Write { .. }
             | Self::Render(_)
             | Self::Stdout(_) => 3,

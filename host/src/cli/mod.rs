@@ -6,6 +6,7 @@ mod approver;
 mod args;
 mod failure;
 mod granting;
+mod linking;
 mod listing;
 mod progress;
 mod publishing;
@@ -106,6 +107,7 @@ impl Cli {
             command @ (Command::Grant { .. } | Command::Revoke { .. }) => {
                 granting::run(&command, g, &overrides)
             }
+            Command::ConsoleLink { url } => linking::mint(&config, url.as_deref()).await,
             Command::Inspect { file } => inspect(&file),
             Command::Doc { file, wit, out } => attach_docs(&file, &wit, out.as_deref()),
             Command::Pull { names, update } => publishing::pull(&config, &names, update).await,

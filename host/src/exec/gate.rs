@@ -14,8 +14,33 @@ use super::shape::{self, audit_unavailable};
 use super::timing::{Stage, Stopwatch};
 use crate::audit::{AuditRecord, Decision as AuditDecision};
 use crate::registry::Tool;
-use toolhost_policy::call::{Answer, ApprovalRequest, Approver, ErrorKind};
+use toolhost_policy::call::{Answer, ApprovalRequest, Approver, ErrorKind, Progress};
+use toolhost_policy::config::ApprovalRoute;
 use toolhost_policy::gate::{Decision, Permissions};
+use toolhost_policy::text::OneLine;
+
+/// How often a call waiting for an approval tells its client it is still waiting.
+const STILL_WAITING: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Tell the client, if it asked for progress, that its call waits for an approval from `place`:
+/// at once and every [`STILL_WAITING`], so that clients that reset their timeout on progress
+/// keep waiting. Never returns.
+async fn keep_informed(req: &CallRequest, place: &str) {
+    let Some(sink) = &req.progress else {
+        return std::future::pending().await;
+    };
+    let message = format!("waiting for approval from {place}");
+    let mut every = tokio::time::interval(STILL_WAITING);
+    loop {
+        every.tick().await;
+        // Nothing done yet: the relay sends each as a value that still increases.
+        sink(Progress {
+            done: 0,
+            total: None,
+            message: message.clone(),
+        });
+    }
+}
 
 /// What the gate let through.
 pub(super) enum Passed {
@@ -64,12 +89,26 @@ impl Pipeline {
         }
         let route = self.config().console.approvals;
         let client = req.approver.as_ref().filter(|_| route.asks_client());
-        let console = route.asks_console() && self.questions().is_open();
+        let questions = self.questions();
+        // The console is asked only while someone can answer there, unless the operator said
+        // to wait for one anyway (`approvals = "console"`): nobody waits on an empty room.
+        let console = questions.is_open()
+            && match route {
+                ApprovalRoute::Console => true,
+                ApprovalRoute::Both => questions.attended(),
+                ApprovalRoute::Client => false,
+            };
         if client.is_none() && !console {
             record.decision = AuditDecision::Denied {
                 by: format!("{by} (no approver)"),
             };
-            let message = decision.unapproved_message().unwrap_or_default();
+            let mut message = decision.unapproved_message().unwrap_or_default();
+            if let Some(address) = questions.address().filter(|_| route.asks_console()) {
+                message.push_str(&format!(
+                    "; or have an operator open the console at {address} (nobody was there to \
+                     answer)"
+                ));
+            }
             return Err(fail(
                 ErrorKind::Denied,
                 format!("Permission denied: {message}"),
@@ -93,10 +132,24 @@ impl Pipeline {
             return Err(fail(ErrorKind::AuditUnavailable, audit_unavailable()));
         }
         clock.mark(Stage::Gate);
+        let caller = caller_name(req.caller.as_deref());
+        let place = match (console, questions.address(), client.is_some()) {
+            (true, Some(address), true) => format!("the client and the console at {address}"),
+            (true, Some(address), false) => format!("the console at {address}"),
+            (true, None, _) => "the console".to_owned(),
+            (false, _, _) => "the client".to_owned(),
+        };
+        tracing::info!(
+            call_id = %call_id,
+            tool = %OneLine(name),
+            caller = %OneLine(&caller),
+            "waiting for approval from {place}"
+        );
         self.live().set_waiting(&call_id, true);
         let asked = tokio::select! {
             a = self.ask(req, &call_id, &request, client, console) => Some(a),
             () = req.cancel.cancelled() => None,
+            () = keep_informed(req, &place) => None,
         };
         self.live().set_waiting(&call_id, false);
         clock.mark(Stage::Approval);
@@ -128,7 +181,7 @@ impl Pipeline {
         ended.map_err(|message| fail(ErrorKind::Denied, message))
     }
 
-    /// Put `request` to the client's approver and to the console, as the policy routes it; the
+    /// Put `request` to the client's approver and to the console, as the gate routes it; the
     /// first answer wins, and a side that cannot answer (its question timed out, the client
     /// failed) leaves the question to the other. With the answer, the operator who gave it.
     async fn ask(

@@ -5,9 +5,9 @@
 //! (a replayed request, a second operator) is told it came too late.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -19,6 +19,9 @@ use toolhost_policy::call::{Answer, ApprovalRequest};
 
 /// How many answered questions are remembered, to tell a replay from an unknown id.
 const REMEMBERED: usize = 4096;
+
+/// How long an operator's last request to the console's API counts as someone there to answer.
+pub const PRESENT_FOR: Duration = Duration::from_secs(30);
 
 /// A question as the console shows it: everything the operator needs to decide.
 #[derive(Debug, Clone, Serialize)]
@@ -87,19 +90,25 @@ struct Waiting {
 }
 
 /// The queue. Closed (asks nothing) until the console is served.
+#[derive(Default)]
 pub struct Questions {
     open: AtomicBool,
     waiting: Mutex<HashMap<String, Waiting>>,
     ended: Mutex<VecDeque<String>>,
+    /// Event streams open now.
+    streams: Arc<AtomicUsize>,
+    /// When an operator last used the console's API.
+    seen: Mutex<Option<Instant>>,
+    /// Where the console is (`http://ADDR/console/`), for the log and the model's messages.
+    address: OnceLock<String>,
 }
 
-impl Default for Questions {
-    fn default() -> Self {
-        Self {
-            open: AtomicBool::new(false),
-            waiting: Mutex::new(HashMap::new()),
-            ended: Mutex::new(VecDeque::new()),
-        }
+/// An open event stream, counted as someone able to answer until dropped.
+pub struct Attendance(Arc<AtomicUsize>);
+
+impl Drop for Attendance {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -109,9 +118,47 @@ impl Questions {
         self.open.store(true, Ordering::Release);
     }
 
-    /// Whether questions go to the console.
+    /// Where the console is served (`http://ADDR/console/`), once its address is bound.
+    pub fn locate(&self, address: String) {
+        let _ = self.address.set(address);
+    }
+
+    /// Whether the console is served (questions may go there).
     pub fn is_open(&self) -> bool {
         self.open.load(Ordering::Acquire)
+    }
+
+    /// Where the console is, once served.
+    pub fn address(&self) -> Option<&str> {
+        self.address.get().map(String::as_str)
+    }
+
+    /// An event stream opened: someone can answer while the guard lives.
+    pub fn attend(&self) -> Attendance {
+        self.streams.fetch_add(1, Ordering::AcqRel);
+        Attendance(self.streams.clone())
+    }
+
+    /// An operator used the console's API just now.
+    pub fn seen(&self) {
+        *self.seen.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+    }
+
+    /// An operator signed out: their last request no longer counts as someone there.
+    pub fn left(&self) {
+        *self.seen.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Whether someone can answer in the console now: an event stream is open, or an operator
+    /// used the API within [`PRESENT_FOR`].
+    pub fn attended(&self) -> bool {
+        self.is_open()
+            && (self.streams.load(Ordering::Acquire) > 0
+                || self
+                    .seen
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_some_and(|at| at.elapsed() < PRESENT_FOR))
     }
 
     /// The questions waiting now, oldest first.
@@ -275,4 +322,26 @@ fn new_id() -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).unwrap_or_default();
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_open_stream_or_a_recent_operator_attends() {
+        let q = Questions::default();
+        let stream = q.attend();
+        assert!(!q.attended(), "a console not served attends nothing");
+        q.open();
+        q.locate("http://127.0.0.1:1/console/".into());
+        assert!(q.attended());
+        drop(stream);
+        assert!(!q.attended(), "the stream closed");
+        q.seen();
+        assert!(q.attended());
+        *q.seen.lock().unwrap() = Some(Instant::now() - PRESENT_FOR);
+        assert!(!q.attended(), "seen too long ago");
+        assert_eq!(q.address(), Some("http://127.0.0.1:1/console/"));
+    }
 }

@@ -152,6 +152,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
                 ));
             }
             if let Some(console) = &console {
+                pipeline.questions().locate(format!("http://{local}/console/"));
                 announce_console(console, local, pipeline.config().auth.is_some());
             }
             let app = app::app(

@@ -80,6 +80,8 @@ pub(super) async fn signed_in(
         return error(StatusCode::FORBIDDEN, why);
     }
     request.extensions_mut().insert(operator);
+    // Someone is at the console: questions may wait there for a while.
+    console.pipeline().questions().seen();
     next.run(request).await
 }
 

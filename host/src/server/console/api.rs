@@ -27,11 +27,32 @@ pub(super) async fn session(Extension(op): Extension<Operator>) -> Response {
 /// `POST signout`.
 pub(super) async fn sign_out(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
     console.sessions.close(&headers);
+    console.pipeline().questions().left();
     let mut response = Json(json!({ "signed_out": true })).into_response();
     if let Ok(v) = HeaderValue::from_str(&set_cookie(None)) {
         response.headers_mut().insert(header::SET_COOKIE, v);
     }
     response
+}
+
+/// `POST links`: a one-time sign-in link for a browser, minted by an operator's bearer token
+/// where no identity provider signs browsers in (a shared daemon with the static token:
+/// `toolhost console-link`). The link's session is that operator's; a session cannot mint one.
+pub(super) async fn new_link(
+    State(console): State<Arc<Console>>,
+    Extension(operator): Extension<Operator>,
+) -> Response {
+    if operator.csrf.is_some() {
+        return error(
+            StatusCode::FORBIDDEN,
+            "sign-in links are minted with an operator's bearer token, not from a session",
+        );
+    }
+    tracing::info!(
+        operator = %toolhost_policy::text::OneLine(&operator.name),
+        "console sign-in link minted"
+    );
+    Json(json!({ "path": console.sign_in_path_for(&operator.name) })).into_response()
 }
 
 /// `GET approvals`.

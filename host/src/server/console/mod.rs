@@ -34,6 +34,9 @@ pub(crate) struct Console {
     sessions: Sessions,
     /// Signing in through the identity provider, when `[auth]` and a client id are configured.
     login: Option<Login>,
+    /// Whether the daemon prints sign-in links on stderr (loopback without `[auth]`): then each
+    /// link used is followed by the next one there.
+    prints_links: std::sync::atomic::AtomicBool,
 }
 
 impl Console {
@@ -50,6 +53,7 @@ impl Console {
             shared,
             sessions: Sessions::default(),
             login,
+            prints_links: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -61,9 +65,17 @@ impl Console {
         self.pipeline().config().callers.is_operator(caller)
     }
 
-    /// A new one-time sign-in link's path and query, for the daemon to print.
+    /// A new one-time sign-in link's path and query, for the daemon to print on stderr (from
+    /// now on, after each use too).
     pub(crate) fn sign_in_path(&self) -> String {
-        format!("/console/signin?token={}", self.sessions.new_link())
+        self.prints_links
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.sign_in_path_for("local operator")
+    }
+
+    /// A new one-time sign-in link's path and query, whose session is `operator`'s.
+    fn sign_in_path_for(&self, operator: &str) -> String {
+        format!("/console/signin?token={}", self.sessions.new_link(operator))
     }
 }
 
@@ -74,6 +86,7 @@ pub(crate) fn routes(console: Arc<Console>) -> Router {
     let api = Router::new()
         .route("/session", get(api::session))
         .route("/signout", post(api::sign_out))
+        .route("/links", post(api::new_link))
         .route("/approvals", get(api::approvals))
         .route("/approvals/{id}", post(api::answer))
         .route("/calls", get(api::calls))
@@ -130,14 +143,20 @@ async fn sign_in(
     let Some(cookie) = cookie else {
         return error(
             StatusCode::FORBIDDEN,
-            "this sign-in link is not valid or was used already; toolhost prints a new one on \
-             stderr each time one is used",
+            "this sign-in link is not valid or was used already; on loopback toolhost prints a \
+             new one on stderr each time one is used, and `toolhost console-link` mints one with \
+             an operator's token",
         );
     };
-    crate::diagnostics::say(&format!(
-        "toolhost: console signed in; the next sign-in link is {}",
-        console.sign_in_path()
-    ));
+    if console
+        .prints_links
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        crate::diagnostics::say(&format!(
+            "toolhost: console signed in; the next sign-in link is {}",
+            console.sign_in_path()
+        ));
+    }
     let mut response = Redirect::to("/console/").into_response();
     if let Ok(v) = HeaderValue::from_str(&set_cookie(Some(&cookie))) {
         response.headers_mut().insert(header::SET_COOKIE, v);

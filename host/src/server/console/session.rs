@@ -32,28 +32,30 @@ pub(crate) struct Session {
 pub(crate) struct Sessions {
     /// By the SHA-256 of the cookie's value: a memory dump names no usable cookie.
     by_cookie: Mutex<HashMap<[u8; 32], Session>>,
-    /// The SHA-256 of the one-time sign-in token, while it is unused.
-    link: Mutex<Option<[u8; 32]>>,
+    /// The SHA-256 of the one-time sign-in token while it is unused, and who its session is for.
+    link: Mutex<Option<([u8; 32], String)>>,
 }
 
 impl Sessions {
-    /// A new one-time sign-in token, replacing any unused one.
-    pub(crate) fn new_link(&self) -> String {
+    /// A new one-time sign-in token for `operator`, replacing any unused one.
+    pub(crate) fn new_link(&self, operator: &str) -> String {
         let token = random_hex();
-        *self.link.lock().unwrap_or_else(PoisonError::into_inner) = Some(sha256(&token));
+        *self.link.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((sha256(&token), operator.to_owned()));
         token
     }
 
-    /// Spend the sign-in token: a new session for the local operator, as its cookie value.
+    /// Spend the sign-in token: a new session for the operator it was made for, as its cookie
+    /// value.
     pub(crate) fn sign_in_with_link(&self, token: &str) -> Option<String> {
         let mut link = self.link.lock().unwrap_or_else(PoisonError::into_inner);
-        let expected = (*link)?;
-        if !constant_time_eq(&sha256(token), &expected) {
+        let (expected, _) = link.as_ref()?;
+        if !constant_time_eq(&sha256(token), expected) {
             return None;
         }
-        *link = None;
+        let (_, operator) = link.take()?;
         drop(link);
-        Some(self.open("local operator".to_owned()))
+        Some(self.open(operator))
     }
 
     /// A new session for `operator`, as its cookie value.
@@ -93,6 +95,22 @@ impl Sessions {
             .get(&sha256(&cookie))
             .filter(|s| s.expires > Instant::now())
             .cloned()
+    }
+
+    /// The key of the session a request's cookie names, if it is valid now: for a response that
+    /// lasts (the event stream) to ask [`Self::is_live`] again.
+    pub(crate) fn key(&self, headers: &HeaderMap) -> Option<[u8; 32]> {
+        let key = sha256(&cookie(headers)?);
+        self.is_live(&key).then_some(key)
+    }
+
+    /// Whether the session `key` names is still signed in and unexpired.
+    pub(crate) fn is_live(&self, key: &[u8; 32]) -> bool {
+        self.by_cookie
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .is_some_and(|s| s.expires > Instant::now())
     }
 
     /// End the session a request's cookie names.
@@ -169,7 +187,7 @@ mod tests {
     #[test]
     fn the_link_signs_in_once() {
         let sessions = Sessions::default();
-        let token = sessions.new_link();
+        let token = sessions.new_link("local operator");
         assert!(sessions.sign_in_with_link("wrong").is_none());
         let cookie = sessions.sign_in_with_link(&token).expect("first use");
         assert!(sessions.sign_in_with_link(&token).is_none(), "replayed");

@@ -4,7 +4,10 @@
 //! a one-slot mailbox and a pump sends the newest one: a plugin that reports a million times costs
 //! the client a handful of notifications, never a backlog. Values that do not increase are dropped
 //! (the specification requires progress to increase), and the last report is always delivered
-//! before the call's result.
+//! before the call's result. A report of nothing done yet (a call waiting for an approval says so
+//! every few seconds) is sent while no unit is done as a fraction below one that grows with each
+//! report, so that it still increases and a client that resets its timeout on progress keeps
+//! waiting.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -20,7 +23,30 @@ pub(crate) struct ProgressRelay {
     peer: Peer<RoleServer>,
     latest: Mutex<Option<Progress>>,
     wake: Notify,
-    sent: tokio::sync::Mutex<Option<u64>>,
+    sent: tokio::sync::Mutex<Sent>,
+}
+
+/// What the relay has sent so far.
+#[derive(Default)]
+struct Sent {
+    /// The last value sent, if any.
+    last: Option<f64>,
+    /// Reports of nothing done yet sent so far.
+    idle: u32,
+}
+
+impl Sent {
+    /// The value to send for `done`, if it increases on the last.
+    fn next(&mut self, done: u64) -> Option<f64> {
+        let value = if done == 0 && self.last.is_none_or(|l| l < 1.0) {
+            // 1/2, 2/3, 3/4, ...: below the first unit done, and still increasing.
+            self.idle += 1;
+            f64::from(self.idle) / f64::from(self.idle + 1)
+        } else {
+            done as f64
+        };
+        self.last.is_none_or(|l| value > l).then_some(value)
+    }
 }
 
 impl ProgressRelay {
@@ -31,7 +57,7 @@ impl ProgressRelay {
             peer,
             latest: Mutex::new(None),
             wake: Notify::new(),
-            sent: tokio::sync::Mutex::new(None),
+            sent: tokio::sync::Mutex::new(Sent::default()),
         })
     }
 
@@ -63,10 +89,10 @@ impl ProgressRelay {
         else {
             return;
         };
-        if sent.is_some_and(|last| p.done <= last) {
+        let Some(value) = sent.next(p.done) else {
             return;
-        }
-        let mut param = ProgressNotificationParam::new(self.token.clone(), p.done as f64);
+        };
+        let mut param = ProgressNotificationParam::new(self.token.clone(), value);
         if let Some(total) = p.total {
             param = param.with_total(total as f64);
         }
@@ -74,8 +100,26 @@ impl ProgressRelay {
             param = param.with_message(p.message);
         }
         match self.peer.notify_progress(param).await {
-            Ok(()) => *sent = Some(p.done),
+            Ok(()) => sent.last = Some(value),
             Err(e) => tracing::debug!("progress notification not delivered: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sent;
+
+    #[test]
+    fn reports_of_nothing_done_still_increase_and_stay_below_the_first_unit() {
+        let mut sent = Sent::default();
+        let mut values = Vec::new();
+        for done in [0, 0, 0, 1, 0, 1, 3, 2, 0] {
+            if let Some(v) = sent.next(done) {
+                sent.last = Some(v);
+                values.push(v);
+            }
+        }
+        assert_eq!(values, [0.5, 2.0 / 3.0, 0.75, 1.0, 3.0]);
     }
 }

@@ -109,14 +109,7 @@ impl Authenticator {
 
     /// The caller of a request with these headers.
     pub(crate) async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, t)| t.trim())
-            .filter(|t| !t.is_empty())
-            .ok_or(Refusal::Missing)?;
+        let given = bearer(headers).ok_or(Refusal::Missing)?;
         let mut caller = self.verify(given).await?;
         if caller != Caller::static_token() {
             // Kept, opaque, for the credentials a plugin's secret exchanges it for.
@@ -181,6 +174,33 @@ impl Authenticator {
     }
 }
 
+/// The bearer token a request's `Authorization` header carries, if any.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// The bearer token an authenticated request presented, for a response that outlives the
+/// request's check (the console's event stream) to check again: a token expires, is revoked
+/// (introspection) or stops matching a profile while the response goes on.
+#[derive(Clone)]
+pub(crate) struct Presented {
+    auth: Arc<Authenticator>,
+    token: toolhost_policy::network::Secret,
+}
+
+impl Presented {
+    /// The token's caller now, if it is still let in.
+    pub(crate) async fn caller(&self) -> Option<Caller> {
+        self.auth.verify(self.token.expose()).await.ok()
+    }
+}
+
 /// The authenticator that `server` (its static token) and the host's config (`[auth]`,
 /// `[[callers]]`) ask for, if any; [`authenticated`] runs it.
 pub(crate) fn authenticator(
@@ -225,6 +245,13 @@ pub(crate) async fn authenticated(
     }
     match auth.authenticate(request.headers()).await {
         Ok(caller) => {
+            if let Some(token) = bearer(request.headers()) {
+                let presented = Presented {
+                    auth: auth.clone(),
+                    token: toolhost_policy::network::Secret::new(token),
+                };
+                request.extensions_mut().insert(presented);
+            }
             request.extensions_mut().insert(Arc::new(caller));
             next.run(request).await
         }
