@@ -19,10 +19,7 @@ pub enum BodyError {
 
 /// The whole body of `response`, at most `limit` bytes.
 pub async fn read(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, BodyError> {
-    if response
-        .content_length()
-        .is_some_and(|n| n > limit as u64)
-    {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
         return Err(BodyError::TooLarge { limit });
     }
     let mut body = Vec::new();

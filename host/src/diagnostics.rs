@@ -52,7 +52,7 @@ impl Log {
     fn write(&self, line: &[u8]) {
         let Some(pipe) = &self.pipe else {
             // A command's log, a file or a terminal: the write completes (or fails) without waiting
-        // on a reader that went away.
+            // on a reader that went away.
             let mut stderr = io::stderr().lock();
             if stderr.write_all(line).is_err() {
                 DROPPED.fetch_add(1, Ordering::Relaxed);

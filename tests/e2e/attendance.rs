@@ -75,7 +75,8 @@ fn an_ask_with_nobody_at_the_console_is_answered_at_once_naming_it_and_the_allow
     let text = answer.to_string();
     assert!(text.contains("Permission denied"), "{text}");
     assert!(text.contains(&format!("http://{addr}/console/")), "{text}");
-    assert!(text.contains("allow"), "{text}");
+    // ... and the rule: which one asked, and how to run the call without asking.
+    assert!(text.contains("without asking"), "{text}");
     let records = env.audit();
     assert_eq!(records.len(), 1, "{records:?}");
     assert!(
@@ -133,9 +134,12 @@ fn a_client_that_asked_for_progress_hears_that_its_call_waits_for_an_approval() 
     );
     let question = browser.waiting();
     let (status, _) = browser.post(
-        &format!("/console/api/approvals/{}", question["id"].as_str().unwrap()),
+        &format!(
+            "/console/api/approvals/{}",
+            question["id"].as_str().unwrap()
+        ),
         &[("X-CSRF-Token", &browser.csrf)],
-        &json!({"approve": true, "input_sha256": question["input_sha256"]}),
+        &json!({"answer": "approve", "input_sha256": question["input_sha256"]}),
     );
     assert_eq!(status, 200);
     let answer = d.answer(id);
@@ -176,13 +180,11 @@ fn the_event_stream_ends_when_its_session_signs_out() {
     // A question asked now must not reach the stream.
     let addr = browser.addr;
     let client = thread::spawn(move || batch(addr, "echo", json!({"text": "secret input"})));
-    wait_until("the stream to end", Duration::from_secs(5), || stream.ended());
+    wait_until("the stream to end", Duration::from_secs(5), || {
+        stream.ended()
+    });
     assert!(signed_out.elapsed() < Duration::from_secs(3));
-    assert!(
-        !stream.text().contains("secret input"),
-        "{}",
-        stream.text()
-    );
+    assert!(!stream.text().contains("secret input"), "{}", stream.text());
     client.join().unwrap();
 }
 
@@ -232,10 +234,26 @@ fn console_link_mints_a_one_time_sign_in_link_with_the_static_token() {
     assert!(path.starts_with("/console/signin?token="), "{link}");
     let reply = http(addr, "GET", path, &[], b"");
     assert_eq!(reply.status, 303, "{}", reply.text());
-    let cookie = reply.header("set-cookie").unwrap().split(';').next().unwrap().to_owned();
-    let session = http(addr, "GET", "/console/api/session", &[("Cookie", &cookie)], b"");
+    let cookie = reply
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let session = http(
+        addr,
+        "GET",
+        "/console/api/session",
+        &[("Cookie", &cookie)],
+        b"",
+    );
     assert_eq!(session.status, 200);
-    assert!(session.text().contains("static-token"), "{}", session.text());
+    assert!(
+        session.text().contains("static-token"),
+        "{}",
+        session.text()
+    );
     assert_eq!(http(addr, "GET", path, &[], b"").status, 403, "used twice");
     // A wrong token mints nothing, and says why.
     let out = env

@@ -13,7 +13,8 @@ use crate::daemon::{Daemon, http};
 use crate::harness::{EVENT_WAIT, Env, wait_for};
 use crate::issuer::{Alg, Issuer, now};
 
-pub(crate) const ASKING: &str = "[permissions]\nask = [\"echo\"]\n[server]\napproval-timeout-ms = 30000\n";
+pub(crate) const ASKING: &str =
+    "[permissions]\nask = [\"echo\"]\n[server]\napproval-timeout-ms = 30000\n";
 
 pub(crate) fn batch(addr: SocketAddr, tool: &str, input: Value) -> Value {
     let body = json!({"role": "assistant", "content": [

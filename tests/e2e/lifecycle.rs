@@ -176,13 +176,17 @@ fn a_stdio_client_leaving_gets_every_running_call_recorded_before_its_sigkill() 
 #[test]
 fn an_idle_daemon_exits_at_once_when_stdin_closes_while_a_plugin_compiles() {
     // A 20 MB Python plugin compiles for many seconds from an empty cache: nothing waits for it.
-    let env = Env::new(&["echo", "csv_stats"], BASE);
+    let env = Env::new(&["echo", "csv_stats"], "");
     let mut d = Daemon::start_cold(&env, &["--no-watch"], &[("TOOLHOST_LOG", "info")]);
-    crate::harness::wait_until("csv_stats to start compiling", Duration::from_secs(60), || {
-        d.stderr()
-            .lines()
-            .any(|l| l.contains("compiling plugin") && l.contains("csv_stats"))
-    });
+    crate::harness::wait_until(
+        "csv_stats to start compiling",
+        Duration::from_secs(60),
+        || {
+            d.stderr()
+                .lines()
+                .any(|l| l.contains("compiling plugin") && l.contains("csv_stats"))
+        },
+    );
     let closed = Instant::now();
     d.close_stdin();
     let status = d.wait(Duration::from_secs(10));

@@ -25,7 +25,8 @@ fn endless_provider() -> String {
                       transfer-encoding: chunked\r\n\r\n",
                 );
                 let chunk = [b' '; 1 << 16];
-                let framed = [format!("{:x}\r\n", chunk.len()).as_bytes(), &chunk, b"\r\n"].concat();
+                let framed =
+                    [format!("{:x}\r\n", chunk.len()).as_bytes(), &chunk, b"\r\n"].concat();
                 for _ in 0..(256 << 20) / chunk.len() {
                     if conn.write_all(&framed).is_err() {
                         return;
@@ -75,5 +76,8 @@ fn the_console_login_reads_a_bounded_answer_from_the_identity_provider() {
     );
     assert!(took < Duration::from_secs(10), "took {took:?}");
     let grew = peak_kib(daemon.pid()).saturating_sub(before);
-    assert!(grew < 32 << 10, "the daemon's peak memory grew by {grew} KiB");
+    assert!(
+        grew < 32 << 10,
+        "the daemon's peak memory grew by {grew} KiB"
+    );
 }

@@ -82,7 +82,10 @@ fn terminate(child: &mut Child) {
         std::thread::sleep(Duration::from_millis(10));
     }
     let took = termed.elapsed();
-    assert!(took < Duration::from_secs(1), "exited {took:?} after SIGTERM");
+    assert!(
+        took < Duration::from_secs(1),
+        "exited {took:?} after SIGTERM"
+    );
 }
 
 #[test]
@@ -126,7 +129,10 @@ fn a_log_reader_that_stops_reading_stops_nothing_and_hears_of_the_drops_later() 
     let heard = crate::harness::poll(EVENT_WAIT, || {
         // Something to log, for a log whose pipe has room again.
         echo(addr, "again");
-        read.lock().unwrap().contains("log line(s) dropped").then_some(())
+        read.lock()
+            .unwrap()
+            .contains("log line(s) dropped")
+            .then_some(())
     })
     .is_some();
     assert!(heard, "no line said how many were dropped");

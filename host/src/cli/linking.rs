@@ -20,10 +20,23 @@ pub(super) async fn mint(config: &Config, url: Option<&str>) -> Result<u8, Failu
         ));
     };
     let base = url.map_or_else(
-        || format!("http://{}", config.server.http),
+        || {
+            // A daemon bound to every address (0.0.0.0 in a container) is reached on loopback,
+            // the address a port-forwarded browser uses too.
+            let mut addr = config.server.http;
+            if addr.ip().is_unspecified() {
+                addr.set_ip(match addr {
+                    std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                    std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                });
+            }
+            format!("http://{addr}")
+        },
         |u| u.trim_end_matches('/').to_owned(),
     );
     let unreachable = |why: String| Failure::Link(format!("{base}: {why}"));
+    // reqwest takes the process's default TLS provider (for an https:// daemon): ours, ring.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let response = reqwest::Client::new()
         .post(format!("{base}/console/api/links"))
         .bearer_auth(token)
@@ -39,7 +52,10 @@ pub(super) async fn mint(config: &Config, url: Option<&str>) -> Result<u8, Failu
         let why = answer["error"]["message"]
             .as_str()
             .or(answer["error"].as_str())
-            .map_or_else(|| format!("HTTP {status}"), |m| format!("HTTP {status}: {m}"));
+            .map_or_else(
+                || format!("HTTP {status}"),
+                |m| format!("HTTP {status}: {m}"),
+            );
         return Err(unreachable(why));
     };
     writeln!(std::io::stdout().lock(), "{base}{path}")?;

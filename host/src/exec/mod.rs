@@ -26,7 +26,9 @@ pub use self::health::ToolsHealth;
 pub use self::live::{Live, LiveEvent, NotRunning, RECENT, RunningView, caller_name};
 pub use self::nested::Nested;
 pub use self::pipeline::Pipeline;
-pub use self::questions::{AnswerError, Question, Questions, Subject, Verdict, digest};
+pub use self::questions::{
+    AnswerError, Attendance, PRESENT_FOR, Question, Questions, Subject, Verdict, digest,
+};
 pub use self::quota::{Ledger, LedgerError, Taken};
 pub use self::recorder::CALL_LOG;
 pub use self::request::CallRequest;

@@ -144,7 +144,9 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
                 .local_addr()
                 .map_err(|source| ServeError::Bind { addr, source })?;
             // On stderr: the one line a person starting the daemon needs (and tests read the port from).
-            crate::diagnostics::say(&format!("toolhost: serving {tools} tools over MCP at http://{local}/mcp"));
+            crate::diagnostics::say(&format!(
+                "toolhost: serving {tools} tools over MCP at http://{local}/mcp"
+            ));
             if pipeline.catalog().is_loading() {
                 crate::diagnostics::say(&format!(
                     "toolhost: plugins are loading; each serves when it is ready (a first start \
@@ -152,7 +154,9 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
                 ));
             }
             if let Some(console) = &console {
-                pipeline.questions().locate(format!("http://{local}/console/"));
+                pipeline
+                    .questions()
+                    .locate(format!("http://{local}/console/"));
                 announce_console(console, local, pipeline.config().auth.is_some());
             }
             let app = app::app(

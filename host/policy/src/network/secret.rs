@@ -175,7 +175,14 @@ mod tests {
     #[test]
     fn a_secret_split_across_streamed_pieces_is_redacted() {
         let r = Redactor::new([&Secret::new("s3cr3t-tok3n")]);
-        let pieces = ["before s3c", "r3t-t", "ok3n after, and s3cr3t-tok3n", " whole ", "é", "s3"];
+        let pieces = [
+            "before s3c",
+            "r3t-t",
+            "ok3n after, and s3cr3t-tok3n",
+            " whole ",
+            "é",
+            "s3",
+        ];
         let mut held = String::new();
         let mut seen = String::new();
         for p in pieces {

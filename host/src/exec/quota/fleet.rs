@@ -96,7 +96,11 @@ impl Fleet {
             }
             if let Some(rate) = &q.fuel {
                 let id = key.ledger("fuel");
-                let most = took.fuel.iter().map(|(_, _, got)| *got).fold(fuel, u64::min);
+                let most = took
+                    .fuel
+                    .iter()
+                    .map(|(_, _, got)| *got)
+                    .fold(fuel, u64::min);
                 let taken = self.ledger.take(&id, rate, most).await?;
                 if taken.got == 0 {
                     let wait = rate.wait(taken.level, 1.0);

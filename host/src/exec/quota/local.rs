@@ -63,7 +63,8 @@ impl Local {
             if let (Some(rate), Some(bucket)) = (&q.calls, share.calls.as_mut()) {
                 let _ = bucket.take(rate, 1.0, now);
             }
-            if let (Some(rate), Some(bucket), Some(fuel)) = (&q.fuel, share.fuel.as_mut(), reserve) {
+            if let (Some(rate), Some(bucket), Some(fuel)) = (&q.fuel, share.fuel.as_mut(), reserve)
+            {
                 bucket.charge(rate, fuel as f64, now);
             }
             share.running += 1;

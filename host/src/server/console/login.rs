@@ -222,11 +222,13 @@ impl Login {
                 ] {
                     let url = format!("{issuer}{path}");
                     let doc = match self.http.get(&url).send().await {
-                        Ok(r) if r.status().is_success() => match crate::body::read(r, MAX_ANSWER).await {
-                            Ok(b) => serde_json::from_slice::<serde_json::Value>(&b)
-                                .map_err(|e| e.to_string()),
-                            Err(e) => Err(e.to_string()),
-                        },
+                        Ok(r) if r.status().is_success() => {
+                            match crate::body::read(r, MAX_ANSWER).await {
+                                Ok(b) => serde_json::from_slice::<serde_json::Value>(&b)
+                                    .map_err(|e| e.to_string()),
+                                Err(e) => Err(e.to_string()),
+                            }
+                        }
                         Ok(r) => {
                             last = format!("{url}: HTTP {}", r.status());
                             continue;
