@@ -19,12 +19,11 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 /// Where the log goes, opened on first use.
 static LOG: OnceLock<Log> = OnceLock::new();
 
-/// Lines dropped since start: written nowhere because stderr was full or closed.
-static DROPPED: AtomicU64 = AtomicU64::new(0);
-
 struct Log {
     /// A non-blocking descriptor of stderr's pipe, or `None` to write stderr itself.
     pipe: Option<Mutex<File>>,
+    /// Lines dropped since start: written nowhere because stderr was full or closed.
+    dropped: AtomicU64,
     /// Drops already reported in the log.
     reported: AtomicU64,
     /// A line was cut short by a full pipe: the next one starts on a line of its own.
@@ -36,6 +35,7 @@ impl Log {
     fn waiting() -> Self {
         Self {
             pipe: None,
+            dropped: AtomicU64::new(0),
             reported: AtomicU64::new(0),
             cut: AtomicBool::new(false),
         }
@@ -44,6 +44,7 @@ impl Log {
     fn never_waiting() -> Self {
         Self {
             pipe: open_pipe().map(Mutex::new),
+            dropped: AtomicU64::new(0),
             reported: AtomicU64::new(0),
             cut: AtomicBool::new(false),
         }
@@ -55,16 +56,16 @@ impl Log {
             // on a reader that went away.
             let mut stderr = io::stderr().lock();
             if stderr.write_all(line).is_err() {
-                DROPPED.fetch_add(1, Ordering::Relaxed);
+                self.dropped.fetch_add(1, Ordering::Relaxed);
             }
             return;
         };
         let mut pipe = pipe.lock().unwrap_or_else(PoisonError::into_inner);
-        let dropped = DROPPED.load(Ordering::Relaxed);
+        let dropped = self.dropped.load(Ordering::Relaxed);
         let reported = self.reported.load(Ordering::Relaxed);
         if self.cut.load(Ordering::Relaxed) {
             if !matches!(pipe.write(b"\n"), Ok(1)) {
-                DROPPED.fetch_add(1, Ordering::Relaxed);
+                self.dropped.fetch_add(1, Ordering::Relaxed);
                 return;
             }
             self.cut.store(false, Ordering::Relaxed);
@@ -75,13 +76,13 @@ impl Log {
                 dropped - reported
             );
             if !write_whole(&mut pipe, notice.as_bytes(), &self.cut) {
-                DROPPED.fetch_add(1, Ordering::Relaxed);
+                self.dropped.fetch_add(1, Ordering::Relaxed);
                 return;
             }
             self.reported.store(dropped, Ordering::Relaxed);
         }
         if !write_whole(&mut pipe, line, &self.cut) {
-            DROPPED.fetch_add(1, Ordering::Relaxed);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -139,7 +140,8 @@ pub fn say(text: &str) {
 
 /// Lines the log dropped since start, for `/metrics`.
 pub fn dropped() -> u64 {
-    DROPPED.load(Ordering::Relaxed)
+    LOG.get()
+        .map_or(0, |log| log.dropped.load(Ordering::Relaxed))
 }
 
 /// stderr for the log's formatter: each write is one formatted event, written whole or dropped.
@@ -183,27 +185,36 @@ mod tests {
         let (mut reader, writer) = pipe();
         let log = Log {
             pipe: Some(Mutex::new(writer)),
-            reported: AtomicU64::new(DROPPED.load(Ordering::Relaxed)),
+            dropped: AtomicU64::new(0),
+            reported: AtomicU64::new(0),
             cut: AtomicBool::new(false),
         };
-        let before = DROPPED.load(Ordering::Relaxed);
         let line = [b'x'; 99].iter().chain(b"\n").copied().collect::<Vec<u8>>();
         // Far more than a pipe holds (64 KiB): returns at once, the rest counted.
         for _ in 0..2000 {
             log.write(&line);
         }
-        assert!(DROPPED.load(Ordering::Relaxed) - before > 1000);
+        let lost = log.dropped.load(Ordering::Relaxed);
+        assert!(lost > 1000, "{lost}");
         let mut kept = vec![0u8; 1 << 20];
         let n = reader.read(&mut kept).unwrap();
-        assert!(kept[..n].chunks(100).all(|l| l == line.as_slice()));
+        let before = String::from_utf8_lossy(&kept[..n]).into_owned();
         log.write(b"after\n");
         let n = reader.read(&mut kept).unwrap();
-        let text = String::from_utf8_lossy(&kept[..n]);
-        assert!(
-            text.starts_with("toolhost: ") && text.contains("log line(s) dropped"),
-            "{text}"
-        );
-        assert!(text.ends_with("\nafter\n"), "{text}");
+        let after = String::from_utf8_lossy(&kept[..n]).into_owned();
+        assert!(after.ends_with("\nafter\n"), "{after}");
+        // Whole lines only, each a line written or a notice; the notices count every drop once.
+        let mut told = 0;
+        for l in before.lines().chain(after.lines()) {
+            if let Some(rest) = l.strip_prefix("toolhost: ") {
+                let (count, what) = rest.split_once(' ').unwrap();
+                assert!(what.starts_with("log line(s) dropped"), "{l}");
+                told += count.parse::<u64>().unwrap();
+            } else {
+                assert!(l == "after" || l.as_bytes() == &line[..99], "{l:?}");
+            }
+        }
+        assert_eq!(told, lost);
     }
 
     #[test]
@@ -212,11 +223,12 @@ mod tests {
         drop(reader);
         let log = Log {
             pipe: Some(Mutex::new(writer)),
+            dropped: AtomicU64::new(0),
             reported: AtomicU64::new(0),
             cut: AtomicBool::new(false),
         };
-        let before = DROPPED.load(Ordering::Relaxed);
         log.write(b"gone\n");
-        assert!(DROPPED.load(Ordering::Relaxed) > before);
+        log.write(b"gone again\n");
+        assert_eq!(log.dropped.load(Ordering::Relaxed), 2);
     }
 }
