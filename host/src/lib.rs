@@ -18,8 +18,8 @@
 //! `Host`.
 //!
 //! Dependencies point down: host -> server -> exec -> {registry, sandbox, audit, stats} -> policy,
-//! with [`system`] (the cores), [`diagnostics`] (the log on stderr, which never waits) and [`body`]
-//! (bounded network reads) leaves any layer may use. Only [`sandbox`] knows wasmtime; only
+//! with [`system`] (the cores), [`diagnostics`] (the log on stderr, which never waits), [`body`]
+//! (bounded network reads) and [`random`] (unguessable values) leaves any layer may use. Only [`sandbox`] knows wasmtime; only
 //! [`server`] knows MCP and turns outcomes into wire errors (inside it, the MCP, batch and HTTP
 //! front ends import only its shared part, never each other); nothing below [`host`] imports it,
 //! nothing but the host imports the server, nothing imports the CLI, and the policy crate knows
@@ -35,6 +35,7 @@ pub mod diagnostics;
 pub mod distribution;
 pub mod exec;
 pub mod host;
+pub mod random;
 pub mod registry;
 pub mod sandbox;
 pub mod scaffold;

@@ -25,7 +25,6 @@ use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 
-use crate::exec::StageTimes;
 use toolhost_policy::config::TelemetryOptions;
 
 /// The instrumentation scope of every span and instrument.
@@ -244,21 +243,12 @@ pub fn end_span(cx: &Context, error: Option<&str>) {
     span.end();
 }
 
-/// A child span of `parent` per stage a call went through, laid end to end from `started`.
-pub(crate) fn stage_spans(parent: &Context, started: SystemTime, t: &StageTimes) {
+/// A child span of `parent` per stage a call went through (name and time taken, in order), laid
+/// end to end from `started`.
+pub(crate) fn stage_spans(parent: &Context, started: SystemTime, stages: &[(&str, Duration)]) {
     let tracer = global::tracer(SCOPE);
-    let stages = [
-        ("begin", t.begin + t.find),
-        ("validate", t.validate),
-        ("gate", t.gate),
-        ("approval", t.approval),
-        ("instantiate", t.instantiate),
-        ("guest", t.guest + t.teardown),
-        ("shape", t.shape),
-        ("audit", t.record),
-    ];
     let mut at = started;
-    for (name, took) in stages {
+    for &(name, took) in stages {
         if took.is_zero() {
             continue;
         }

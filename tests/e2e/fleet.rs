@@ -358,8 +358,12 @@ quota = { calls = 12, per-s = 3600 }
 [plugins.hostile.tools.sleep]
 quota = { in-flight = 2 }
 
+[plugins.hostile.tools.spin]
+quota = { fuel = 200000000, per-s = 3600 }
+
 [plugins.hostile.limits]
 timeout-ms = 60000
+fuel = 100000000
 "#;
     let Some(mut f) = fleet_with("fleet-quota", config) else {
         return;
@@ -391,6 +395,31 @@ timeout-ms = 60000
         .filter(|r| r["tool"] == "echo" && r["error_kind"] == "rate_limited")
         .count();
     assert_eq!(limited, 27, "{records:#?}");
+
+    // Two calls' fuel an hour, fleet-wide: eight spins at once, each burning all it may, reserve
+    // at admission, so two run on a whole limit and the rest on the crumbs the budget refilled
+    // (or not at all), instead of eight on a whole limit.
+    let spins = at_once(f.lb.addr, 8, "spin", json!({}));
+    assert!(
+        spins
+            .iter()
+            .all(|o| o == "out_of_fuel" || o == "rate_limited"),
+        "{spins:?}"
+    );
+    let used: Vec<u64> = f
+        .audits
+        .iter()
+        .flat_map(audit_lines)
+        .filter(|r| r["tool"] == "spin" && r["event"] != "begin")
+        .filter_map(|r| r["fuel_used"].as_u64())
+        .collect();
+    let total: u64 = used.iter().sum();
+    assert!(total <= 200_000_000 + 200_000_000 / 360, "{used:?}");
+    assert_eq!(
+        used.iter().filter(|u| **u > 90_000_000).count(),
+        2,
+        "{used:?} {spins:?}"
+    );
 
     // Two sleeps at once, fleet-wide: of six sent together, two run.
     let sleeps = at_once(f.lb.addr, 6, "sleep", json!({"ms": 1500}));

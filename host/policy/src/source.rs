@@ -8,6 +8,10 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest as _, Sha256};
 
+/// The largest plugin file accepted, from the plugins folder or a registry: a component is a few
+/// MiB to a few dozen; anything near this is a mistake or an attack on the host's memory.
+pub const MAX_PLUGIN_BYTES: u64 = 512 << 20;
+
 /// A `sha256:<64 lowercase hex>` content digest: the only algorithm accepted.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Digest(String);

@@ -10,6 +10,8 @@ mod run;
 mod streamed;
 
 pub use self::events::{answer_event, progress_event, result_event};
-pub use self::run::{BatchOptions, DEFAULT_CONCURRENCY, ORIGIN, OnCallProgress, new_batch_id, run};
+pub use self::run::{
+    BatchOptions, DEFAULT_CONCURRENCY, ORIGIN, OnCallProgress, cut_short, new_batch_id, run,
+};
 pub use self::streamed::{Opened, Progress, StreamReport, open};
 pub use toolhost_policy::batch::*;

@@ -124,6 +124,20 @@ pub async fn run(
     }
 }
 
+/// Why a batch that ran in the background ended without finishing, when shutdown stopped some of
+/// its calls: the sentence its task ends with. `None` for a batch that finished.
+pub fn cut_short(pipeline: &Pipeline, report: &BatchReport) -> Option<String> {
+    let stopped = pipeline.stopping().is_cancelled()
+        && report
+            .results
+            .iter()
+            .any(|r| r.outcome.error_kind() == Some(ErrorKind::Cancelled));
+    stopped.then(|| {
+        "toolhost shut down before the batch finished; the calls that ran are in the audit log"
+            .to_owned()
+    })
+}
+
 /// Call `index`'s result, with the id and name the model gave it.
 pub(super) fn result(index: usize, call: &ParsedCall, outcome: CallOutcome) -> CallResult {
     let (id, name) = id_and_name(call);

@@ -138,3 +138,11 @@ pub enum SourceError {
         pinned: Digest,
     },
 }
+
+/// Now, in Unix seconds: what signatures and transparency-log entries are judged against (an
+/// entry dated later is refused).
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

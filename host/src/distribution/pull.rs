@@ -226,7 +226,7 @@ async fn pull_oci(
             signature: s,
         })
         .chain(bundles.iter().map(|b| Evidence::Bundle(b)));
-    let (status, chosen) = requirement.judge(subject, evidence, unix_now())?;
+    let (status, chosen) = requirement.judge(subject, evidence, super::unix_now())?;
     let (mut signature, mut bundle) = (None, None);
     match chosen {
         Some(i) if i < legacy.len() => {
@@ -363,13 +363,6 @@ async fn fetch_bundles(
         }
     }
     Ok(out)
-}
-
-/// Now, in Unix seconds: a log entry dated later is refused.
-pub(super) fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// Replace the lockfile at once: written beside it, then renamed.

@@ -137,7 +137,7 @@ fn resolve_oci(
         sources
             .trust
             .requirement(&repository)
-            .judge(subject, evidence, super::pull::unix_now())?;
+            .judge(subject, evidence, super::unix_now())?;
     Ok(Resolved {
         bytes: store.read(&locked.component)?,
         provenance: Provenance {

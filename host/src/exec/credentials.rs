@@ -216,6 +216,27 @@ fn from_profile(
     }
 }
 
+/// Why the identity provider did not exchange a token, as the model is told it (it names no
+/// secret: the provider's own words are one line, and the URL is left out).
+#[derive(Debug, thiserror::Error)]
+enum ExchangeError {
+    /// The request could not be made or sent.
+    #[error("cannot reach it ({0})")]
+    Unreachable(String),
+    /// Its answer was too large or broke off.
+    #[error(transparent)]
+    Body(#[from] crate::body::BodyError),
+    /// It refused: its `error` and `error_description`, or the status.
+    #[error("{0}")]
+    Refused(String),
+    /// A success that is not a token response.
+    #[error("its answer is not a token response")]
+    NotATokenResponse,
+    /// A token response without a token.
+    #[error("its answer holds no access_token")]
+    NoAccessToken,
+}
+
 /// The cache's key: the caller's token and what it is exchanged for, hashed.
 fn cache_key(token: &Secret, x: &Exchange) -> [u8; 32] {
     let mut h = Sha256::new();
@@ -252,7 +273,11 @@ impl Exchanger {
     }
 
     /// One exchange at the identity provider, as toolhost's client (HTTP Basic).
-    async fn exchange(&self, token: &Secret, x: &Exchange) -> Result<(Secret, Duration), String> {
+    async fn exchange(
+        &self,
+        token: &Secret,
+        x: &Exchange,
+    ) -> Result<(Secret, Duration), ExchangeError> {
         let mut form = vec![
             ("grant_type", GRANT),
             ("subject_token", token.expose()),
@@ -268,20 +293,20 @@ impl Exchanger {
                 form.push((k, v));
             }
         }
+        let form = serde_urlencoded::to_string(&form)
+            .map_err(|e| ExchangeError::Unreachable(e.to_string()))?;
         let response = self
             .http
             .post(&self.endpoint.url)
             .basic_auth(&self.endpoint.client_id, Some(&self.endpoint.client_secret))
             .header("content-type", "application/x-www-form-urlencoded")
             .header("accept", "application/json")
-            .body(serde_urlencoded::to_string(&form).map_err(|e| e.to_string())?)
+            .body(form)
             .send()
             .await
-            .map_err(|e| format!("cannot reach it ({})", e.without_url()))?;
+            .map_err(|e| ExchangeError::Unreachable(e.without_url().to_string()))?;
         let status = response.status();
-        let body = crate::body::read(response, MAX_ANSWER)
-            .await
-            .map_err(|e| e.to_string())?;
+        let body = crate::body::read(response, MAX_ANSWER).await?;
         if !status.is_success() {
             let why = serde_json::from_slice::<Refusal>(&body).ok().map_or_else(
                 || format!("HTTP {status}"),
@@ -293,12 +318,12 @@ impl Exchanger {
                     why
                 },
             );
-            return Err(why);
+            return Err(ExchangeError::Refused(why));
         }
-        let issued: Issued = serde_json::from_slice(&body)
-            .map_err(|_| "its answer is not a token response".to_owned())?;
+        let issued: Issued =
+            serde_json::from_slice(&body).map_err(|_| ExchangeError::NotATokenResponse)?;
         if issued.access_token.is_empty() {
-            return Err("its answer holds no access_token".into());
+            return Err(ExchangeError::NoAccessToken);
         }
         let life = Duration::from_secs(issued.expires_in.unwrap_or(60));
         Ok((Secret::new(issued.access_token), life))

@@ -1,10 +1,12 @@
 //! The gate stage: the permission decision for a validated input and, when it says `ask`, the
 //! question to the call's approver. Every way the question can end (approved, declined,
 //! unanswered, mismatched, cancelled) is decided here, once, for every front end: its own audit
-//! value and its own sentence to the model.
+//! value and its own sentence to the model. Who is asked, and the asking itself, are
+//! [`super::asking`]'s.
 
 use serde_json::Value;
 
+use super::asking::{Asking, keep_informed};
 use super::health::Asker;
 use super::live::caller_name;
 use super::pipeline::Pipeline;
@@ -14,33 +16,9 @@ use super::shape::{self, audit_unavailable};
 use super::timing::{Stage, Stopwatch};
 use crate::audit::{AuditRecord, Decision as AuditDecision};
 use crate::registry::Tool;
-use toolhost_policy::call::{Answer, ApprovalRequest, Approver, ErrorKind, Progress};
-use toolhost_policy::config::ApprovalRoute;
+use toolhost_policy::call::{Answer, ApprovalRequest, ErrorKind};
 use toolhost_policy::gate::{Decision, Permissions};
 use toolhost_policy::text::OneLine;
-
-/// How often a call waiting for an approval tells its client it is still waiting.
-const STILL_WAITING: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Tell the client, if it asked for progress, that its call waits for an approval from `place`:
-/// at once and every [`STILL_WAITING`], so that clients that reset their timeout on progress
-/// keep waiting. Never returns.
-async fn keep_informed(req: &CallRequest, place: &str) {
-    let Some(sink) = &req.progress else {
-        return std::future::pending().await;
-    };
-    let message = format!("waiting for approval from {place}");
-    let mut every = tokio::time::interval(STILL_WAITING);
-    loop {
-        every.tick().await;
-        // Nothing done yet: the relay sends each as a value that still increases.
-        sink(Progress {
-            done: 0,
-            total: None,
-            message: message.clone(),
-        });
-    }
-}
 
 /// What the gate let through.
 pub(super) enum Passed {
@@ -87,28 +65,19 @@ impl Pipeline {
         if let Some((kind, message)) = self.health().refusal(tool, asker, record) {
             return Err(fail(kind, message));
         }
-        let route = self.config().console.approvals;
-        let client = req.approver.as_ref().filter(|_| route.asks_client());
-        let questions = self.questions();
-        // The console is asked only while someone can answer there, unless the operator said
-        // to wait for one anyway (`approvals = "console"`): nobody waits on an empty room.
-        let console = questions.is_open()
-            && match route {
-                ApprovalRoute::Console => true,
-                ApprovalRoute::Both => questions.attended(),
-                ApprovalRoute::Client => false,
-            };
-        if client.is_none() && !console {
+        let asking = Asking::new(
+            self.config().console.approvals,
+            self.questions(),
+            self.live(),
+            self.config().server.approval_timeout,
+        );
+        let askees = asking.askees(req.approver.as_ref());
+        if askees.nobody() {
             record.decision = AuditDecision::Denied {
                 by: format!("{by} (no approver)"),
             };
             let mut message = decision.unapproved_message().unwrap_or_default();
-            if let Some(address) = questions.address().filter(|_| route.asks_console()) {
-                message.push_str(&format!(
-                    "; or have an operator open the console at {address} (nobody was there to \
-                     answer)"
-                ));
-            }
+            message.push_str(&asking.nobody_there().unwrap_or_default());
             return Err(fail(
                 ErrorKind::Denied,
                 format!("Permission denied: {message}"),
@@ -133,12 +102,7 @@ impl Pipeline {
         }
         clock.mark(Stage::Gate);
         let caller = caller_name(req.caller.as_deref());
-        let place = match (console, questions.address(), client.is_some()) {
-            (true, Some(address), true) => format!("the client and the console at {address}"),
-            (true, Some(address), false) => format!("the console at {address}"),
-            (true, None, _) => "the console".to_owned(),
-            (false, _, _) => "the client".to_owned(),
-        };
+        let place = asking.place(&askees);
         tracing::info!(
             call_id = %call_id,
             tool = %OneLine(name),
@@ -147,9 +111,9 @@ impl Pipeline {
         );
         self.live().set_waiting(&call_id, true);
         let asked = tokio::select! {
-            a = self.ask(req, &call_id, &request, client, console) => Some(a),
+            a = asking.ask((&call_id, &caller, req.origin), &request, &askees) => Some(a),
             () = req.cancel.cancelled() => None,
-            () = keep_informed(req, &place) => None,
+            () = keep_informed(req.progress.as_ref(), &place) => None,
         };
         self.live().set_waiting(&call_id, false);
         clock.mark(Stage::Approval);
@@ -179,48 +143,5 @@ impl Pipeline {
         };
         record.decision = decision;
         ended.map_err(|message| fail(ErrorKind::Denied, message))
-    }
-
-    /// Put `request` to the client's approver and to the console, as the gate routes it; the
-    /// first answer wins, and a side that cannot answer (its question timed out, the client
-    /// failed) leaves the question to the other. With the answer, the operator who gave it.
-    async fn ask(
-        &self,
-        req: &CallRequest,
-        call_id: &str,
-        request: &ApprovalRequest,
-        client: Option<&std::sync::Arc<dyn Approver>>,
-        console: bool,
-    ) -> (Answer, Option<String>) {
-        let caller = caller_name(req.caller.as_deref());
-        let timeout = self.config().server.approval_timeout;
-        let from_client = async {
-            match client {
-                Some(a) => (a.approve(request).await, None),
-                None => std::future::pending().await,
-            }
-        };
-        let from_console = async {
-            if console {
-                let call = (call_id, caller.as_str(), req.origin);
-                self.questions()
-                    .ask(self.live(), call, request, timeout)
-                    .await
-            } else {
-                std::future::pending().await
-            }
-        };
-        tokio::pin!(from_client, from_console);
-        let (mut client_open, mut console_open) = (client.is_some(), console);
-        loop {
-            let answer = tokio::select! {
-                a = &mut from_client, if client_open => { client_open = false; a }
-                a = &mut from_console, if console_open => { console_open = false; a }
-            };
-            let undecided = matches!(answer.0, Answer::Unanswered(_));
-            if !undecided || !(client_open || console_open) {
-                return answer;
-            }
-        }
     }
 }

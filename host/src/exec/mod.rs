@@ -3,6 +3,7 @@
 //! never reach past this module into the sandbox or the gate, and never decide an outcome.
 
 mod admission;
+mod asking;
 mod checks;
 mod credentials;
 mod execution;

@@ -319,9 +319,7 @@ pub fn digest(value: &Value) -> String {
 
 /// 128 random bits, hex.
 fn new_id() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).unwrap_or_default();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::random::hex::<16>()
 }
 
 #[cfg(test)]

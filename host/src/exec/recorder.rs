@@ -116,7 +116,7 @@ impl Pipeline {
         clock.mark(super::timing::Stage::Record);
         let times = clock.finish();
         if let (Some(parent), Some(started)) = (&req.trace, wall_start) {
-            telemetry::stage_spans(parent, started, &times);
+            telemetry::stage_spans(parent, started, &times.spans());
         }
         if telemetry::is_on() {
             let error = kind.map(telemetry::error_type);

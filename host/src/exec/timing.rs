@@ -40,6 +40,20 @@ impl StageTimes {
     pub fn overhead(&self) -> Duration {
         self.total.saturating_sub(self.guest)
     }
+
+    /// The stages as a trace shows them, in order: each span's name and the time it took.
+    pub(crate) fn spans(&self) -> [(&'static str, Duration); 8] {
+        [
+            ("begin", self.begin + self.find),
+            ("validate", self.validate),
+            ("gate", self.gate),
+            ("approval", self.approval),
+            ("instantiate", self.instantiate),
+            ("guest", self.guest + self.teardown),
+            ("shape", self.shape),
+            ("audit", self.record),
+        ]
+    }
 }
 
 /// What the sandbox measured of one call (see `RunReport`).

@@ -211,7 +211,26 @@ impl Host {
     /// Run the daemon until a signal (or, on stdio alone, until the client closes stdin); calls in
     /// flight are drained before this returns. Then [`Host::shutdown`].
     pub async fn serve(&self, options: ServeOptions) -> Result<(), ServeError> {
+        if options.hot_reload {
+            self.watch();
+        }
         crate::server::serve(self.server(), options).await
+    }
+
+    /// Reload plugins when the plugins folder changes, and their policies when the policy file
+    /// does, until the host shuts down. Watching starts before this returns: a plugin dropped in
+    /// right after the daemon says it serves is seen.
+    pub fn watch(&self) {
+        match crate::registry::watch(self.pipeline.registry().clone()) {
+            Ok(watching) => {
+                let handle = tokio::spawn(watching.run(self.stop.child_token()));
+                self.background
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(handle);
+            }
+            Err(e) => tracing::warn!("hot reload is off: cannot watch the plugins folder: {e}"),
+        }
     }
 
     /// Stop the background work (the heartbeat, a store still being waited for) and flush

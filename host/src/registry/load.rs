@@ -144,7 +144,10 @@ impl Turn {
 
 /// Compile, describe and check one plugin; `compiling` is told the file's size when the compile
 /// cache does not have it (the slow case, which the operator is told about).
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one plugin's every input to its load, each used once; a struct would only rename them"
+)]
 pub(super) async fn load(
     sandbox: &Arc<Sandbox>,
     name: &str,

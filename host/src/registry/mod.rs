@@ -49,8 +49,7 @@ pub use self::rejection::{DeclarationError, Rejection};
 pub use self::sections::UnknownSection;
 pub use self::watch::{Watching, watch};
 
-/// Largest plugin file accepted.
-pub(crate) const MAX_PLUGIN_BYTES: u64 = 512 << 20;
+pub(crate) use toolhost_policy::source::MAX_PLUGIN_BYTES;
 
 /// One loaded plugin: compiled, described, with its resolved policy.
 pub struct LoadedPlugin {

@@ -47,7 +47,9 @@ pub struct ServeOptions {
     pub stdio: bool,
     /// Serve Streamable HTTP (and `/health`, `/metrics`) on this address.
     pub http: Option<SocketAddr>,
-    /// Reload plugins when the plugins folder changes.
+    /// Reload plugins when the plugins folder changes (the host watches it: [`Host::watch`]).
+    ///
+    /// [`Host::watch`]: crate::host::Host::watch
     pub hot_reload: bool,
 }
 
@@ -105,7 +107,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
     crate::telemetry::observe_running(move || gauged.running() as u64);
     let stop = CancellationToken::new();
     let mcp_stop = CancellationToken::new();
-    let watch_stop = CancellationToken::new();
+    let loaded_stop = CancellationToken::new();
     let accepting = CancellationToken::new();
 
     let mut sigint = signal(SignalKind::interrupt()).map_err(ServeError::Signals)?;
@@ -122,18 +124,8 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         }
     });
 
-    // Watching before the daemon says it serves: a plugin dropped in right after is seen.
-    if options.hot_reload {
-        match crate::registry::watch(pipeline.registry().clone()) {
-            Ok(watching) => {
-                tokio::spawn(watching.run(watch_stop.clone()));
-            }
-            Err(e) => tracing::warn!("hot reload is off: cannot watch the plugins folder: {e}"),
-        }
-    }
-
     let tools = pipeline.catalog().tools.len();
-    announce_loaded(pipeline.registry().clone(), watch_stop.clone());
+    announce_loaded(pipeline.registry().clone(), loaded_stop.clone());
     let http_task = match options.http {
         None => None,
         Some(addr) => {
@@ -212,7 +204,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
     });
 
     stop.cancelled().await;
-    watch_stop.cancel();
+    loaded_stop.cancel();
     let grace = if stdin_closed.is_cancelled() {
         config.shutdown_grace.min(CLIENT_LEAVING_GRACE)
     } else {

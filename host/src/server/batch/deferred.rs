@@ -16,7 +16,6 @@ use toolhost_policy::task::{TaskStatus, owner_of};
 
 use super::run::BATCH_ID_HEADER;
 use crate::batch::{self, BatchOptions};
-use crate::exec::ErrorKind;
 use crate::server::http::reply::error;
 use crate::server::shared::Shared;
 use crate::state::{TaskKind, TaskRecord};
@@ -48,17 +47,8 @@ pub(super) async fn start(
     let work = move |handle: crate::tasks::TaskHandle| async move {
         options.approver = None;
         let report = batch::run(&pipeline, handle.id(), batch, &options, &cancel, |_| {}).await;
-        let shut_down = pipeline.stopping().is_cancelled()
-            && report
-                .results
-                .iter()
-                .any(|r| r.outcome.error_kind() == Some(ErrorKind::Cancelled));
-        if shut_down {
-            return Finish::Cancelled(
-                "toolhost shut down before the batch finished; the calls that ran are in the \
-                 audit log"
-                    .to_owned(),
-            );
+        if let Some(why) = batch::cut_short(&pipeline, &report) {
+            return Finish::Cancelled(why);
         }
         Finish::Completed(json!({"format": report.format, "answer": report.answer()}))
     };

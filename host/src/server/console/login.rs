@@ -265,9 +265,5 @@ impl Login {
 
 /// 256 random bits, URL-safe: a `state` or a code verifier (43 characters, as RFC 7636 asks).
 fn random() -> String {
-    let mut bytes = [0u8; 32];
-    if let Err(e) = getrandom::fill(&mut bytes) {
-        panic!("no randomness for a sign-in secret: {e}");
-    }
-    URL_SAFE_NO_PAD.encode(bytes)
+    URL_SAFE_NO_PAD.encode(crate::random::bytes::<32>())
 }

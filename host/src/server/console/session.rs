@@ -165,12 +165,7 @@ fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 
 /// 256 random bits, hex.
 fn random_hex() -> String {
-    let mut bytes = [0u8; 32];
-    if let Err(e) = getrandom::fill(&mut bytes) {
-        // Never hand out a predictable secret: without randomness nobody signs in.
-        panic!("no randomness for a console secret: {e}");
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::random::hex::<32>()
 }
 
 #[cfg(test)]

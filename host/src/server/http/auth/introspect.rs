@@ -46,14 +46,43 @@ struct Answer {
     groups: Option<Vec<String>>,
 }
 
+/// Why introspection did not let a token in.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum IntrospectionError {
+    /// The HTTP client cannot be built (no TLS roots).
+    #[error("token introspection cannot be set up: {0}")]
+    Setup(String),
+    /// The endpoint could not be reached.
+    #[error("token introspection failed: {0}")]
+    Unreachable(String),
+    /// The endpoint answered with an error status.
+    #[error("token introspection failed: HTTP {0}")]
+    Status(reqwest::StatusCode),
+    /// Its answer was too large or broke off.
+    #[error("token introspection failed: {0}")]
+    Body(#[from] crate::body::BodyError),
+    /// Its answer is not an introspection response.
+    #[error("token introspection answered oddly: {0}")]
+    Malformed(serde_json::Error),
+    /// The answer refuses the token: why, for the client.
+    #[error("{0}")]
+    Refused(&'static str),
+    /// The token is another issuer's or another server's.
+    #[error("the token is not {0}")]
+    NotOurs(String),
+}
+
 impl Introspector {
-    pub(crate) fn new(config: &AuthConfig, endpoint: &Introspection) -> Result<Self, String> {
+    pub(crate) fn new(
+        config: &AuthConfig,
+        endpoint: &Introspection,
+    ) -> Result<Self, IntrospectionError> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| IntrospectionError::Setup(e.to_string()))?;
         Ok(Self {
             endpoint: endpoint.clone(),
             issuer: config.issuer.clone(),
@@ -65,7 +94,7 @@ impl Introspector {
     }
 
     /// The caller `token` stands for, or why it is not accepted.
-    pub(crate) async fn introspect(&self, token: &str) -> Result<Caller, String> {
+    pub(crate) async fn introspect(&self, token: &str) -> Result<Caller, IntrospectionError> {
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         if let Some((caller, until)) = self.cache.lock().await.get(&key)
             && Instant::now() < *until
@@ -82,18 +111,13 @@ impl Introspector {
             .body(body)
             .send()
             .await
-            .map_err(|e| format!("token introspection failed: {e}"))?;
+            .map_err(|e| IntrospectionError::Unreachable(e.to_string()))?;
         if !response.status().is_success() {
-            return Err(format!(
-                "token introspection failed: HTTP {}",
-                response.status()
-            ));
+            return Err(IntrospectionError::Status(response.status()));
         }
-        let bytes = crate::body::read(response, MAX_ANSWER)
-            .await
-            .map_err(|e| format!("token introspection failed: {e}"))?;
-        let answer: Answer = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("token introspection answered oddly: {e}"))?;
+        let bytes = crate::body::read(response, MAX_ANSWER).await?;
+        let answer: Answer =
+            serde_json::from_slice(&bytes).map_err(IntrospectionError::Malformed)?;
         let (caller, expires) = self.judge(answer)?;
         let mut cache = self.cache.lock().await;
         if cache.len() >= CACHE_MAX {
@@ -104,22 +128,25 @@ impl Introspector {
         Ok(caller)
     }
 
-    fn judge(&self, a: Answer) -> Result<(Caller, Option<Duration>), String> {
+    fn judge(&self, a: Answer) -> Result<(Caller, Option<Duration>), IntrospectionError> {
+        use IntrospectionError::{NotOurs, Refused};
         if !a.active {
-            return Err("the token is not active (revoked, expired or unknown)".into());
+            return Err(Refused(
+                "the token is not active (revoked, expired or unknown)",
+            ));
         }
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         if a.exp.is_some_and(|exp| exp + self.leeway <= now) {
-            return Err("the token has expired".into());
+            return Err(Refused("the token has expired"));
         }
         if a.nbf.is_some_and(|nbf| nbf > now + self.leeway) {
-            return Err("the token is not valid yet (nbf)".into());
+            return Err(Refused("the token is not valid yet (nbf)"));
         }
         let iss = a.iss.unwrap_or_else(|| self.issuer.clone());
         if iss.trim_end_matches('/') != self.issuer {
-            return Err(format!("the token is not from {}", self.issuer));
+            return Err(NotOurs(format!("from {}", self.issuer)));
         }
         let for_us = match &a.aud {
             None => true,
@@ -128,12 +155,14 @@ impl Introspector {
             Some(_) => false,
         };
         if !for_us {
-            return Err(format!(
-                "the token is not for this server (audience {})",
+            return Err(NotOurs(format!(
+                "for this server (audience {})",
                 self.audience
-            ));
+            )));
         }
-        let sub = a.sub.ok_or("the introspected token names no subject")?;
+        let sub = a
+            .sub
+            .ok_or(Refused("the introspected token names no subject"))?;
         let caller = Caller {
             issuer: iss,
             subject: sub,

@@ -42,6 +42,17 @@ pub(crate) enum Refusal {
     NoProfile(String),
 }
 
+/// Why an OAuth access token was not let in.
+#[derive(Debug, thiserror::Error)]
+enum Rejected {
+    /// A JWT that does not verify.
+    #[error(transparent)]
+    Jwt(#[from] token::TokenError),
+    /// An opaque token that introspection refused.
+    #[error(transparent)]
+    Introspection(#[from] introspect::IntrospectionError),
+}
+
 /// The checks, compiled from the config.
 pub(crate) struct Authenticator {
     static_token: Option<[u8; 32]>,
@@ -64,7 +75,8 @@ impl OAuth {
             .introspection
             .as_ref()
             .map(|i| Introspector::new(config, i))
-            .transpose()?;
+            .transpose()
+            .map_err(|e| e.to_string())?;
         Ok(Self {
             config: config.clone(),
             keys: Keys::new(config).map_err(|e| e.to_string())?,
@@ -72,13 +84,11 @@ impl OAuth {
         })
     }
 
-    async fn verify(&self, token: &str) -> Result<Caller, String> {
+    async fn verify(&self, token: &str) -> Result<Caller, Rejected> {
         let jwt = token.split('.').count() == 3;
         match &self.introspector {
-            Some(i) if !jwt => i.introspect(token).await,
-            _ => token::verify(token, &self.config, &self.keys)
-                .await
-                .map_err(|e| e.to_string()),
+            Some(i) if !jwt => Ok(i.introspect(token).await?),
+            _ => Ok(token::verify(token, &self.config, &self.keys).await?),
         }
     }
 }
@@ -126,7 +136,10 @@ impl Authenticator {
                 Caller::static_token()
             }
             (_, Some(oauth)) => {
-                let caller = oauth.verify(given).await.map_err(Refusal::Invalid)?;
+                let caller = oauth
+                    .verify(given)
+                    .await
+                    .map_err(|e| Refusal::Invalid(e.to_string()))?;
                 if let Some(scope) = &oauth.config.required_scope
                     && !caller.scopes.contains(scope)
                 {

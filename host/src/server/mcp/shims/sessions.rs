@@ -4,7 +4,7 @@
 //! its answer. Only a session's own calls stop; the pipeline records each as cancelled.
 //!
 //! An entry lives while a call of its session runs. It decides nothing about who may delete a
-//! session: the ids it is given have passed [`super::owners`].
+//! session: the ids it is given have passed [`super::super::owners`].
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
