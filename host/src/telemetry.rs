@@ -245,7 +245,11 @@ pub fn end_span(cx: &Context, error: Option<&str>) {
 
 /// A child span of `parent` per stage a call went through (name and time taken, in order), laid
 /// end to end from `started`.
-pub(crate) fn stage_spans(parent: &Context, started: SystemTime, stages: &[(&str, Duration)]) {
+pub(crate) fn stage_spans(
+    parent: &Context,
+    started: SystemTime,
+    stages: &[(&'static str, Duration)],
+) {
     let tracer = global::tracer(SCOPE);
     let mut at = started;
     for &(name, took) in stages {

@@ -270,7 +270,8 @@ mod tests {
             };
             questions.answer(&q.id, &q.input_sha256, verdict).unwrap();
         };
-        let (asked, ()) = tokio::join!(asking.ask(CALL, &request(), &askees), answered);
+        let request = request();
+        let (asked, ()) = tokio::join!(asking.ask(CALL, &request, &askees), answered);
         assert_eq!(asked, (Answer::Approved, Some("bob".into())));
         assert!(questions.waiting().is_empty());
     }

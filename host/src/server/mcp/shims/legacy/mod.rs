@@ -26,7 +26,7 @@ mod methods;
 mod stdio;
 mod wire;
 
-pub(super) use self::methods::{LEGACY_METHODS, answer};
+pub(in crate::server::mcp) use self::methods::{LEGACY_METHODS, answer};
 pub(crate) use self::stdio::{Pending, StdioIn, StdioOut};
 
 /// `/mcp` middleware: [`wire::rewrite_request`] on the body (held in memory by then), and
