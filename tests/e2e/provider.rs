@@ -24,7 +24,7 @@ fn endless_provider() -> String {
                     b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
                       transfer-encoding: chunked\r\n\r\n",
                 );
-                let chunk = [b' '; 1 << 16];
+                let chunk = vec![b' '; 1 << 16];
                 let framed =
                     [format!("{:x}\r\n", chunk.len()).as_bytes(), &chunk, b"\r\n"].concat();
                 for _ in 0..(256 << 20) / chunk.len() {
