@@ -184,20 +184,28 @@ fn a_huge_argument_into_a_host_import_is_cut_and_a_log_flood_is_capped() {
     assert_eq!(o.text(), "logged 20000 lines");
     audited(&env, &o);
     still_serving(&mut d, &env, "log_flood");
-    // Give the stderr reader a moment to catch up, then look at what reached the log.
-    let logged = || -> Vec<String> {
-        d.stderr()
+    // Give the stderr reader a moment to catch up, then look at what reached the log. The log
+    // never waits for its reader: lines this test's reader was too slow for are dropped, and a
+    // notice counts them, so what was logged is what arrived plus what the notices count.
+    let logged = || -> (Vec<String>, usize) {
+        let stderr = d.stderr();
+        let lines = stderr
             .lines()
             .filter(|l| l.contains("hostile log line"))
             .map(String::from)
-            .collect()
+            .collect();
+        (lines, dropped_lines(&stderr))
     };
-    let lines =
-        poll(EVENT_WAIT, || Some(logged()).filter(|l| l.len() >= 1001)).unwrap_or_else(logged);
-    assert_eq!(
-        lines.len(),
-        1 + 1000,
-        "one huge line, then at most 1000 lines per call"
+    let (lines, dropped) = poll(EVENT_WAIT, || {
+        Some(logged()).filter(|(l, dropped)| l.len() + dropped >= 1001)
+    })
+    .unwrap_or_else(logged);
+    assert!(lines.len() <= 1001, "{} lines", lines.len());
+    // Other lines may be among those dropped, but far fewer than 19,000 more of the guest's.
+    assert!(
+        (1001..1001 + 100).contains(&(lines.len() + dropped)),
+        "one huge line, then at most 1000 lines per call: {} arrived, {dropped} dropped",
+        lines.len()
     );
     assert!(
         lines.iter().all(|l| l.len() < 4096 + 200),
@@ -680,4 +688,16 @@ fn a_guest_holding_every_handle_it_can_open_does_not_starve_other_calls() {
     echo.assert_ok();
     still_serving(&mut d, &env, "a handle hog");
     assert!(d.stop().success());
+}
+
+/// Log lines the daemon's notices say it dropped because its stderr was full.
+fn dropped_lines(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("toolhost: ")?
+                .split_once(" log line(s) dropped")
+        })
+        .map(|(count, _)| count.parse::<usize>().unwrap())
+        .sum()
 }
