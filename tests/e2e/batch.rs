@@ -111,7 +111,7 @@ async fn answers_each_format_as_its_golden_file() {
         records(&env, &report); // one audit line per call, including the calls that could not run
         golden::check_json(
             &format!("batch/tools.{format}.json"),
-            &batch::definitions(p.catalog().specs(), format),
+            &batch::definitions(p.services().registry.catalog().specs(), format),
         );
     }
 }

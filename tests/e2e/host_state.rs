@@ -207,7 +207,14 @@ async fn a_restart_lists_a_described_plugin_and_loads_its_code_only_when_called(
     // compiles the component again from its file when the entry is gone.
     std::fs::remove_file(entry(&env, &wasm)).unwrap();
     let p = env.pipeline(4).await;
-    let tool = p.catalog().tools.get("echo").cloned().unwrap();
+    let tool = p
+        .services()
+        .registry
+        .catalog()
+        .tools
+        .get("echo")
+        .cloned()
+        .unwrap();
     assert!(!tool.plugin.code_loaded(), "the code was loaded at start");
     let o = p.call(echo_request("loaded late")).await;
     assert!(!o.is_error(), "{}", o.content);
@@ -262,7 +269,7 @@ async fn only_a_checked_description_is_kept_and_a_restart_still_validates_agains
     let wasm = env.path().join("plugins/echo.wasm");
     let p = env.pipeline(4).await;
     assert!(
-        !p.catalog().tools.contains_key("echo"),
+        !p.services().registry.catalog().tools.contains_key("echo"),
         "a contradiction was served"
     );
     assert!(
@@ -290,7 +297,7 @@ async fn only_a_checked_description_is_kept_and_a_restart_still_validates_agains
     std::fs::write(env.path().join("toolhost.toml"), &contradicted).unwrap();
     let p = env.pipeline(4).await;
     assert!(
-        !p.catalog().tools.contains_key("echo"),
+        !p.services().registry.catalog().tools.contains_key("echo"),
         "an override was skipped"
     );
 }

@@ -312,12 +312,12 @@ async fn an_approval_question_nobody_answered_is_not_a_refusal() {
 async fn the_pipeline_refuses_new_calls_once_draining_and_lets_admitted_work_finish() {
     let env = Env::new(&["echo"], "[permissions]\nmode = \"bypass\"\n");
     let p = env.pipeline(8).await;
-    let ticket = p.admit().unwrap();
+    let ticket = p.services().admission.admit().unwrap();
     let drained = tokio::spawn({
         let p = p.clone();
-        async move { p.drain(Duration::from_secs(30)).await }
+        async move { p.services().admission.drain(Duration::from_secs(30)).await }
     });
-    while !p.stopping().is_cancelled() {
+    while !p.services().admission.stopping().is_cancelled() {
         tokio::task::yield_now().await;
     }
     let echo = |admitted| CallRequest {

@@ -48,7 +48,7 @@ impl ServerHandler for Floor {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let catalog = self.host.catalog();
+        let catalog = self.host.services().registry.catalog();
         let tool = catalog
             .get(&request.name)
             .ok_or_else(|| ErrorData::invalid_params("unknown tool", None))?;
@@ -65,7 +65,8 @@ impl ServerHandler for Floor {
         };
         let report = self
             .host
-            .registry()
+            .services()
+            .registry
             .sandbox()
             .call(tool.plugin.prepared(), &tool.guest_name, input, io)
             .await;

@@ -205,7 +205,7 @@ pub(crate) async fn pipeline(o: &Options, report: &mut Report) -> Result<(), Str
 }
 
 pub(crate) fn engine_note(p: &Arc<Pipeline>) -> String {
-    let sandbox = p.registry().sandbox();
+    let sandbox = p.services().registry.sandbox();
     sandbox.describe_engine()
 }
 

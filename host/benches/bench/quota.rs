@@ -128,6 +128,6 @@ async fn fleet_pipeline(
     .map_err(|e| e.to_string())?;
     let ledger = store.ledger("bench").ok_or("the store keeps no ledger")?;
     let p = build_pipeline(&ws).await?;
-    p.share_quotas(ledger);
+    p.services().share_quotas(ledger);
     Ok(p)
 }

@@ -158,6 +158,8 @@ pub(crate) async fn pipeline(ws: &Workspace) -> Result<Arc<Pipeline>, String> {
         .map_err(|e| e.to_string())?;
     let pipeline = host.pipeline().clone();
     let rejected: Vec<String> = pipeline
+        .services()
+        .registry
         .catalog()
         .plugins
         .iter()

@@ -89,7 +89,7 @@ pub async fn run(
     cancel: &CancellationToken,
     mut on_result: impl FnMut(&CallResult) + Send,
 ) -> BatchReport {
-    let sharing = sharing(&pipeline.catalog(), &batch.calls);
+    let sharing = sharing(&pipeline.services().registry.catalog(), &batch.calls);
     let mut results: Vec<Option<CallResult>> = vec![None; batch.calls.len()];
     let mut done = |index: usize, call: &ParsedCall, outcome: CallOutcome| {
         let result = result(index, call, outcome);
@@ -127,7 +127,7 @@ pub async fn run(
 /// Why a batch that ran in the background ended without finishing, when shutdown stopped some of
 /// its calls: the sentence its task ends with. `None` for a batch that finished.
 pub fn cut_short(pipeline: &Pipeline, report: &BatchReport) -> Option<String> {
-    let stopped = pipeline.stopping().is_cancelled()
+    let stopped = pipeline.services().admission.stopping().is_cancelled()
         && report
             .results
             .iter()

@@ -243,7 +243,7 @@ impl Streamed<'_> {
             match event {
                 StreamEvent::Pending(pending) => on_progress(Progress::Pending(&pending)),
                 StreamEvent::Ready { index, call } => {
-                    let sharing = sharing_of(&self.pipeline.catalog(), &call);
+                    let sharing = sharing_of(&self.pipeline.services().registry.catalog(), &call);
                     if self.calls.len() <= index {
                         self.calls.resize_with(index + 1, || None);
                         self.results.resize_with(index + 1, || None);

@@ -58,8 +58,9 @@ impl Deadline {
     }
 }
 
-/// The pipeline's admission state, shared by every front end of one daemon.
-pub(crate) struct Admission {
+/// Whether a daemon takes new work, shared by the pipeline and every front end: a ticket per
+/// piece of work, counted in flight, and the shutdown's two cancellations.
+pub struct Admission {
     /// Cancelled when shutdown starts: new work is refused, subscriptions end.
     stopping: CancellationToken,
     /// Parent of every call's stop; cancelled when the shutdown grace period is over.
@@ -68,7 +69,7 @@ pub(crate) struct Admission {
 }
 
 impl Admission {
-    pub(crate) fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self {
             stopping: CancellationToken::new(),
             calls: CancellationToken::new(),
@@ -76,8 +77,13 @@ impl Admission {
         }
     }
 
-    /// A ticket for new work, unless shutdown has started.
-    pub(crate) fn admit(&self) -> Result<Ticket, Stopping> {
+    /// A ticket for new work, unless shutdown has started: a front end's work that spans several
+    /// calls or outlives its request (a batch, a task) is counted in flight until the ticket
+    /// drops, and its calls (given a clone in [`CallRequest::admitted`]) run even once shutdown
+    /// has started.
+    ///
+    /// [`CallRequest::admitted`]: super::CallRequest::admitted
+    pub fn admit(&self) -> Result<Ticket, Stopping> {
         // Counted before the check: a drain that starts in between still waits for it.
         let ticket = Ticket::enter(&self.in_flight);
         if self.stopping.is_cancelled() {
@@ -86,24 +92,33 @@ impl Admission {
         Ok(ticket)
     }
 
-    /// Cancelled once shutdown starts.
-    pub(crate) fn stopping(&self) -> &CancellationToken {
+    /// Cancelled once shutdown starts: for front ends to end what only waits (subscriptions,
+    /// long polls).
+    pub fn stopping(&self) -> &CancellationToken {
         &self.stopping
     }
 
     /// Cancelled once the grace period is over: every call still running stops.
-    pub(crate) fn calls(&self) -> &CancellationToken {
+    pub(super) fn calls(&self) -> &CancellationToken {
         &self.calls
     }
 
-    /// Work in flight now.
-    pub(crate) fn in_flight(&self) -> usize {
+    /// A token that is cancelled when the shutdown's grace period ends, for a front end that
+    /// derives its own cancellation from it (a transport whose client went away).
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.calls.child_token()
+    }
+
+    /// Work in flight: calls, batches and tasks admitted and not yet ended (calls waiting for an
+    /// approval included).
+    pub fn in_flight(&self) -> usize {
         self.in_flight.count()
     }
 
-    /// Refuse new work, give what runs `grace` to finish, then cancel the rest and wait a little
-    /// for it to be recorded. Returns whether anything was in flight.
-    pub(crate) async fn drain(&self, grace: Duration) -> bool {
+    /// Shut down: refuse new work from now on (each refused call recorded as `busy`), give the
+    /// work in flight `grace` to finish, then stop every call (recorded as cancelled by the
+    /// shutdown) and wait a little for it to be recorded. Returns whether anything was in flight.
+    pub async fn drain(&self, grace: Duration) -> bool {
         self.stopping.cancel();
         let running = self.in_flight.count();
         if running == 0 {

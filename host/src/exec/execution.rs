@@ -1,26 +1,43 @@
 //! The execute and shape stages: the begin line, the sandbox run of an admitted call, and its
 //! report turned into an outcome a model can act on. Knows no front end and no gate.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use serde_json::Value;
 
-use super::nested::{Inherited, Nested};
-use super::pipeline::Pipeline;
+use super::checks::Checks;
+use super::nested::{Inherited, Runner};
+use super::nesting::Nested;
 use super::recorder::Finished;
 use super::request::CallRequest;
 use super::shape::{self, audit_unavailable, error, file_notes, network_notes};
 use super::timing::{SandboxTimes, Stage, Stopwatch};
-use crate::audit::{AuditRecord, Decision as AuditDecision};
+use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
 use crate::registry::Tool;
-use crate::sandbox::{CallIo, GuestError, NestedCalls, RunError};
+use crate::sandbox::{CallIo, GuestError, GuestOutput, NestedCalls, RunError, RunReport, Sandbox};
 use toolhost_policy::call::ErrorKind;
 use toolhost_policy::gate::PathGuard;
 use toolhost_policy::grants::Caps;
 use toolhost_policy::network::SecretGrant;
 use toolhost_policy::text::OneLine;
 
-impl Pipeline {
+/// The execute stage, over the sandbox and the audit log (a call's begin line is written before
+/// it runs), lending the plugin calls through the pipeline when it may make them.
+pub(super) struct Execute<'a> {
+    pub(super) sandbox: &'a Sandbox,
+    pub(super) audit: &'a AuditLog,
+    /// The pipeline, for the nested calls a plugin makes (which outlive a borrow of it).
+    pub(super) pipeline: &'a Weak<dyn Runner>,
+    pub(super) shape: Shape<'a>,
+}
+
+/// The shape stage: a sandbox's report turned into the outcome a model reads.
+pub(super) struct Shape<'a> {
+    /// Where a large structured output's check against the output schema runs.
+    pub(super) checks: &'a Checks,
+}
+
+impl Execute<'_> {
     /// Run `input` through `tool`'s plugin in a fresh sandbox with `files` and `caps`, and shape
     /// what it returned.
     pub(super) async fn execute(
@@ -36,8 +53,7 @@ impl Pipeline {
         // Recorded before the plugin runs, so that a daemon killed mid-call still shows the call
         // (unless it was recorded before its approval question).
         let begun = matches!(record.decision, AuditDecision::Asked { .. });
-        if !begun && self.audit().write_begin(record).is_err() && self.audit().refuses_on_failure()
-        {
+        if !begun && self.audit.write_begin(record).is_err() && self.audit.refuses_on_failure() {
             return Finished::failed(call_id, ErrorKind::AuditUnavailable, audit_unavailable());
         }
         let plugin = &tool.plugin;
@@ -47,7 +63,7 @@ impl Pipeline {
         clock.mark(Stage::Instantiate);
         // Boxed: the sandbox's part of the call is most of its future's size (wasmtime's
         // instantiation and call), which every move of the pipeline's future would copy.
-        let report = Box::pin(self.registry().sandbox().call(
+        let report = Box::pin(self.sandbox.call(
             &plugin.prepared,
             &tool.guest_name,
             input_text,
@@ -67,6 +83,21 @@ impl Pipeline {
             ran: report.elapsed,
             store_drop: report.store_drop,
         });
+        let finished = self.shape.shape(tool, report, call_id).await;
+        clock.mark(Stage::Shape);
+        finished
+    }
+}
+
+impl Shape<'_> {
+    /// The outcome of a call of `tool` that the sandbox ran as `report` says.
+    pub(super) async fn shape(
+        &self,
+        tool: &Arc<Tool>,
+        report: RunReport<Result<GuestOutput, GuestError>>,
+        call_id: &str,
+    ) -> Finished {
+        let plugin = &tool.plugin;
         if !report.stderr.is_empty() || !report.stdout.is_empty() {
             tracing::debug!(plugin = %OneLine(&plugin.name), call_id, stdout = %OneLine(&report.stdout),
                 stderr = %OneLine(&report.stderr), dropped = report.stdio_dropped, "guest output");
@@ -76,7 +107,7 @@ impl Pipeline {
         let mut detail = None;
         let (outcome, truncated) = match report.result {
             Ok(Ok(out)) => {
-                shape::success(self.checks(), tool, out.content, out.structured, call_id).await
+                shape::success(self.checks, tool, out.content, out.structured, call_id).await
             }
             Ok(Err(GuestError::InvalidInput(m))) => (
                 error(
@@ -117,7 +148,6 @@ impl Pipeline {
                 (error(call_id, kind, text), false)
             }
         };
-        clock.mark(Stage::Shape);
         let mut refused = report.files;
         refused.extend(report.network);
         Finished {
@@ -132,7 +162,7 @@ impl Pipeline {
     }
 }
 
-impl Pipeline {
+impl Execute<'_> {
     /// The nested-call service for a call of `tool`, when its plugin may call tools at all.
     fn nested_calls(
         &self,
@@ -145,7 +175,7 @@ impl Pipeline {
             return None;
         }
         Some(Arc::new(Inherited {
-            pipeline: self.me(),
+            pipeline: self.pipeline.clone(),
             parent_id: call_id.to_owned(),
             origin: req.origin,
             caller: req.caller.clone(),

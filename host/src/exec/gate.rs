@@ -7,18 +7,17 @@
 use serde_json::Value;
 
 use super::asking::{Asking, keep_informed};
-use super::health::Asker;
-use super::live::caller_name;
-use super::pipeline::Pipeline;
+use super::health::{Asker, ToolsHealth};
+use super::live::{Live, caller_name};
 use super::recorder::Finished;
 use super::request::CallRequest;
 use super::shape::{self, audit_unavailable};
 use super::timing::{Stage, Stopwatch};
-use crate::audit::{AuditRecord, Decision as AuditDecision};
-use crate::registry::Tool;
+use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
 use toolhost_policy::call::{Answer, ApprovalRequest, ErrorKind};
 use toolhost_policy::gate::{Decision, Permissions};
 use toolhost_policy::text::OneLine;
+use toolhost_policy::tool::ToolSpec;
 
 /// What the gate let through.
 pub(super) enum Passed {
@@ -28,13 +27,31 @@ pub(super) enum Passed {
     Approved,
 }
 
-impl Pipeline {
-    /// Judge `input` for `tool` under `permissions`, asking `req`'s approver when the decision is
-    /// `ask`; the call's end when it may not run.
-    pub(super) async fn gate(
+/// The gate stage, over the breakers (nobody is asked about a call they would refuse), the
+/// questions' routes, the live calls (which show a call waiting) and the audit log (a question is
+/// recorded before it is asked).
+pub(super) struct Gate<'a> {
+    pub(super) health: &'a ToolsHealth,
+    pub(super) asking: Asking<'a>,
+    pub(super) live: &'a Live,
+    pub(super) audit: &'a AuditLog,
+}
+
+/// The tool a call is judged for: its spec and the plugin that serves it.
+pub(super) struct Judged<'a> {
+    pub(super) spec: &'a ToolSpec,
+    pub(super) plugin: &'a str,
+    pub(super) permissions: &'a Permissions,
+}
+
+impl Gate<'_> {
+    /// Judge `input` for `tool`, asking `req`'s approver when the decision is `ask`; the call's
+    /// end when it may not run.
+    pub(super) async fn judge(
         &self,
         req: &CallRequest,
-        (tool, permissions, input): (&Tool, &Permissions, &Value),
+        tool: &Judged<'_>,
+        input: &Value,
         asker: &Asker,
         record: &mut AuditRecord,
         clock: &mut Stopwatch,
@@ -42,7 +59,7 @@ impl Pipeline {
         let call_id = record.call_id.clone();
         let fail = |kind: ErrorKind, content: String| Finished::failed(&call_id, kind, content);
         let name = &tool.spec.name;
-        let decision = permissions.decide(&tool.spec, input);
+        let decision = tool.permissions.decide(tool.spec, input);
         let by = match decision.rule() {
             Some(rule) => format!("rule {rule}"),
             None => decision.reason().to_string(),
@@ -62,15 +79,10 @@ impl Pipeline {
             Decision::Ask { reason, .. } => reason,
         };
         // Nobody is asked to approve a call the breaker would refuse.
-        if let Some((kind, message)) = self.health().refusal(tool, asker, record) {
+        if let Some((kind, message)) = self.health.refusal(name, asker, record) {
             return Err(fail(kind, message));
         }
-        let asking = Asking::new(
-            self.config().console.approvals,
-            self.questions(),
-            self.live(),
-            self.config().server.approval_timeout,
-        );
+        let asking = &self.asking;
         let askees = asking.askees(req.approver.as_ref());
         if askees.nobody() {
             record.decision = AuditDecision::Denied {
@@ -85,7 +97,7 @@ impl Pipeline {
         }
         let request = ApprovalRequest {
             tool: name.clone(),
-            plugin: tool.plugin.name.clone(),
+            plugin: tool.plugin.to_owned(),
             subject: tool
                 .spec
                 .permission_subject
@@ -97,7 +109,7 @@ impl Pipeline {
         // Recorded before asking: a person may take minutes, and the daemon may be killed
         // meanwhile. The begin line is then not written again before the call runs.
         record.decision = AuditDecision::Asking;
-        if self.audit().write_begin(record).is_err() && self.audit().refuses_on_failure() {
+        if self.audit.write_begin(record).is_err() && self.audit.refuses_on_failure() {
             return Err(fail(ErrorKind::AuditUnavailable, audit_unavailable()));
         }
         clock.mark(Stage::Gate);
@@ -109,13 +121,13 @@ impl Pipeline {
             caller = %OneLine(&caller),
             "waiting for approval from {place}"
         );
-        self.live().set_waiting(&call_id, true);
+        self.live.set_waiting(&call_id, true);
         let asked = tokio::select! {
             a = asking.ask((&call_id, &caller, req.origin), &request, &askees) => Some(a),
             () = req.cancel.cancelled() => None,
             () = keep_informed(req.progress.as_ref(), &place) => None,
         };
-        self.live().set_waiting(&call_id, false);
+        self.live.set_waiting(&call_id, false);
         clock.mark(Stage::Approval);
         let Some((answer, operator)) = asked else {
             return Err(fail(ErrorKind::Cancelled, shape::cancelled(name)));

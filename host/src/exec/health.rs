@@ -157,17 +157,17 @@ impl ToolsHealth {
     /// `record`.
     pub(super) fn refusal(
         &self,
-        tool: &Tool,
+        tool: &str,
         asker: &Asker,
         record: &mut AuditRecord,
     ) -> Option<(ErrorKind, String)> {
         let (suspension, whose) = self.lock().breakers.refusal(
-            &tool.spec.name,
+            tool,
             asker.key.as_deref(),
             asker.lowered,
             Instant::now(),
         )?;
-        Some(refused(&suspension, whose, &tool.spec.name, record))
+        Some(refused(&suspension, whose, tool, record))
     }
 
     /// Admits a call of `tool` by `asker`, noting on `record` a change of a breaker (the trial

@@ -11,7 +11,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use super::questions::Question;
+use super::question::Question;
 use crate::audit::AuditRecord;
 use toolhost_policy::caller::Caller;
 

@@ -8,7 +8,6 @@
 //! as tasks of their own, so that a calling call stopped mid-way (its deadline, a cancel, a
 //! shutdown) cancels them without losing their records.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
@@ -17,77 +16,28 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::admission::{Deadline, Ticket};
-use super::pipeline::Pipeline;
+use super::nesting::Nested;
 use super::request::CallRequest;
+use super::services::Services;
 use crate::registry::Tool;
 use crate::sandbox::{GuestOutput, GuestSpec, NestedCalls, NestedFailure};
-use toolhost_policy::call::{Approver, CallStatus, ErrorKind};
+use toolhost_policy::call::{Approver, CallOutcome, CallStatus, ErrorKind};
 use toolhost_policy::caller::Caller;
-use toolhost_policy::grants::Nesting;
 
-/// Where a call sits in a tree of nested calls: how deep, and the budget the tree shares. Set by
-/// the pipeline on the calls it runs for a plugin; a front end leaves it unset (a root).
-#[derive(Clone)]
-pub struct Nested {
-    depth: u32,
-    tree: Arc<Tree>,
-}
-
-/// What a tree of nested calls may still do.
-struct Tree {
-    limits: Nesting,
-    /// Calls the tree may still make.
-    left: AtomicU32,
-}
-
-impl Nested {
-    /// The root of a tree whose budget is `limits`.
-    pub(super) fn root(limits: Nesting) -> Self {
-        Self {
-            depth: 0,
-            tree: Arc::new(Tree {
-                limits,
-                left: AtomicU32::new(limits.calls),
-            }),
-        }
-    }
-
-    /// How deep this call is: 0 for a call from a front end.
-    pub fn depth(&self) -> u32 {
-        self.depth
-    }
-
-    /// A place for one more call below this one, or why the tree may not grow.
-    fn child(&self) -> Result<Self, String> {
-        let limits = self.tree.limits;
-        if self.depth >= limits.depth {
-            return Err(format!(
-                "Refused: tool calls from inside a tool may nest {} level(s) deep \
-                 (`nesting-depth` in [limits] of toolhost.toml), and this call is already that deep",
-                limits.depth
-            ));
-        }
-        let took = self
-            .tree
-            .left
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
-        if took.is_err() {
-            return Err(format!(
-                "Refused: this call and the calls under it already made {} tool calls, the budget \
-                 (`nested-calls` in [limits] of toolhost.toml); return what you have",
-                limits.calls
-            ));
-        }
-        Ok(Self {
-            depth: self.depth + 1,
-            tree: self.tree.clone(),
-        })
-    }
+/// What a nested call needs of the pipeline that runs it: named here and implemented by the
+/// pipeline, so that nested calls depend on no stage.
+pub(super) trait Runner: Send + Sync + 'static {
+    /// The services the runner's calls share.
+    fn services(&self) -> &Services;
+    /// Run `req` through every stage, to its record.
+    fn run(self: Arc<Self>, req: CallRequest) -> BoxFuture<'static, CallOutcome>;
+    /// End `req` as `kind` without running it, recorded like every refused call.
+    fn reject(&self, req: &CallRequest, kind: ErrorKind, content: String) -> CallOutcome;
 }
 
 /// The nested-call service one call lends its plugin: everything a nested call inherits.
 pub(super) struct Inherited {
-    pub(super) pipeline: Weak<Pipeline>,
+    pub(super) pipeline: Weak<dyn Runner>,
     pub(super) parent_id: String,
     pub(super) origin: &'static str,
     pub(super) caller: Option<Arc<Caller>>,
@@ -103,11 +53,12 @@ impl NestedCalls for Inherited {
         let Some(pipeline) = self.pipeline.upgrade() else {
             return Vec::new();
         };
-        let catalog = pipeline.catalog();
+        let services = pipeline.services();
+        let catalog = services.registry.catalog();
         catalog
             .tools
             .values()
-            .filter(|t| pipeline.sees(self.caller.as_deref(), &t.spec.name))
+            .filter(|t| services.sees(self.caller.as_deref(), &t.spec.name))
             .map(|t| spec_of(t))
             .collect()
     }
@@ -159,7 +110,7 @@ impl NestedCalls for Inherited {
         }
         // A task of its own: it runs to its record even if the calling call is dropped meanwhile
         // (the store's drop cancels it through `cancel`).
-        let running = tokio::spawn(async move { pipeline.call(req).await });
+        let running = tokio::spawn(pipeline.run(req));
         Box::pin(async move {
             match running.await {
                 Ok(outcome) => match outcome.status {

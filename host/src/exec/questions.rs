@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
-use serde::Serialize;
+use chrono::Utc;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::live::{Live, LiveEvent};
+use super::question::{Question, Subject};
 use toolhost_policy::call::{Answer, ApprovalRequest};
 
 /// How many answered questions are remembered, to tell a replay from an unknown id.
@@ -22,44 +22,6 @@ const REMEMBERED: usize = 4096;
 
 /// How long an operator's last request to the console's API counts as someone there to answer.
 pub const PRESENT_FOR: Duration = Duration::from_secs(30);
-
-/// A question as the console shows it: everything the operator needs to decide.
-#[derive(Debug, Clone, Serialize)]
-pub struct Question {
-    /// Unguessable: the id is the capability to answer (with the operator's session).
-    pub id: String,
-    /// The call's audit id.
-    pub call_id: String,
-    /// The tool.
-    pub tool: String,
-    /// Its plugin.
-    pub plugin: String,
-    /// The permission subject, in full.
-    pub subject: Option<Subject>,
-    /// The input exactly as it will run (after coercions).
-    pub input: Value,
-    /// SHA-256 of `input` as JSON: an answer must name it.
-    pub input_sha256: String,
-    /// The rule or mode that asked.
-    pub reason: String,
-    /// Who called.
-    pub caller: String,
-    /// Which front end the call came from.
-    pub origin: &'static str,
-    /// When the question was put.
-    pub asked_at: DateTime<Utc>,
-    /// When it ends unanswered.
-    pub expires_at: DateTime<Utc>,
-}
-
-/// The permission subject: a JSON pointer into the input and the value there.
-#[derive(Debug, Clone, Serialize)]
-pub struct Subject {
-    /// The pointer (`/path`).
-    pub pointer: String,
-    /// The value it points at.
-    pub value: Value,
-}
 
 /// An operator's answer.
 #[derive(Debug, Clone)]

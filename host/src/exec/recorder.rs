@@ -5,11 +5,11 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::pipeline::Pipeline;
+use super::live::Live;
 use super::shape::error;
 use super::timing::{StageTimes, Stopwatch};
-use crate::audit::{AuditRecord, Decision};
-use crate::stats::UNKNOWN_TOOL;
+use crate::audit::{AuditLog, AuditRecord, Decision};
+use crate::stats::{Stats, UNKNOWN_TOOL};
 use crate::telemetry;
 use toolhost_policy::call::{CallOutcome, ErrorKind};
 use toolhost_policy::text::OneLine;
@@ -59,14 +59,22 @@ pub(super) struct Started {
     pub(super) wall_start: Option<std::time::SystemTime>,
 }
 
-impl Pipeline {
+/// The record stage, over the audit log, the live calls and the stats: the one place a call's
+/// end is written.
+pub(super) struct Recorder<'a> {
+    pub(super) audit: &'a AuditLog,
+    pub(super) live: &'a Live,
+    pub(super) stats: &'a Stats,
+}
+
+impl Recorder<'_> {
     /// Open the record of `req`: its id, origin, tool, input digest, parent and caller.
-    pub(super) fn start_record(&self, req: &CallRequest) -> Started {
+    pub(super) fn start(&self, req: &CallRequest) -> Started {
         let clock = Stopwatch::start();
         let wall_start = req.trace.as_ref().map(|_| std::time::SystemTime::now());
         let call_id = AuditRecord::new_call_id();
         let mut record = self
-            .audit()
+            .audit
             .begin(&call_id, req.origin, &req.tool, &req.input);
         record.parent_id = req.parent_id.clone();
         record.caller = req.caller.as_deref().cloned();
@@ -98,12 +106,12 @@ impl Pipeline {
         record.detail = finished.detail.take();
         record.refused = std::mem::take(&mut finished.refused);
         record.finish(kind, elapsed);
-        let _ = self.audit().write(&record); // failures are logged by the writer; `run` refuses when configured to
+        let _ = self.audit.write(&record); // failures are logged by the writer; `run` refuses when configured to
         // Formats nothing unless the target is on (tracing checks the level first). One message
         // rather than seven fields, written as the text it is (the binary's field formatter): 2% of
         // a stdio call's instructions (issue 42); the line reads the same.
         tracing::info!(target: CALL_LOG, "{}", CallLine { record: &record, kind, elapsed });
-        self.live().end(&record);
+        self.live.end(&record);
         // Metrics are labelled by catalogue names only: a call that found no tool (a made-up or
         // hidden name, or one refused before the lookup) counts under one fixed label, so that
         // no client can grow `/metrics` by what it sends. The plugin is named once found.
@@ -111,7 +119,7 @@ impl Pipeline {
             Some(_) => req.tool.as_str(),
             None => UNKNOWN_TOOL,
         };
-        self.stats()
+        self.stats
             .record(label, kind.map_or(Ok(()), Err), elapsed, finished.fuel);
         clock.mark(super::timing::Stage::Record);
         let times = clock.finish();

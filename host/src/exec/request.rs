@@ -9,7 +9,7 @@ use toolhost_policy::call::{Approver, ProgressSink};
 use toolhost_policy::caller::Caller;
 
 use super::admission::{Deadline, Ticket};
-use super::nested::Nested;
+use super::nesting::Nested;
 
 /// One tool call, from any front end.
 #[derive(Clone, Default)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::pipeline::Pipeline;
+use super::checks::Checks;
 use super::recorder::Finished;
 use super::request::CallRequest;
 use super::shape;
@@ -14,8 +14,13 @@ use crate::registry::Tool;
 use toolhost_policy::call::ErrorKind;
 use toolhost_policy::gate::defaults;
 
-impl Pipeline {
-    /// The validate stage: `input` checked against `tool`'s schema (coercions noted on
+/// The validate stage, over the daemon's pool for slow checks.
+pub(super) struct Validate<'a> {
+    pub(super) checks: &'a Checks,
+}
+
+impl Validate<'_> {
+    /// `input` checked against `tool`'s schema (coercions noted on
     /// `record`), with the schema's defaults filled in, since the gate judges and the tool gets
     /// what the tool would use.
     pub(super) async fn validate(
@@ -33,7 +38,7 @@ impl Pipeline {
             .ready()
             .is_some_and(|s| s.input.is_quick(&input));
         let (checked, limits) = (tool.clone(), tool.plugin.policy.input);
-        let check = self.checks().run(quick, move || {
+        let check = self.checks.run(quick, move || {
             let schemas = checked.schemas.get(&checked.spec).map_err(str::to_owned)?;
             Ok::<_, String>(schemas.input.check(&checked.spec.name, input, &limits))
         });

@@ -1,5 +1,6 @@
 //! The one value that owns a daemon: [`Host`], wired from a [`Config`] in one place. It owns the
-//! config, the sandbox, the plugin registry, the pipeline (and, through it, the audit log), the
+//! config, the sandbox, the services every call shares (the plugin registry, the audit log,
+//! admission, stats, live calls, questions, health, quotas), the pipeline over them, the
 //! state store (ready, or pending while its server is unreachable), telemetry's exporters, and the
 //! shutdown of what runs in the background (the store's heartbeat and its retry loop).
 //!
@@ -15,7 +16,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::{AuditError, AuditLog};
-use crate::exec::Pipeline;
+use crate::exec::{Pipeline, Services};
 use crate::registry::{Registry, RegistryError};
 use crate::sandbox::{Inspection, Sandbox, SandboxError};
 use crate::server::{ServeError, ServeOptions, Server};
@@ -58,6 +59,8 @@ pub enum HostError {
 pub struct Host {
     config: Arc<Config>,
     sandbox: Arc<Sandbox>,
+    /// What the pipeline and the front ends share.
+    services: Arc<Services>,
     pipeline: Arc<Pipeline>,
     /// The daemon's tasks; `None` for a host that runs calls only.
     store: Option<TaskStore>,
@@ -100,12 +103,13 @@ impl Host {
     /// (unless disabled), running at most `max_calls` calls at once. No state store, no telemetry:
     /// what `toolhost call` and `toolhost batch` run, and what in-process tests drive.
     pub async fn open(config: Config, max_calls: usize) -> Result<Self, HostError> {
-        let (config, sandbox, pipeline) =
-            open_pipeline(Arc::new(config), max_calls, Plugins::Now).await?;
+        let (config, sandbox, services) =
+            open_services(Arc::new(config), max_calls, Plugins::Now).await?;
         Ok(Self {
             config,
             sandbox,
-            pipeline,
+            pipeline: Pipeline::new(services.clone()),
+            services,
             store: None,
             telemetry: None,
             stop: CancellationToken::new(),
@@ -128,15 +132,15 @@ impl Host {
         // held it back by as long as the build takes.
         let (tasks, opened) = tokio::join!(
             store::open_tasks(&config, &stop, &background),
-            open_pipeline(
+            open_services(
                 config.clone(),
                 config.server.max_concurrent_calls,
                 Plugins::Later
             )
         );
-        let (config, sandbox, pipeline) = opened?;
+        let (config, sandbox, services) = opened?;
         // The daemon answers at once; each plugin serves as soon as it is loaded.
-        let registry = pipeline.registry().clone();
+        let registry = services.registry.clone();
         tokio::spawn(async move {
             if let Err(e) = registry.reload().await {
                 tracing::error!("loading the plugins failed: {e}");
@@ -146,7 +150,8 @@ impl Host {
         let mut host = Self {
             config,
             sandbox,
-            pipeline,
+            pipeline: Pipeline::new(services.clone()),
+            services,
             store: None,
             telemetry,
             stop,
@@ -154,7 +159,7 @@ impl Host {
         };
         match TaskStore::new(tasks, &host.config, &host.stop, &host.background) {
             Ok(store) => {
-                store.share_quotas(&host.pipeline, &host.stop, &host.background);
+                store.share_quotas(&host.services, &host.stop, &host.background);
                 host.store = Some(store);
             }
             Err(e) => {
@@ -178,12 +183,17 @@ impl Host {
 
     /// The plugins, as loaded now (hot reload swaps its catalog, not the registry).
     pub fn registry(&self) -> &Arc<Registry> {
-        self.pipeline.registry()
+        &self.services.registry
     }
 
     /// Where every call is recorded.
     pub fn audit(&self) -> &AuditLog {
-        self.pipeline.audit()
+        &self.services.audit
+    }
+
+    /// What every call and front end of this host shares.
+    pub fn services(&self) -> &Arc<Services> {
+        &self.services
     }
 
     /// Runs the calls: the one way in for every front end.
@@ -221,7 +231,7 @@ impl Host {
     /// does, until the host shuts down. Watching starts before this returns: a plugin dropped in
     /// right after the daemon says it serves is seen.
     pub fn watch(&self) {
-        match crate::registry::watch(self.pipeline.registry().clone()) {
+        match crate::registry::watch(self.services.registry.clone()) {
             Ok(watching) => {
                 let handle = tokio::spawn(watching.run(self.stop.child_token()));
                 self.background
@@ -272,12 +282,12 @@ enum Plugins {
     Later,
 }
 
-/// The sandbox, registry, audit log and pipeline `config` describes.
-async fn open_pipeline(
+/// The sandbox, and the services (registry and audit log among them) `config` describes.
+async fn open_services(
     config: Arc<Config>,
     max_calls: usize,
     plugins: Plugins,
-) -> Result<(Arc<Config>, Arc<Sandbox>, Arc<Pipeline>), HostError> {
+) -> Result<(Arc<Config>, Arc<Sandbox>, Arc<Services>), HostError> {
     let audit = match &config.audit_path {
         Some(path) => AuditLog::open(path, config.audit.clone())?,
         None => AuditLog::disabled(),
@@ -287,8 +297,8 @@ async fn open_pipeline(
         Plugins::Now => Registry::open(sandbox.clone(), config.clone()).await?,
         Plugins::Later => Registry::new(sandbox.clone(), config.clone())?,
     };
-    let pipeline = Pipeline::new(config.clone(), Arc::new(registry), audit, max_calls);
-    Ok((config, sandbox, pipeline))
+    let services = Services::new(config.clone(), Arc::new(registry), audit, max_calls);
+    Ok((config, sandbox, services))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::exec::Pipeline;
+use crate::exec::Services;
 use crate::server::Server;
 use crate::state::StateError;
 use crate::tasks::Tasks;
@@ -70,18 +70,18 @@ impl TaskStore {
         self.when_ready(stop, background, move |tasks| server.attach_tasks(tasks));
     }
 
-    /// Share the pipeline's quotas with the fleet through the store's ledger (a PostgreSQL
+    /// Share the daemon's quotas with the fleet through the store's ledger (a PostgreSQL
     /// store's), now if the store is open, else as soon as it is.
     pub(super) fn share_quotas(
         &self,
-        pipeline: &Arc<Pipeline>,
+        services: &Arc<Services>,
         stop: &CancellationToken,
         background: &Background,
     ) {
-        let pipeline = pipeline.clone();
+        let services = services.clone();
         self.when_ready(stop, background, move |tasks| {
             if let Some(ledger) = tasks.store().ledger(tasks.daemon()) {
-                pipeline.share_quotas(ledger);
+                services.share_quotas(ledger);
             }
         });
     }

@@ -33,7 +33,7 @@ pub struct Server {
 impl Server {
     /// The server state for `pipeline`, limited and guarded as `config` says, without tasks.
     pub fn new(pipeline: Arc<crate::exec::Pipeline>, config: ServerConfig) -> Self {
-        let console_on = pipeline.config().console.enabled;
+        let console_on = pipeline.services().config.console.enabled;
         let shared = Arc::new(Shared::new(pipeline, &config));
         Self {
             console: console_on.then(|| Arc::new(Console::new(shared.clone(), &config))),

@@ -15,7 +15,7 @@ use crate::registry::{Catalog, PluginStatus, Start};
 use crate::stats::Exposition;
 
 fn plugin_counts(shared: &Shared) -> (usize, Vec<String>) {
-    let catalog = shared.pipeline.catalog();
+    let catalog = shared.services.registry.catalog();
     let rejected: Vec<String> = catalog
         .plugins
         .iter()
@@ -32,15 +32,15 @@ pub(crate) async fn health(
     caller: Option<axum::Extension<Arc<toolhost_policy::caller::Caller>>>,
 ) -> Response {
     // Liveness: 200 while the process serves, shutting down included (readiness is `/ready`).
-    let stopping = shared.pipeline.stopping().is_cancelled();
+    let stopping = shared.services.admission.stopping().is_cancelled();
     let (loaded, rejected) = plugin_counts(&shared);
     let mut body: Value = json!({
         "status": if stopping { "stopping" } else { "ok" },
         "version": env!("CARGO_PKG_VERSION"),
-        "tools": shared.pipeline.catalog().tools.len(),
+        "tools": shared.services.registry.catalog().tools.len(),
         "plugins": { "loaded": loaded, "rejected": rejected },
-        "running_calls": shared.pipeline.running(),
-        "calls_in_flight": shared.pipeline.in_flight(),
+        "running_calls": shared.services.running(),
+        "calls_in_flight": shared.services.admission.in_flight(),
     });
     if probe.is_some() {
         // A probe without a token learns that the daemon lives, not which plugins failed.
@@ -49,12 +49,12 @@ pub(crate) async fn health(
         // Each called tool's circuit breaker and recent outcomes, as far as the caller sees tools.
         // The caller's own breakers beside the tools' (failures under its profile's lower limits).
         let caller = caller.as_ref().map(|axum::Extension(c)| c.as_ref());
-        let pipeline = &shared.pipeline;
+        let services = &shared.services;
         let key = caller.map(|c| toolhost_policy::task::owner_of(Some(c)));
         body["breakers"] = json!(
-            pipeline
-                .health()
-                .health(key.as_deref(), |t| pipeline.sees(caller, t))
+            services
+                .health
+                .health(key.as_deref(), |t| services.sees(caller, t))
         );
     }
     Json(body).into_response()
@@ -76,10 +76,10 @@ pub(crate) async fn ready(
     probe: Option<axum::Extension<Unauthenticated>>,
 ) -> Response {
     let unavailable = |body: Value| (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
-    if shared.pipeline.stopping().is_cancelled() {
+    if shared.services.admission.stopping().is_cancelled() {
         return unavailable(json!({"status": "stopping"}));
     }
-    let catalog = shared.pipeline.catalog();
+    let catalog = shared.services.registry.catalog();
     let loading = loading(&catalog, probe.is_some());
     if catalog.start != Start::Done {
         return unavailable(json!({
@@ -135,34 +135,34 @@ pub(crate) async fn metrics(
     caller: Option<axum::Extension<Arc<toolhost_policy::caller::Caller>>>,
 ) -> Response {
     let caller = caller.as_ref().map(|axum::Extension(c)| c.as_ref());
-    let pipeline = &shared.pipeline;
-    let whole = pipeline.sees_everything(caller);
+    let services = &shared.services;
+    let whole = services.sees_everything(caller);
     let shows = |tool: &str| {
         if tool == crate::stats::UNKNOWN_TOOL {
             whole
         } else {
-            pipeline.sees(caller, tool)
+            services.sees(caller, tool)
         }
     };
     let mut text = Exposition::new();
-    pipeline.stats().write_prometheus_for(&mut text, shows);
-    pipeline.health().write_prometheus_for(&mut text, shows);
+    services.stats.write_prometheus_for(&mut text, shows);
+    services.health.write_prometheus_for(&mut text, shows);
     let (loaded, rejected) = plugin_counts(&shared);
     let gauges: [Gauge; 4] = [
         (
             "toolhost_calls_running",
             "Tool calls executing in the sandbox now.",
-            vec![(&[], shared.pipeline.running())],
+            vec![(&[], shared.services.running())],
         ),
         (
             "toolhost_calls_in_flight",
             "MCP tool calls in flight, including those waiting for an approval.",
-            vec![(&[], shared.pipeline.in_flight())],
+            vec![(&[], shared.services.admission.in_flight())],
         ),
         (
             "toolhost_tools",
             "Tools served.",
-            vec![(&[], shared.pipeline.catalog().tools.len())],
+            vec![(&[], shared.services.registry.catalog().tools.len())],
         ),
         (
             "toolhost_plugins",

@@ -102,8 +102,8 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         config,
         console,
     } = server;
-    let pipeline = shared.pipeline.clone();
-    let gauged = pipeline.clone();
+    let services = shared.services.clone();
+    let gauged = services.clone();
     crate::telemetry::observe_running(move || gauged.running() as u64);
     let stop = CancellationToken::new();
     let mcp_stop = CancellationToken::new();
@@ -124,8 +124,8 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
         }
     });
 
-    let tools = pipeline.catalog().tools.len();
-    announce_loaded(pipeline.registry().clone(), loaded_stop.clone());
+    let tools = services.registry.catalog().tools.len();
+    announce_loaded(services.registry.clone(), loaded_stop.clone());
     let http_task = match options.http {
         None => None,
         Some(addr) => {
@@ -139,17 +139,17 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
             crate::diagnostics::say(&format!(
                 "toolhost: serving {tools} tools over MCP at http://{local}/mcp"
             ));
-            if pipeline.catalog().is_loading() {
+            if services.registry.catalog().is_loading() {
                 crate::diagnostics::say(&format!(
                     "toolhost: plugins are loading; each serves when it is ready (a first start \
                      compiles them: seconds to a minute). Progress: http://{local}/ready"
                 ));
             }
             if let Some(console) = &console {
-                pipeline
-                    .questions()
+                services
+                    .questions
                     .locate(format!("http://{local}/console/"));
-                announce_console(console, local, pipeline.config().auth.is_some());
+                announce_console(console, local, services.config.auth.is_some());
             }
             let app = app::app(
                 shared.clone(),
@@ -176,7 +176,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
     let stdin_closed = CancellationToken::new();
     let stdio_task: Option<JoinHandle<()>> = options.stdio.then(|| {
         // When its client closes stdin, the stdio session's calls finish, then the session ends.
-        let (session, running) = (pipeline.shutdown_token(), TaskTracker::new());
+        let (session, running) = (services.admission.shutdown_token(), TaskTracker::new());
         let server = McpServer::with_shared(shared.clone(), states.clone(), None)
             .with_calls(session.clone(), running.clone());
         let (stdin, stdout) = super::mcp::stdin::streams();
@@ -210,7 +210,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
     } else {
         config.shutdown_grace
     };
-    if pipeline.drain(grace).await {
+    if services.admission.drain(grace).await {
         // Answers to the calls that just ended are on their way to the clients; ending the
         // sessions now would cut their streams before the last message is written.
         tokio::time::sleep(FLUSH_WAIT).await;

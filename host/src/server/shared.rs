@@ -1,5 +1,5 @@
-//! What every front end of one daemon shares: the pipeline (which owns admission and shutdown),
-//! the approval timeout and tasks, built once by [`Server::new`](super::Server::new). It owns no
+//! What every front end of one daemon shares: the pipeline, the services (admission and shutdown
+//! among them), the approval timeout and tasks, built once by [`Server::new`](super::Server::new). It owns no
 //! sockets, and imports nothing of the front ends (`mcp`, `batch`, `http`) or of the ops routes:
 //! they all import it.
 
@@ -9,14 +9,16 @@ use std::time::Duration;
 
 use toolhost_policy::config::ServerConfig;
 
-use crate::exec::Pipeline;
+use crate::exec::{Pipeline, Services};
 use crate::tasks::Tasks;
 
-/// What every session and route of one daemon shares. Admission (shutdown, work in flight) and
-/// deadlines are the pipeline's; this holds what only the front ends need.
+/// What every session and route of one daemon shares. Admission (shutdown, work in flight) is a
+/// service, deadlines are the pipeline's; this holds what only the front ends need besides.
 pub(crate) struct Shared {
-    /// Runs the calls, and decides admission and every outcome.
+    /// Runs the calls, and decides every outcome.
     pub(crate) pipeline: Arc<Pipeline>,
+    /// What the daemon's calls share: admission, the audit log, stats, live calls, questions.
+    pub(crate) services: Arc<Services>,
     /// How long an approval question may stay unanswered.
     pub(crate) approval_timeout: Duration,
     /// Long calls as tasks, once the state store is open.
@@ -30,6 +32,7 @@ impl Shared {
     /// State for a daemon serving `pipeline`.
     pub(crate) fn new(pipeline: Arc<Pipeline>, config: &ServerConfig) -> Self {
         Self {
+            services: pipeline.services().clone(),
             pipeline,
             approval_timeout: config.approval_timeout,
             tasks: OnceLock::new(),

@@ -115,14 +115,14 @@ async fn tools(
     match name.parse::<Format>() {
         Ok(format) => {
             let caller = caller.as_ref().map(|Extension(c)| c.as_ref());
-            let catalog = api.shared.pipeline.listing().await;
+            let catalog = api.shared.services.listing().await;
             let all = params.all.as_deref() == Some("true");
-            let pipeline = &api.shared.pipeline;
+            let services = &api.shared.services;
             let specs = catalog.specs().filter(|s| {
                 if all {
-                    pipeline.sees(caller, &s.name)
+                    services.sees(caller, &s.name)
                 } else {
-                    pipeline.lists(caller, &s.name)
+                    services.lists(caller, &s.name)
                 }
             });
             Json(batch::definitions(specs, format)).into_response()

@@ -98,7 +98,7 @@ impl Run {
                 caller: caller.map(|Extension(c)| c),
                 trace,
                 deadline: Some(Deadline::after(api.request_timeout)),
-                admitted: api.shared.pipeline.admit().ok(),
+                admitted: api.shared.services.admission.admit().ok(),
                 progress: None,
             },
             cancel: CancellationToken::new(),

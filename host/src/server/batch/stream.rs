@@ -88,7 +88,7 @@ where
 {
     let format = opened.format();
     // Shutting down: the stream is read no further (its open calls are cut), what runs finishes.
-    let opened = opened.until(run.api.shared.pipeline.stopping().clone());
+    let opened = opened.until(run.api.shared.services.admission.stopping().clone());
     streaming(run.cancel.clone(), delivery, move |lines| async move {
         let mut run = run;
         run.options.progress = Some(progress_to(&lines, delivery));

@@ -81,7 +81,7 @@ pub(super) async fn signed_in(
     }
     request.extensions_mut().insert(operator);
     // Someone is at the console: questions may wait there for a while.
-    console.pipeline().questions().seen();
+    console.services().questions.seen();
     next.run(request).await
 }
 

@@ -27,7 +27,7 @@ pub(super) async fn session(Extension(op): Extension<Operator>) -> Response {
 /// `POST signout`.
 pub(super) async fn sign_out(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
     console.sessions.close(&headers);
-    console.pipeline().questions().left();
+    console.services().questions.left();
     let mut response = Json(json!({ "signed_out": true })).into_response();
     if let Ok(v) = HeaderValue::from_str(&set_cookie(None)) {
         response.headers_mut().insert(header::SET_COOKIE, v);
@@ -57,7 +57,7 @@ pub(super) async fn new_link(
 
 /// `GET approvals`.
 pub(super) async fn approvals(State(console): State<Arc<Console>>) -> Response {
-    let waiting = console.pipeline().questions().waiting();
+    let waiting = console.services().questions.waiting();
     Json(json!({ "approvals": waiting })).into_response()
 }
 
@@ -98,8 +98,8 @@ pub(super) async fn answer(
         operator: op.name,
     };
     match console
-        .pipeline()
-        .questions()
+        .services()
+        .questions
         .answer(&id, &body.input_sha256, verdict)
     {
         Ok(()) => Json(json!({ "answered": true })).into_response(),
@@ -112,7 +112,7 @@ pub(super) async fn answer(
 
 /// `GET calls`: calls in flight and the last ended ones.
 pub(super) async fn calls(State(console): State<Arc<Console>>) -> Response {
-    let live = console.pipeline().live();
+    let live = &console.services().live;
     let recent: Vec<Value> = live
         .recent()
         .iter()
@@ -126,7 +126,7 @@ pub(super) async fn call(
     State(console): State<Arc<Console>>,
     Path(call_id): Path<String>,
 ) -> Response {
-    let live = console.pipeline().live();
+    let live = &console.services().live;
     if let Some(record) = live.find(&call_id) {
         return Json(console.as_written(&record)).into_response();
     }
@@ -145,7 +145,7 @@ pub(super) async fn cancel(
     Extension(op): Extension<Operator>,
     Path(call_id): Path<String>,
 ) -> Response {
-    match console.pipeline().live().cancel(&call_id, &op.name) {
+    match console.services().live.cancel(&call_id, &op.name) {
         Ok(()) => (StatusCode::ACCEPTED, Json(json!({ "cancelled": true }))).into_response(),
         Err(e) => error(StatusCode::NOT_FOUND, e.to_string()),
     }
@@ -154,10 +154,10 @@ pub(super) async fn cancel(
 /// `GET health`: tools with their stats and breakers, plugins with provenance, grants and limits,
 /// rejected plugins with why.
 pub(super) async fn health(State(console): State<Arc<Console>>) -> Response {
-    let pipeline = console.pipeline();
-    let catalog = pipeline.catalog();
-    let stats = pipeline.stats().snapshot();
-    let breakers = pipeline.health().health(None, |_| true);
+    let services = console.services();
+    let catalog = services.registry.catalog();
+    let stats = services.stats.snapshot();
+    let breakers = services.health.health(None, |_| true);
     let tools: Vec<Value> = catalog
         .tools
         .values()
@@ -219,8 +219,8 @@ pub(super) async fn health(State(console): State<Arc<Console>>) -> Response {
         "plugins": plugins,
         "rejected": rejected,
         "tasks": tasks,
-        "running": pipeline.running(),
-        "in_flight": pipeline.in_flight(),
+        "running": services.running(),
+        "in_flight": services.admission.in_flight(),
     }))
     .into_response()
 }
@@ -307,7 +307,7 @@ impl Console {
     /// A record as the audit log has it: without the input unless the log keeps inputs.
     pub(super) fn as_written(&self, record: &AuditRecord) -> Value {
         let mut value = serde_json::to_value(record).unwrap_or(Value::Null);
-        if !self.pipeline().audit().includes_input()
+        if !self.services().audit.includes_input()
             && let Some(o) = value.as_object_mut()
         {
             o.remove("input");

@@ -32,8 +32,8 @@ fn asked(console: &Console, params: Result<Query<Params>, QueryRejection>) -> As
         .parse()
         .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))?;
     let path = console
-        .pipeline()
-        .config()
+        .services()
+        .config
         .audit_path
         .clone()
         .ok_or_else(|| {
@@ -125,7 +125,7 @@ pub(super) async fn export(
 pub(super) async fn stats(State(console): State<Arc<Console>>) -> Response {
     Json(json!({
         "interval_s": crate::stats::INTERVAL_SECS,
-        "tools": console.pipeline().stats().series(),
+        "tools": console.services().stats.series(),
     }))
     .into_response()
 }
@@ -133,7 +133,7 @@ pub(super) async fn stats(State(console): State<Arc<Console>>) -> Response {
 impl Console {
     /// A call's end record from the audit log: a search for its id, newest first.
     pub(super) async fn audit_record(&self, call_id: &str) -> Option<Value> {
-        let path = self.pipeline().config().audit_path.clone()?;
+        let path = self.services().config.audit_path.clone()?;
         let params = Params {
             q: Some(call_id.to_owned()),
             limit: Some("1000".to_owned()),

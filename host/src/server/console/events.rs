@@ -57,9 +57,9 @@ pub(super) async fn events(State(console): State<Arc<Console>>, request: Request
         // The API's gate let in neither a token nor a session: the session just ended.
         return error(StatusCode::UNAUTHORIZED, "not signed in");
     };
-    let receiver = console.pipeline().live().subscribe();
-    let stopping = console.pipeline().stopping().clone();
-    let attending = console.pipeline().questions().attend();
+    let receiver = console.services().live.subscribe();
+    let stopping = console.services().admission.stopping().clone();
+    let attending = console.services().questions.attend();
     let mut recheck = tokio::time::interval(RECHECK);
     recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let state = (receiver, console, stopping, viewer, recheck, attending);

@@ -24,7 +24,7 @@ use self::login::{Login, LoginError};
 use self::session::{Sessions, set_cookie};
 use super::http::reply::error;
 use super::shared::Shared;
-use crate::exec::Pipeline;
+use crate::exec::Services;
 use toolhost_policy::caller::Caller;
 use toolhost_policy::config::ServerConfig;
 
@@ -42,7 +42,7 @@ pub(crate) struct Console {
 impl Console {
     /// The console of the daemon that `shared` belongs to.
     pub(crate) fn new(shared: Arc<Shared>, server: &ServerConfig) -> Self {
-        let config = shared.pipeline.config().clone();
+        let config = shared.services.config.clone();
         let login = Login::new(
             &config.console,
             config.auth.as_ref(),
@@ -57,12 +57,12 @@ impl Console {
         }
     }
 
-    fn pipeline(&self) -> &Arc<Pipeline> {
-        &self.shared.pipeline
+    fn services(&self) -> &Arc<Services> {
+        &self.shared.services
     }
 
     fn is_operator(&self, caller: &Caller) -> bool {
-        self.pipeline().config().callers.is_operator(caller)
+        self.services().config.callers.is_operator(caller)
     }
 
     /// A new one-time sign-in link's path and query, for the daemon to print on stderr (from
@@ -82,7 +82,7 @@ impl Console {
 /// Every console route: the page and its assets to anyone but a caller without the role (they
 /// hold no data), the API to operators.
 pub(crate) fn routes(console: Arc<Console>) -> Router {
-    console.pipeline().questions().open();
+    console.services().questions.open();
     let api = Router::new()
         .route("/session", get(api::session))
         .route("/signout", post(api::sign_out))

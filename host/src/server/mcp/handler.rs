@@ -61,7 +61,7 @@ impl McpServer {
         states: Arc<RequestStates>,
         call_deadline: Option<Duration>,
     ) -> Self {
-        let calls = shared.pipeline.shutdown_token();
+        let calls = shared.services.admission.shutdown_token();
         Self {
             shared,
             states,
@@ -116,9 +116,9 @@ impl ServerHandler for McpServer {
         let started = std::time::Instant::now();
         let trace = telemetry::is_on()
             .then(|| request_span("tools/list", None, &context, caller.as_deref()));
-        let pipeline = &self.shared.pipeline;
-        let lists = |name: &str| pipeline.lists(caller.as_deref(), name);
-        let catalog = pipeline.listing().await;
+        let services = &self.shared.services;
+        let lists = |name: &str| services.lists(caller.as_deref(), name);
+        let catalog = services.listing().await;
         let page = listing::page(&catalog, cursor, PAGE_SIZE, era, lists);
         if let Some(cx) = &trace {
             let error = page.as_ref().err().map(|_| "invalid_params");
@@ -183,7 +183,8 @@ impl ServerHandler for McpServer {
 
     fn get_tool(&self, name: &str) -> Option<McpTool> {
         self.shared
-            .pipeline
+            .services
+            .registry
             .catalog()
             .get(name)
             .map(|t| listing::to_mcp(&t.spec, Era::AnyValue))
@@ -283,9 +284,9 @@ impl ServerHandler for McpServer {
     ) -> impl Future<Output = ()> + Send + '_ {
         // An `initialize`-era session: tell it whenever the tool set changes, until it goes away.
         let peer = context.peer;
-        let mut changes = self.shared.pipeline.registry().subscribe();
+        let mut changes = self.shared.services.registry.subscribe();
         changes.mark_unchanged();
-        let stopping = self.shared.pipeline.stopping().clone();
+        let stopping = self.shared.services.admission.stopping().clone();
         tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -313,13 +314,13 @@ impl ServerHandler for McpServer {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         // A 2026-07-28 `subscriptions/listen`: runs until the client cancels it or the daemon stops.
-        let mut changes = self.shared.pipeline.registry().subscribe();
+        let mut changes = self.shared.services.registry.subscribe();
         changes.mark_unchanged();
         let wants_tools = context.accepted().tools_list_changed == Some(true);
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
-                () = self.shared.pipeline.stopping().cancelled() => return Ok(()),
+                () = self.shared.services.admission.stopping().cancelled() => return Ok(()),
                 // The session is over (its client closed stdin and its calls have finished).
                 () = self.calls.cancelled() => return Ok(()),
                 changed = changes.changed() => {

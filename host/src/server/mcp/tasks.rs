@@ -84,7 +84,7 @@ pub(super) async fn start(shared: &Arc<Shared>, call: TaskCall) -> Result<Starte
         caller: call.caller,
         ..CallRequest::default()
     };
-    let ticket = match shared.pipeline.admit() {
+    let ticket = match shared.services.admission.admit() {
         Ok(ticket) => ticket,
         Err(_) => {
             // Refused by the pipeline, which records it like any call it refuses.
@@ -219,11 +219,11 @@ pub(super) async fn support_for(
     caller: Option<&Caller>,
     tool: &str,
 ) -> TaskSupport {
-    if !shared.pipeline.sees(caller, tool) {
+    if !shared.services.sees(caller, tool) {
         return TaskSupport::Never;
     }
     shared
-        .pipeline
+        .services
         .catalog_with(tool)
         .await
         .get(tool)

@@ -220,7 +220,7 @@ pub(crate) fn authenticator(
     shared: &crate::server::shared::Shared,
     server: &ServerConfig,
 ) -> Option<Arc<Authenticator>> {
-    let config = shared.pipeline.config();
+    let config = &shared.services.config;
     Authenticator::new(server, config.auth.as_ref(), &config.callers).map(Arc::new)
 }
 

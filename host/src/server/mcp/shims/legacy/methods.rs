@@ -95,7 +95,7 @@ pub(in crate::server::mcp) async fn answer(
                 }
                 tokio::select! {
                     () = tokio::time::sleep(poll.min(Duration::from_millis(250))) => {}
-                    () = shared.pipeline.stopping().cancelled() => {
+                    () = shared.services.admission.stopping().cancelled() => {
                         return Err(ErrorData::internal_error(
                             "toolhost is shutting down; ask again once it is back",
                             None,

@@ -65,7 +65,7 @@ pub(crate) async fn tasks(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
-    let catalog = shared.pipeline.catalog();
+    let catalog = shared.services.registry.catalog();
     let support = |name: &str| catalog.get(name).map(|t| t.plugin.policy.task);
     let rewrite = |text: &str| -> Option<String> {
         let mut message: Value = serde_json::from_str(text).ok()?;

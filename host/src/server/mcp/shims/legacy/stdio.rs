@@ -170,7 +170,7 @@ impl<W> StdioOut<W> {
                 });
             match answer {
                 Some((mut message, answer)) => {
-                    let catalog = self.shared.pipeline.catalog();
+                    let catalog = self.shared.services.registry.catalog();
                     rewrite_response(&mut message, answer, |name| {
                         catalog.get(name).map(|t| t.plugin.policy.task)
                     });
