@@ -190,3 +190,96 @@ impl Execute<'_> {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::exec::fixture::Fixture;
+    use crate::exec::services::Services;
+
+    /// A pipeline for a plugin that makes no nested calls: never asked anything.
+    struct NoRunner;
+
+    impl Runner for NoRunner {
+        fn services(&self) -> &Services {
+            unreachable!("double makes no nested calls")
+        }
+        fn run(
+            self: Arc<Self>,
+            _: CallRequest,
+        ) -> futures_util::future::BoxFuture<'static, toolhost_policy::call::CallOutcome> {
+            unreachable!("double makes no nested calls")
+        }
+        fn reject(
+            &self,
+            _: &CallRequest,
+            _: ErrorKind,
+            _: String,
+        ) -> toolhost_policy::call::CallOutcome {
+            unreachable!("double makes no nested calls")
+        }
+    }
+
+    /// Runs `double` on `{"x": x}` with `caps`.
+    async fn execute(fixture: &Fixture, x: u32, caps: Caps) -> Finished {
+        let s = &fixture.services;
+        let tool = fixture.tool();
+        let req = CallRequest {
+            tool: tool.spec.name.clone(),
+            ..CallRequest::default()
+        };
+        let input = json!({ "x": x });
+        let record = s.audit.begin("call-1", "test", &req.tool, &input);
+        let nobody: Weak<dyn Runner> = Weak::<NoRunner>::new();
+        let stage = Execute {
+            sandbox: s.registry.sandbox(),
+            audit: &s.audit,
+            pipeline: &nobody,
+            shape: Shape { checks: &s.checks },
+        };
+        let mut clock = Stopwatch::start();
+        let grants = (tool.files.clone(), caps, Vec::new());
+        stage
+            .execute(&tool, input, &req, &record, &mut clock, grants)
+            .await
+    }
+
+    #[tokio::test]
+    async fn runs_the_tool_after_its_begin_line_and_shapes_its_answer() {
+        let fixture = Fixture::open("").await;
+        let finished = execute(&fixture, 21, Caps::default()).await;
+        assert_eq!(
+            finished.outcome.error_kind(),
+            None,
+            "{}",
+            finished.outcome.content
+        );
+        assert!(
+            finished.outcome.content.contains("42"),
+            "{}",
+            finished.outcome.content
+        );
+        assert!(finished.fuel.is_some_and(|f| f > 0));
+        let lines = fixture.audit_lines();
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0]["event"], "begin");
+    }
+
+    #[tokio::test]
+    async fn a_lowered_fuel_cap_stops_the_tool_as_out_of_fuel() {
+        let fixture = Fixture::open("").await;
+        let caps = Caps {
+            fuel: Some(1),
+            ..Caps::default()
+        };
+        let finished = execute(&fixture, 21, caps).await;
+        assert_eq!(finished.outcome.error_kind(), Some(ErrorKind::OutOfFuel));
+        assert!(
+            finished.outcome.content.contains("fuel"),
+            "{}",
+            finished.outcome.content
+        );
+    }
+}

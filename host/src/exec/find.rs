@@ -83,3 +83,104 @@ impl<'a> Find<'a> {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::fixture::Fixture;
+    use toolhost_policy::caller::Caller;
+
+    fn request(tool: &str, caller: Option<Caller>) -> CallRequest {
+        CallRequest {
+            tool: tool.into(),
+            caller: caller.map(Arc::new),
+            ..CallRequest::default()
+        }
+    }
+
+    fn caller(subject: &str) -> Caller {
+        Caller {
+            issuer: "https://issuer.test".into(),
+            subject: subject.into(),
+            ..Caller::default()
+        }
+    }
+
+    async fn find(fixture: &Fixture, req: &CallRequest) -> Result<String, (ErrorKind, String)> {
+        let s = &fixture.services;
+        let stage = Find {
+            registry: &s.registry,
+            callers: &s.config.callers,
+            audit: &s.audit,
+            stopping: s.admission.stopping(),
+        };
+        stage
+            .find(req)
+            .await
+            .map(|found| found.tool.spec.name.clone())
+    }
+
+    #[tokio::test]
+    async fn finds_a_served_tool_and_names_the_closest_for_a_typo() {
+        let fixture = Fixture::open("").await;
+        assert_eq!(
+            find(&fixture, &request("double", None)).await.unwrap(),
+            "double"
+        );
+        let (kind, message) = find(&fixture, &request("doubel", None)).await.unwrap_err();
+        assert_eq!(kind, ErrorKind::UnknownTool);
+        assert!(message.contains("double"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_profile_hides_other_tools_and_a_caller_no_profile_matches_gets_nothing() {
+        // Profiles match authenticated callers, so a token is configured (any variable that is
+        // set will do: none is presented here).
+        let fixture = Fixture::open(
+            r#"
+            server.token-env = "PATH"
+
+            [[callers]]
+            name = "readers"
+            match = { sub = "reader" }
+            tools = ["echo"]
+
+            [[callers]]
+            name = "doublers"
+            match = { sub = "doubler" }
+            tools = ["double"]
+            "#,
+        )
+        .await;
+        let doubler = request("double", Some(caller("doubler")));
+        assert_eq!(find(&fixture, &doubler).await.unwrap(), "double");
+        // Hidden exactly as a made-up name is: no hint that it exists.
+        let (kind, message) = find(&fixture, &request("double", Some(caller("reader"))))
+            .await
+            .unwrap_err();
+        assert_eq!(kind, ErrorKind::UnknownTool);
+        let (_, made_up) = find(&fixture, &request("nosuch", Some(caller("reader"))))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            message.replace("double", "X"),
+            made_up.replace("nosuch", "X")
+        );
+        let (kind, message) = find(&fixture, &request("double", Some(caller("stranger"))))
+            .await
+            .unwrap_err();
+        assert_eq!(kind, ErrorKind::Denied);
+        assert!(message.contains(NO_PROFILE), "{message}");
+        // The local operator (no caller) sees every tool.
+        assert!(find(&fixture, &request("double", None)).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_call_cancelled_before_it_is_found_ends_cancelled() {
+        let fixture = Fixture::open("").await;
+        let req = request("double", None);
+        req.cancel.cancel();
+        let (kind, _) = find(&fixture, &req).await.unwrap_err();
+        assert_eq!(kind, ErrorKind::Cancelled);
+    }
+}

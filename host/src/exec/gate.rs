@@ -157,3 +157,166 @@ impl Gate<'_> {
         ended.map_err(|message| fail(ErrorKind::Denied, message))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use serde_json::json;
+    use toolhost_policy::call::Approver;
+    use toolhost_policy::config::ApprovalRoute;
+
+    use super::*;
+    use crate::exec::fixture::Fixture;
+
+    /// An approver that answers `answer` and counts the questions it was put.
+    struct Fake {
+        answer: Answer,
+        asked: AtomicUsize,
+    }
+
+    impl Approver for Fake {
+        fn approve<'a>(
+            &'a self,
+            _: &'a ApprovalRequest,
+        ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+            self.asked.fetch_add(1, Ordering::Relaxed);
+            let answer = self.answer.clone();
+            Box::pin(async move { answer })
+        }
+    }
+
+    fn fake(answer: Answer) -> Arc<Fake> {
+        Arc::new(Fake {
+            answer,
+            asked: AtomicUsize::new(0),
+        })
+    }
+
+    /// Judge `{"x": 2}` for `double` under `config`, asked of `approver`: what passed or the end
+    /// the call was given, and its record.
+    async fn judge(
+        config: &str,
+        approver: Option<Arc<dyn Approver>>,
+    ) -> (Result<Passed, Finished>, AuditRecord, Fixture) {
+        let fixture = Fixture::open(config).await;
+        let s = &fixture.services;
+        let tool = fixture.tool();
+        let input = json!({ "x": 2 });
+        let req = CallRequest {
+            tool: tool.spec.name.clone(),
+            approver,
+            ..CallRequest::default()
+        };
+        let mut record = s.audit.begin("call-1", "test", &req.tool, &input);
+        let gate = Gate {
+            health: &s.health,
+            asking: Asking::new(
+                ApprovalRoute::Both,
+                &s.questions,
+                &s.live,
+                Duration::from_secs(5),
+            ),
+            live: &s.live,
+            audit: &s.audit,
+        };
+        let judged = Judged {
+            spec: &tool.spec,
+            plugin: &tool.plugin.name,
+            permissions: &tool.plugin.policy.permissions,
+        };
+        let mut clock = Stopwatch::start();
+        let asker = Asker::default();
+        let passed = gate
+            .judge(&req, &judged, &input, &asker, &mut record, &mut clock)
+            .await;
+        (passed, record, fixture)
+    }
+
+    fn denied(passed: Result<Passed, Finished>) -> String {
+        let Err(finished) = passed else {
+            panic!("the call passed");
+        };
+        assert_eq!(finished.outcome.error_kind(), Some(ErrorKind::Denied));
+        finished.outcome.content
+    }
+
+    #[tokio::test]
+    async fn an_allow_rule_lets_the_call_through_and_names_itself() {
+        let (passed, record, _) = judge("[permissions]\nallow = [\"double\"]", None).await;
+        assert!(matches!(passed, Ok(Passed::Allowed)));
+        let AuditDecision::Allowed { by } = record.decision else {
+            panic!("{:?}", record.decision);
+        };
+        assert!(by.contains("double"), "{by}");
+    }
+
+    #[tokio::test]
+    async fn deny_wins_over_allow_and_no_one_is_asked() {
+        let approver = fake(Answer::Approved);
+        let config = "[permissions]\nallow = [\"double\"]\nask = [\"double\"]\ndeny = [\"double\"]";
+        let (passed, record, _) = judge(config, Some(approver.clone())).await;
+        let message = denied(passed);
+        assert!(message.contains("double"), "{message}");
+        assert!(matches!(record.decision, AuditDecision::Denied { .. }));
+        assert_eq!(approver.asked.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn an_ask_is_recorded_before_it_is_put_and_its_answer_decides() {
+        let approver = fake(Answer::Approved);
+        let (passed, record, fixture) =
+            judge("[permissions]\nask = [\"double\"]", Some(approver.clone())).await;
+        assert!(matches!(passed, Ok(Passed::Approved)));
+        assert!(matches!(
+            record.decision,
+            AuditDecision::Asked { answer: true, .. }
+        ));
+        assert_eq!(approver.asked.load(Ordering::Relaxed), 1);
+        // The begin line went out before the question: a daemon killed meanwhile still shows it.
+        let lines = fixture.audit_lines();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert_eq!(lines[0]["event"], "begin");
+        assert_eq!(lines[0]["call_id"], "call-1");
+
+        let (passed, record, _) = judge(
+            "[permissions]\nask = [\"double\"]",
+            Some(fake(Answer::Declined)),
+        )
+        .await;
+        assert!(denied(passed).contains("declined"));
+        assert!(matches!(
+            record.decision,
+            AuditDecision::Asked { answer: false, .. }
+        ));
+
+        let (passed, record, _) = judge(
+            "[permissions]\nask = [\"double\"]",
+            Some(fake(Answer::Unanswered("the client went away".into()))),
+        )
+        .await;
+        denied(passed);
+        assert!(matches!(record.decision, AuditDecision::Unanswered { .. }));
+    }
+
+    #[tokio::test]
+    async fn an_ask_with_nobody_to_ask_is_denied_at_once_saying_how_to_allow_it() {
+        // No client approver, and the console is not served: nobody can answer.
+        let (passed, record, fixture) = judge("[permissions]\nask = [\"double\"]", None).await;
+        let message = denied(passed);
+        assert!(message.contains("no approver"), "{message}");
+        assert!(message.contains("without asking"), "{message}");
+        let AuditDecision::Denied { by } = record.decision else {
+            panic!("{:?}", record.decision);
+        };
+        assert!(by.ends_with("(no approver)"), "{by}");
+        assert!(
+            fixture.audit_lines().is_empty(),
+            "nothing was asked, so nothing begun"
+        );
+    }
+}

@@ -381,3 +381,59 @@ fn note_plugin(record: &mut AuditRecord, tool: &Tool) {
     record.plugin_digest = Some(plugin.provenance.digest.as_str().to_owned());
     record.plugin_source = Some(plugin.provenance.source.clone());
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::exec::fixture::Fixture;
+
+    #[tokio::test]
+    async fn a_call_goes_through_every_stage_to_one_begin_and_one_end_line() {
+        let fixture = Fixture::open("[permissions]\nallow = [\"double\"]").await;
+        let pipeline = Pipeline::new(fixture.services.clone());
+        let outcome = pipeline
+            .call(CallRequest {
+                tool: "double".into(),
+                input: json!({ "x": "21" }),
+                origin: "test",
+                ..CallRequest::default()
+            })
+            .await;
+        assert_eq!(outcome.error_kind(), None, "{}", outcome.content);
+        assert!(outcome.content.contains("42"), "{}", outcome.content);
+        let lines = fixture.audit_lines();
+        let events: Vec<_> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+        assert_eq!(events, ["begin", "end"]);
+        assert_eq!(lines[1]["call_id"], outcome.call_id.as_str());
+        assert_eq!(lines[1]["coercions"].as_array().map(Vec::len), Some(1));
+        assert_eq!(fixture.services.admission.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_call_refused_at_any_stage_leaves_one_end_line_and_no_begin() {
+        let fixture = Fixture::open("[permissions]\ndeny = [\"double\"]").await;
+        let pipeline = Pipeline::new(fixture.services.clone());
+        let call = |tool: &str, input| CallRequest {
+            tool: tool.into(),
+            input,
+            origin: "test",
+            ..CallRequest::default()
+        };
+        let unknown = pipeline.call(call("nosuch", json!({}))).await;
+        assert_eq!(unknown.error_kind(), Some(ErrorKind::UnknownTool));
+        let invalid = pipeline.call(call("double", json!({ "x": "y" }))).await;
+        assert_eq!(invalid.error_kind(), Some(ErrorKind::InvalidInput));
+        let denied = pipeline.call(call("double", json!({ "x": 1 }))).await;
+        assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
+        let lines = fixture.audit_lines();
+        let events: Vec<_> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+        assert_eq!(events, ["end", "end", "end"]);
+        let kinds: Vec<_> = lines
+            .iter()
+            .map(|l| l["error_kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["unknown_tool", "invalid_input", "denied"]);
+    }
+}

@@ -256,4 +256,75 @@ mod tests {
             assert!(text.ends_with(&format!(" ms={ms}")), "{us} us: {text}");
         }
     }
+
+    /// Records a call of `tool` that ended as `kind` (`None`: it ran and succeeded), the plugin
+    /// named when `found`.
+    fn record_one(
+        fixture: &crate::exec::fixture::Fixture,
+        tool: &str,
+        kind: Option<ErrorKind>,
+        found: bool,
+    ) -> (CallOutcome, String) {
+        let s = &fixture.services;
+        let recorder = Recorder {
+            audit: &s.audit,
+            live: &s.live,
+            stats: &s.stats,
+        };
+        let req = CallRequest {
+            tool: tool.into(),
+            origin: "test",
+            ..CallRequest::default()
+        };
+        let mut started = recorder.start(&req);
+        if found {
+            started.record.plugin = Some("double".into());
+        }
+        let call_id = started.record.call_id.clone();
+        let mut finished = Finished::failed(&call_id, ErrorKind::Internal, "x".into());
+        finished.outcome = match kind {
+            Some(kind) => error(&call_id, kind, "it failed".into()),
+            None => CallOutcome::ok(&call_id, "42".into(), None),
+        };
+        finished.fuel = Some(7);
+        (recorder.record(&req, started, finished).0, call_id)
+    }
+
+    #[tokio::test]
+    async fn every_outcome_leaves_one_end_line_one_count_and_one_recent_call() {
+        let fixture = crate::exec::fixture::Fixture::open("").await;
+        let (outcome, ok_id) = record_one(&fixture, "double", None, true);
+        assert!(outcome.error_kind().is_none());
+        let (outcome, failed_id) = record_one(&fixture, "double", Some(ErrorKind::Timeout), true);
+        assert_eq!(outcome.error_kind(), Some(ErrorKind::Timeout));
+        let lines = fixture.audit_lines();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines[0]["event"], "end");
+        assert_eq!(lines[0]["call_id"], ok_id.as_str());
+        assert_eq!(lines[0]["outcome"], "ok");
+        assert_eq!(lines[0]["fuel_used"], 7);
+        assert_eq!(lines[1]["call_id"], failed_id.as_str());
+        assert_eq!(lines[1]["error_kind"], "timeout");
+        let stats = fixture.services.stats.snapshot();
+        let double = stats.iter().find(|t| t.tool == "double").unwrap();
+        assert_eq!((double.calls, double.successes), (2, 1));
+        assert_eq!(double.failures.get(&ErrorKind::Timeout), Some(&1));
+        let live = &fixture.services.live;
+        assert!(live.find(&ok_id).is_some() && live.find(&failed_id).is_some());
+    }
+
+    #[tokio::test]
+    async fn a_name_no_tool_answers_to_counts_under_one_label() {
+        let fixture = crate::exec::fixture::Fixture::open("").await;
+        for made_up in ["a", "b", "c"] {
+            record_one(&fixture, made_up, Some(ErrorKind::UnknownTool), false);
+        }
+        let stats = fixture.services.stats.snapshot();
+        assert_eq!(stats.len(), 1, "{stats:?}");
+        assert_eq!((stats[0].tool.as_str(), stats[0].calls), (UNKNOWN_TOOL, 3));
+        // The audit log keeps each name as the caller gave it.
+        let lines = fixture.audit_lines();
+        let tools: Vec<_> = lines.iter().map(|l| l["tool"].as_str().unwrap()).collect();
+        assert_eq!(tools, ["a", "b", "c"]);
+    }
 }

@@ -73,3 +73,63 @@ impl Validate<'_> {
         Ok(input)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::exec::fixture::Fixture;
+
+    async fn validate(fixture: &Fixture, input: Value) -> (Result<Value, Finished>, AuditRecord) {
+        let tool = fixture.tool();
+        let req = CallRequest {
+            tool: tool.spec.name.clone(),
+            ..CallRequest::default()
+        };
+        let mut record = fixture
+            .services
+            .audit
+            .begin("call-1", "test", &req.tool, &input);
+        let stage = Validate {
+            checks: &fixture.services.checks,
+        };
+        let validated = stage.validate(&tool, input, &req, &mut record).await;
+        (validated, record)
+    }
+
+    #[tokio::test]
+    async fn a_safe_coercion_is_made_and_noted() {
+        let fixture = Fixture::open("").await;
+        let (validated, record) = validate(&fixture, json!({ "x": "21" })).await;
+        assert_eq!(validated.ok().unwrap(), json!({ "x": 21 }));
+        assert_eq!(record.coercions.len(), 1, "{:?}", record.coercions);
+        assert!(
+            record.coercions[0].starts_with("/x"),
+            "{:?}",
+            record.coercions
+        );
+    }
+
+    #[tokio::test]
+    async fn every_violation_is_listed_by_its_path() {
+        let fixture = Fixture::open("").await;
+        for (input, path) in [
+            (json!({ "x": "twenty" }), "- /x:"),
+            (json!({ "x": -1 }), "- /x:"),
+            (json!({}), "x"),
+            (json!([1]), "object"),
+        ] {
+            let (validated, _) = validate(&fixture, input.clone()).await;
+            let Err(finished) = validated else {
+                panic!("{input} passed");
+            };
+            assert_eq!(finished.outcome.error_kind(), Some(ErrorKind::InvalidInput));
+            assert!(
+                finished.outcome.content.contains(path),
+                "{input}: {}",
+                finished.outcome.content
+            );
+        }
+    }
+}
