@@ -10,8 +10,8 @@
 use reqwest::header::LOCATION;
 use reqwest::{Method, Response};
 
-use toolhost_policy::oci::MANIFEST_MEDIA_TYPE;
-use toolhost_policy::source::Digest;
+use toolhost_trust::oci::MANIFEST_MEDIA_TYPE;
+use toolhost_trust::source::Digest;
 
 use super::RemoteError;
 use super::api::{Access, Api, Call, Target};

@@ -14,11 +14,11 @@ use super::timing::{SandboxTimes, Stage, Stopwatch};
 use crate::audit::{AuditRecord, Decision as AuditDecision};
 use crate::registry::Tool;
 use crate::sandbox::{CallIo, GuestError, NestedCalls, RunError};
-use toolhost_policy::call::ErrorKind;
-use toolhost_policy::gate::PathGuard;
-use toolhost_policy::grants::Caps;
-use toolhost_policy::network::SecretGrant;
-use toolhost_policy::text::OneLine;
+use toolhost_call::call::ErrorKind;
+use toolhost_gate::gate::PathGuard;
+use toolhost_gate::grants::Caps;
+use toolhost_gate::network::SecretGrant;
+use toolhost_call::text::OneLine;
 
 impl Pipeline {
     /// Run `input` through `tool`'s plugin in a fresh sandbox with `files` and `caps`, and shape

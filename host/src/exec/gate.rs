@@ -16,9 +16,9 @@ use super::shape::{self, audit_unavailable};
 use super::timing::{Stage, Stopwatch};
 use crate::audit::{AuditRecord, Decision as AuditDecision};
 use crate::registry::Tool;
-use toolhost_policy::call::{Answer, ApprovalRequest, ErrorKind};
-use toolhost_policy::gate::{Decision, Permissions};
-use toolhost_policy::text::OneLine;
+use toolhost_call::call::{Answer, ApprovalRequest, ErrorKind};
+use toolhost_gate::gate::{Decision, Permissions};
+use toolhost_call::text::OneLine;
 
 /// What the gate let through.
 pub(super) enum Passed {

@@ -21,9 +21,9 @@ use super::pipeline::Pipeline;
 use super::request::CallRequest;
 use crate::registry::Tool;
 use crate::sandbox::{GuestOutput, GuestSpec, NestedCalls, NestedFailure};
-use toolhost_policy::call::{Approver, CallStatus, ErrorKind};
-use toolhost_policy::caller::Caller;
-use toolhost_policy::grants::Nesting;
+use toolhost_call::call::{Approver, CallStatus, ErrorKind};
+use toolhost_gate::caller::Caller;
+use toolhost_gate::grants::Nesting;
 
 /// Where a call sits in a tree of nested calls: how deep, and the budget the tree shares. Set by
 /// the pipeline on the calls it runs for a plugin; a front end leaves it unset (a root).
@@ -182,7 +182,7 @@ fn failure(kind: ErrorKind, message: &str) -> NestedFailure {
     }
 }
 
-fn failure_of(outcome: toolhost_policy::call::CallOutcome) -> NestedFailure {
+fn failure_of(outcome: toolhost_call::call::CallOutcome) -> NestedFailure {
     NestedFailure {
         kind: outcome
             .error_kind()

@@ -24,11 +24,11 @@ use super::timing::{Stage, StageTimes};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
 use crate::registry::{Catalog, Registry, Tool};
 use crate::stats::Stats;
-use toolhost_policy::breaker::Lowered;
-use toolhost_policy::call::{CallOutcome, ErrorKind};
-use toolhost_policy::caller::{Access, NO_PROFILE};
-use toolhost_policy::config::Config;
-use toolhost_policy::task::owner_of;
+use toolhost_gate::breaker::Lowered;
+use toolhost_call::call::{CallOutcome, ErrorKind};
+use toolhost_gate::caller::{Access, NO_PROFILE};
+use toolhost_config::config::Config;
+use toolhost_gate::task::owner_of;
 
 /// How long a call to a tool that is not served waits while plugins load (one of them may bring
 /// it): long enough for the last of several large plugins' first compiles on a busy machine. A

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::live::{Live, LiveEvent};
-use toolhost_policy::call::{Answer, ApprovalRequest};
+use toolhost_call::call::{Answer, ApprovalRequest};
 
 /// How many answered questions are remembered, to tell a replay from an unknown id.
 const REMEMBERED: usize = 4096;

@@ -2,7 +2,7 @@
 //! listings, `/health` and `/metrics` alike. Decides visibility only; calls are decided by the
 //! pipeline.
 
-use toolhost_policy::caller::{Access, Caller};
+use toolhost_gate::caller::{Access, Caller};
 
 use super::Pipeline;
 
