@@ -7,8 +7,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use toolhost::exec::{CallOutcome, CallRequest};
-use toolhost_gate::gate::{Decision, Mounts, PermissionConfig, Permissions};
 use toolhost_call::tool::{Hints, ToolSpec};
+use toolhost_gate::gate::{Decision, Mounts, PermissionConfig, Permissions};
 
 use crate::daemon::{Daemon, Outcome, record};
 use crate::harness::Env;

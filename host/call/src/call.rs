@@ -145,10 +145,10 @@ pub enum ErrorKind {
     /// another daemon).
     Busy,
     /// The tool's circuit breaker is open: it failed too often in a row and is not run until its
-    /// cool-down has passed ([`toolhost_gate::breaker`]). Not a failure of this call's input.
+    /// cool-down has passed (`toolhost_gate::breaker`). Not a failure of this call's input.
     Suspended,
-    /// The caller used up its share ([`toolhost_gate::quota`]): too many calls in the window, too many at
-    /// once, or too much fuel; the message says when to retry. Not a failure of the tool.
+    /// The caller used up its share (`toolhost_gate::quota`): too many calls in the window, too
+    /// many at once, or too much fuel; the message says when to retry. Not a failure of the tool.
     RateLimited,
     /// The audit log could not be written and the policy refuses unaudited calls.
     AuditUnavailable,
@@ -180,10 +180,10 @@ impl ErrorKind {
     }
 
     /// True when a failure of this kind says something about the tool's health: the tool ran, or
-    /// was being run, and failed. These are the failures a [`toolhost_gate::breaker`] may count and the
-    /// only ones its statistics keep. False for the kinds decided before the tool ran or by the
-    /// caller (unknown tool, invalid input, denied, cancelled, input required, busy, suspended,
-    /// audit unavailable): they say nothing about whether the tool works.
+    /// was being run, and failed. These are the failures a breaker (`toolhost_gate::breaker`) may
+    /// count and the only ones its statistics keep. False for the kinds decided before the tool ran
+    /// or by the caller (unknown tool, invalid input, denied, cancelled, input required, busy,
+    /// suspended, audit unavailable): they say nothing about whether the tool works.
     pub fn is_tool_fault(self) -> bool {
         match self {
             Self::Timeout

@@ -1,5 +1,5 @@
 //! What a plugin is granted and how far it may go: plain data, filled in by
-//! [`config`](toolhost_config::config), read by the sandbox.
+//! the operator's configuration (`toolhost_config::config`), read by the sandbox.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Batches of LLM tool calls: the wire formats are the policy crate's ([`toolhost_wire::batch`],
+//! Batches of LLM tool calls: the wire formats are `toolhost_wire`'s ([`toolhost_wire::batch`],
 //! re-exported here); [`run()`] sends each call through the [`Pipeline`](crate::exec::Pipeline)
 //! with the batch as its audit parent, reads together and writes alone. Front ends (`toolhost
 //! batch`, `POST /v1/tool-calls`) only move bytes; they must not reach past this module into the

@@ -19,9 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::run::{BatchOptions, Calls, reject, result, sharing_of};
 use crate::exec::Pipeline;
-use toolhost_wire::batch::stream::{
-    Decoder, Ending, Pending, Schedule, StreamError, StreamEvent,
-};
+use toolhost_wire::batch::stream::{Decoder, Ending, Pending, Schedule, StreamError, StreamEvent};
 use toolhost_wire::batch::{BatchReport, CallResult, Format, ParsedCall};
 
 /// What a streamed batch tells as it goes, for a UI: in the order it happens.

@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use super::{Failure, print_json};
 use toolhost::registry::{PluginStatus, Registry, Tool};
+use toolhost_call::text::one_line;
 use toolhost_gate::gate::{Decision, Preview};
 use toolhost_gate::grants::Grants;
-use toolhost_call::text::one_line;
 
 /// `list`, as a table or (`json`) one document.
 pub(super) fn list(registry: &Registry, json: bool) -> Result<u8, Failure> {

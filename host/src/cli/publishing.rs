@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use toolhost::distribution;
+use toolhost_call::text::one_line;
 use toolhost_config::config::Config;
 use toolhost_trust::source::OciRef;
-use toolhost_call::text::one_line;
 use toolhost_trust::trust::SigningKey;
 
 use super::progress::Bar;

@@ -10,9 +10,7 @@ use toolhost_config::config::{Config, PluginSource, Sources};
 use toolhost_trust::lock::{Locked, LockedBundle, LockedSignature, Lockfile};
 use toolhost_trust::oci::{MAX_BUNDLES, Manifest, bundle_referrers, referrers_tag};
 use toolhost_trust::source::{Digest, OciRef, Reference};
-use toolhost_trust::trust::{
-    Evidence, MAX_PAYLOAD_BYTES, SignatureStatus, Subject, signature_tag,
-};
+use toolhost_trust::trust::{Evidence, MAX_PAYLOAD_BYTES, SignatureStatus, Subject, signature_tag};
 
 use super::remote::Remote;
 use super::resolve::read_lock;

@@ -2,7 +2,7 @@
 //! ([`super::bounded`]: a `Content-Length` over the limit is refused up front, a longer body cut
 //! off at the limit; blobs stream to disk) and every blob checked against the digest it was asked
 //! for; what the bytes mean is judged
-//! elsewhere (`policy::oci`, `policy::trust`).
+//! elsewhere (`toolhost_trust::oci`, `toolhost_trust::trust`).
 
 use toolhost_config::config::Sources;
 use toolhost_trust::oci::{Artifact, MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES};

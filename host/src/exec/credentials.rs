@@ -12,8 +12,8 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use toolhost_call::call::ErrorKind;
-use toolhost_gate::caller::{Caller, Profile};
 use toolhost_config::config::Introspection;
+use toolhost_gate::caller::{Caller, Profile};
 use toolhost_gate::network::{
     CallerSecret, CallerSource, Exchange, Secret, SecretGrant, SecretHeader,
 };

@@ -15,10 +15,10 @@ use crate::audit::{AuditRecord, Decision as AuditDecision};
 use crate::registry::Tool;
 use crate::sandbox::{CallIo, GuestError, NestedCalls, RunError};
 use toolhost_call::call::ErrorKind;
+use toolhost_call::text::OneLine;
 use toolhost_gate::gate::PathGuard;
 use toolhost_gate::grants::Caps;
 use toolhost_gate::network::SecretGrant;
-use toolhost_call::text::OneLine;
 
 impl Pipeline {
     /// Run `input` through `tool`'s plugin in a fresh sandbox with `files` and `caps`, and shape

@@ -17,8 +17,8 @@ use super::timing::{Stage, Stopwatch};
 use crate::audit::{AuditRecord, Decision as AuditDecision};
 use crate::registry::Tool;
 use toolhost_call::call::{Answer, ApprovalRequest, ErrorKind};
-use toolhost_gate::gate::{Decision, Permissions};
 use toolhost_call::text::OneLine;
+use toolhost_gate::gate::{Decision, Permissions};
 
 /// What the gate let through.
 pub(super) enum Passed {

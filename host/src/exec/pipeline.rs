@@ -24,10 +24,10 @@ use super::timing::{Stage, StageTimes};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
 use crate::registry::{Catalog, Registry, Tool};
 use crate::stats::Stats;
-use toolhost_gate::breaker::Lowered;
 use toolhost_call::call::{CallOutcome, ErrorKind};
-use toolhost_gate::caller::{Access, NO_PROFILE};
 use toolhost_config::config::Config;
+use toolhost_gate::breaker::Lowered;
+use toolhost_gate::caller::{Access, NO_PROFILE};
 use toolhost_gate::task::owner_of;
 
 /// How long a call to a tool that is not served waits while plugins load (one of them may bring

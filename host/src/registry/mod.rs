@@ -37,10 +37,10 @@ use tokio_util::sync::CancellationToken;
 use crate::distribution::Provenance;
 use crate::sandbox::{Prepared, Sandbox};
 pub(crate) use schemas::Schemas;
-use toolhost_config::config::{Config, PluginPolicy};
-use toolhost_gate::gate::PathGuard;
 use toolhost_call::tool::ToolSpec;
 use toolhost_call::wit::Skipped;
+use toolhost_config::config::{Config, PluginPolicy};
+use toolhost_gate::gate::PathGuard;
 
 use self::candidates::scan;
 pub use self::catalog::{Catalog, Loading, PluginStatus, Start};

@@ -156,8 +156,8 @@ impl Reports<'_> {
             return;
         }
         // One call, one log line, whatever the guest wrote: newlines and controls are escaped.
-        let message = toolhost_call::text::one_line(&clip(r.secrets.redactor().redact(message)))
-            .into_owned();
+        let message =
+            toolhost_call::text::one_line(&clip(r.secrets.redactor().redact(message))).into_owned();
         let plugin = toolhost_call::text::one_line(self.plugin);
         let plugin = plugin.as_ref();
         match level {

@@ -1,7 +1,7 @@
 //! A plugin's named secrets, bound once at load: the one place in the sandbox that reads their
 //! values (for the env of the WASI context, and for the headers the host adds to requests) and that
 //! redacts them from everything the guest produces (its answer, output, logs, progress, and the
-//! reasons its requests failed). Reading the secrets from the config is `toolhost_policy`'s.
+//! reasons its requests failed). Reading the secrets from the config is `toolhost_config`'s.
 
 use std::sync::Arc;
 

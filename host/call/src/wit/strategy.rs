@@ -1,4 +1,4 @@
-//! proptest strategies for WIT types and their values (feature `proptest`): the policy crate's
+//! proptest strategies for WIT types and their values (feature `proptest`): this crate's
 //! property tests and the host's round trips through real components share them.
 
 use proptest::prelude::*;

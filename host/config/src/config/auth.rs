@@ -8,9 +8,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
+use toolhost_gate::caller::{Profiles, RawProfile};
 
 use super::{ConfigError, invalid};
-use toolhost_gate::caller::{Profiles, RawProfile};
 
 /// Signature algorithms a token may use: asymmetric only. `none` and the HMAC family are never
 /// accepted (an HMAC "signed" with the public key is the classic forgery).

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use serde::Deserialize;
+use toolhost_call::call::ErrorKind;
+use toolhost_gate::breaker::BreakerPolicy;
 
 use super::{ConfigError, invalid};
-use toolhost_gate::breaker::BreakerPolicy;
-use toolhost_call::call::ErrorKind;
 
 /// A `breaker` table as written; every key optional, inherited when missing.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]

@@ -6,8 +6,9 @@
 
 use std::path::PathBuf;
 
-use super::{ConfigError, RawConfig, RawDir, invalid};
 use toolhost_gate::gate::Mode;
+
+use super::{ConfigError, RawConfig, RawDir, invalid};
 
 /// Command-line overrides, applied after the file.
 #[derive(Debug, Default, Clone)]

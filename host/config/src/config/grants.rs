@@ -4,9 +4,10 @@
 
 use std::path::Path;
 
-use super::{ConfigError, RawPlugin, invalid, network};
 use toolhost_gate::gate::{Denial, Mounts, PermissionConfig, Permissions, ToolPattern, guest_root};
 use toolhost_gate::grants::{DirGrant, Grants};
+
+use super::{ConfigError, RawPlugin, invalid, network};
 
 /// The grants of one plugin section (`key` names it in errors), relative paths against `base`;
 /// with the paths its directories' `exclude` entries deny, compiled here, once.

@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
-use super::{ConfigError, RawLimits, invalid};
-use crate::config::PluginPolicy;
 use toolhost_gate::gate::InputLimits;
 use toolhost_gate::grants::{Limits, Nesting};
+
+use super::{ConfigError, RawLimits, invalid};
+use crate::config::PluginPolicy;
 
 /// One `limits` table, resolved.
 pub(super) struct Resolved {

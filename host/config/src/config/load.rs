@@ -6,6 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use toolhost_gate::breaker::BreakerPolicy;
+use toolhost_gate::grants::Grants;
+
 use super::auth::AuthConfig;
 use super::breaker::resolve_breaker;
 use super::grants::{compile_permissions, resolve_grants};
@@ -13,11 +16,7 @@ use super::host_state::{self, GrantRef, OwnFiles, protected_paths};
 use super::limits::{Resolved as ResolvedLimits, resolve_limits};
 use super::resolved::Origin;
 use super::sources::{resolve_source, resolve_sources};
-use super::{
-    Config, ConfigError, Overrides, PluginPolicy, RawConfig, flags, invalid, raw, server,
-};
-use toolhost_gate::breaker::BreakerPolicy;
-use toolhost_gate::grants::Grants;
+use super::{Config, ConfigError, Overrides, PluginPolicy, RawConfig, flags, invalid, raw, server};
 
 impl Config {
     /// Load `path` if given (an explicit path must exist), else `./toolhost.toml` if present, else defaults;
@@ -150,9 +149,9 @@ impl Config {
                     disabled: p.disabled,
                     arrives_later: p.arrives_later,
                     source: resolve_source(p.source.as_deref(), p.sha256.as_deref(), &key)?,
-                    task: p
-                        .task
-                        .unwrap_or_else(|| toolhost_gate::task::TaskSupport::default_for(limits.timeout)),
+                    task: p.task.unwrap_or_else(|| {
+                        toolhost_gate::task::TaskSupport::default_for(limits.timeout)
+                    }),
                     tools: super::tools::resolve_tools(&p.tools, &key, &breaker, limits.timeout)?,
                     breaker,
                 },

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
-
-use super::{ConfigError, invalid};
 use toolhost_gate::network::{
     CallerSecret, CallerSource, Destination, Exchange, NetworkGrant, NetworkLimits, Scheme, Secret,
     SecretGrant, SecretHeader,
 };
+
+use super::{ConfigError, invalid};
 
 /// Secrets shorter than this are refused: redacting every occurrence of a short string would garble
 /// results, and a short secret is guessable anyway.

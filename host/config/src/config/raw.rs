@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use toolhost_gate::gate::PermissionConfig;
 
 use super::{AuditOptions, ConfigError, RawNetwork, RawRegistry, RawSecret, RawTrust};
-use toolhost_gate::gate::PermissionConfig;
 
 /// The file as written.
 #[derive(Debug, Default, Deserialize)]

@@ -9,10 +9,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{AuditOptions, EngineOptions, Overrides, PluginSource, PoolOptions, Sources};
 use toolhost_gate::breaker::BreakerPolicy;
 use toolhost_gate::gate::{InputLimits, PermissionConfig, Permissions};
 use toolhost_gate::grants::{Grants, Limits, Nesting};
+
+use super::{AuditOptions, EngineOptions, Overrides, PluginSource, PoolOptions, Sources};
 
 /// What a plugin may do and how far it may go, fully resolved.
 #[derive(Debug, Clone)]

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use toolhost_gate::gate::ToolPattern;
+
 use super::PoolOptions;
 use super::{ConfigError, Overrides, PluginPolicy, RawEngine, RawServer, ServerConfig, invalid};
-use toolhost_gate::gate::ToolPattern;
 use crate::hosts::AllowedHost;
 
 /// Instances for plugin loads (each runs `describe`) on top of the calls the server runs at once.

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
-
-use super::{ConfigError, invalid};
 use toolhost_trust::source::{Digest, OciRef, is_registry, is_repository};
 use toolhost_trust::trust::sigstore::TrustedRoot;
 use toolhost_trust::trust::{Keyless, PublicKey, TrustEntry, TrustPolicy};
+
+use super::{ConfigError, invalid};
 
 /// `[registries."HOST[:PORT]"]` as written.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -119,9 +119,11 @@ pub(super) fn resolve_source(
                 "is for https:// sources; pin an oci:// source with @sha256:… in the reference",
             ));
         }
-        let r = source.parse().map_err(|e: toolhost_trust::source::SourceError| {
-            invalid(format!("{key}.source"), e.to_string())
-        })?;
+        let r = source
+            .parse()
+            .map_err(|e: toolhost_trust::source::SourceError| {
+                invalid(format!("{key}.source"), e.to_string())
+            })?;
         return Ok(Some(PluginSource::Oci(r)));
     }
     if let Some(rest) = source.strip_prefix("https://") {
@@ -146,9 +148,11 @@ pub(super) fn resolve_source(
         } else {
             format!("sha256:{sha256}")
         };
-        let digest = pinned.parse().map_err(|e: toolhost_trust::source::DigestError| {
-            invalid(format!("{key}.sha256"), e.to_string())
-        })?;
+        let digest = pinned
+            .parse()
+            .map_err(|e: toolhost_trust::source::DigestError| {
+                invalid(format!("{key}.sha256"), e.to_string())
+            })?;
         return Ok(Some(PluginSource::Https {
             url: source.to_owned(),
             digest,

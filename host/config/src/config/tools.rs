@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
+use toolhost_call::tool::{Hints, is_valid_name};
+use toolhost_gate::breaker::BreakerPolicy;
 
 use super::breaker::resolve_breaker;
 use super::{ConfigError, RawBreaker, invalid};
-use toolhost_gate::breaker::BreakerPolicy;
-use toolhost_call::tool::{Hints, is_valid_name};
 
 /// The file's table, as written.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]

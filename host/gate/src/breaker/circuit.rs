@@ -9,8 +9,9 @@
 use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
-use super::{BreakerPolicy, BreakerState, Suspension, Transition};
 use toolhost_call::call::ErrorKind;
+
+use super::{BreakerPolicy, BreakerState, Suspension, Transition};
 
 /// One tool's circuit breaker. See the [module docs](super) for the life of a call through it.
 #[derive(Debug, Clone)]

@@ -6,11 +6,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use serde::Serialize;
+use toolhost_call::call::ErrorKind;
 
 use super::{
     Admission, Breaker, BreakerPolicy, BreakerState, FailureStats, Pass, RecentCalls, Transition,
 };
-use toolhost_call::call::ErrorKind;
 
 /// One tool's breaker and recent outcomes.
 #[derive(Debug, Clone)]
@@ -118,7 +118,7 @@ pub struct Breakers {
 impl Breakers {
     /// `tool`'s health, created on its first call; `policy` is put in force if it changed (a
     /// reloaded config), keeping the breaker's state. Pass the tool's policy from
-    /// [`Config::breaker_for`](toolhost_config::config::Config::breaker_for).
+    /// `toolhost_config::config::Config::breaker_for`.
     pub fn tool(&mut self, tool: &str, policy: &BreakerPolicy) -> &mut ToolHealth {
         // Look up first: the common case allocates nothing.
         if !self.tools.contains_key(tool) {

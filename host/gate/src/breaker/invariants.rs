@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
+use toolhost_call::call::ErrorKind::{self, *};
 
 use super::*;
-use toolhost_call::call::ErrorKind::{self, *};
 
 #[derive(Debug, Clone)]
 enum Step {

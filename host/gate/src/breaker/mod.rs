@@ -35,6 +35,7 @@ mod tests;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use toolhost_call::call::ErrorKind;
 
 pub use self::circuit::{Admission, Breaker, Pass};
 pub use self::health::{Breakers, Health, Recorded, ToolHealth};
@@ -44,7 +45,6 @@ pub use self::policy::{
     TRIAL_GRACE,
 };
 pub use self::stats::{FailureStats, MIN_FAILURES, RecentCalls, WINDOW};
-use toolhost_call::call::ErrorKind;
 
 /// Why a tool is suspended and until when: the answer to a refused call.
 #[derive(Debug, Clone, PartialEq, Eq)]

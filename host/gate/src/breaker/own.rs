@@ -11,8 +11,9 @@
 
 use std::time::Instant;
 
-use super::{Admission, BreakerPolicy, Breakers, Health, Pass, Recorded, ToolHealth, Transition};
 use toolhost_call::call::ErrorKind;
+
+use super::{Admission, BreakerPolicy, Breakers, Health, Pass, Recorded, ToolHealth, Transition};
 use crate::grants::{Caps, Limits};
 
 /// Which of a tool's limits a caller's profile lowered for a call: the failures of those kinds

@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
+use toolhost_call::call::ErrorKind;
 
 use super::advice::{remedy, verb};
-use toolhost_call::call::ErrorKind;
 
 /// How many of a tool's latest calls are kept.
 pub const WINDOW: usize = 10;

@@ -3,8 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::*;
 use toolhost_call::call::ErrorKind::{self, *};
+
+use super::*;
 
 fn s(secs: u64) -> Duration {
     Duration::from_secs(secs)

@@ -21,13 +21,13 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolhost_call::tool::ToolSpec;
 
 use super::decision::{Decision, MatchedRule};
 use super::guard::{Denial, PathGuard};
 use super::mode::Mode;
 use super::mounts::Mounts;
 use super::rule::{self, Reach, Rule, RuleError, RuleKind, Scope, Subject};
-use toolhost_call::tool::ToolSpec;
 
 mod preview;
 pub use self::preview::Preview;

@@ -9,9 +9,9 @@ use jsonschema::{ReferencingError, ValidationError, Validator};
 use serde_json::Value;
 
 use super::coerce::{self, Coercion, Targets};
-use super::violation::{describe, display_path};
 use super::cost::{self, CostError};
 use super::limits::InputLimits;
+use super::violation::{describe, display_path};
 
 /// Why a tool's schema cannot be used; the message says what to fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -93,7 +93,10 @@ fn plain_message(error: &ValidationError<'_>) -> String {
     }
     let shown = String::from_utf8_lossy(&head.0);
     error
-        .masked_with(format!("{}...", toolhost_call::text::prefix(&shown, MAX_SHOWN)))
+        .masked_with(format!(
+            "{}...",
+            toolhost_call::text::prefix(&shown, MAX_SHOWN)
+        ))
         .to_string()
 }
 
@@ -120,4 +123,3 @@ impl io::Write for Limited {
 pub(super) fn display_path(pointer: &str) -> &str {
     if pointer.is_empty() { "/" } else { pointer }
 }
-

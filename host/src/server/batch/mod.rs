@@ -53,8 +53,8 @@ use crate::exec::Stopping;
 use crate::server::http::body::event_stream_framing;
 use crate::server::http::reply::error;
 use crate::server::shared::Shared;
-use toolhost_gate::caller::Caller;
 use toolhost_config::config::ServerConfig;
+use toolhost_gate::caller::Caller;
 
 /// The batch routes over `shared`, unguarded: the daemon's router and
 /// [`Server::batch_router`](crate::server::Server::batch_router) put them behind the guard.

@@ -5,11 +5,11 @@
 //! (`parse`, `answer`, `tools`); nothing here runs a call.
 
 use serde_json::{Value, json};
-
-use super::result::CallResult;
-use super::format::Format;
-use super::calls::{Call, ParseError, ParsedCall, empty_object, push, require, text, type_of};
 use toolhost_call::tool::ToolSpec;
+
+use super::calls::{Call, ParseError, ParsedCall, empty_object, push, require, text, type_of};
+use super::format::Format;
+use super::result::CallResult;
 
 const SHAPE: &str = "an assistant message with a `content` array of blocks, or that array";
 

@@ -6,13 +6,13 @@
 //! (`parse`, `answer`, `tools`); nothing here runs a call.
 
 use serde_json::{Value, json};
+use toolhost_call::tool::ToolSpec;
 
-use super::result::CallResult;
-use super::format::Format;
 use super::calls::{
     BrokenCall, CallError, ParseError, ParsedCall, arguments, push, ready, require, text, type_of,
 };
-use toolhost_call::tool::ToolSpec;
+use super::format::Format;
+use super::result::CallResult;
 
 const SHAPE: &str = "an assistant message with `tool_calls`, a chat completion with `choices`, or the `tool_calls` array";
 

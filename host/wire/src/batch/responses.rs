@@ -8,11 +8,11 @@
 //! (`parse`, `answer`, `tools`); nothing here runs a call.
 
 use serde_json::{Value, json};
-
-use super::result::CallResult;
-use super::format::Format;
-use super::calls::{ParseError, ParsedCall, arguments, push, ready, require, text, type_of};
 use toolhost_call::tool::ToolSpec;
+
+use super::calls::{ParseError, ParsedCall, arguments, push, ready, require, text, type_of};
+use super::format::Format;
+use super::result::CallResult;
 
 const SHAPE: &str = "an array of output items, or a response object with an `output` array";
 

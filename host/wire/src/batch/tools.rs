@@ -3,10 +3,10 @@
 //! `openai`, `responses`); this one only lists and dispatches.
 
 use serde_json::Value;
+use toolhost_call::tool::ToolSpec;
 
 use super::format::Format;
 use super::{anthropic, openai, responses};
-use toolhost_call::tool::ToolSpec;
 
 /// Every tool of `specs` (a catalog, in name order), declared for `format`.
 pub fn definitions<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>, format: Format) -> Value {

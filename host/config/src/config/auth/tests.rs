@@ -40,8 +40,7 @@ fn exchanging_a_callers_token_needs_somewhere_to_exchange_it() {
 
 #[test]
 fn checks_issuer_audience_and_algorithms() {
-    let a =
-        auth("issuer = \"https://idp.example.com/\"\naudience = \"https://t/mcp\"\n").unwrap();
+    let a = auth("issuer = \"https://idp.example.com/\"\naudience = \"https://t/mcp\"\n").unwrap();
     assert_eq!(a.issuer, "https://idp.example.com");
     assert_eq!(a.algorithms, ["RS256", "ES256"]);
     assert!(auth("issuer = \"http://127.0.0.1:9000\"\naudience = \"x\"\n").is_ok());

@@ -72,9 +72,7 @@ fn refuses_counts_and_cool_downs_out_of_range() {
         e.contains("invalid setting `breaker.failures`: must be between 1 and 100, not 0"),
         "{e}"
     );
-    assert!(
-        error("[plugins.a.breaker]\nfailures = 1000\n").contains("plugins.a.breaker.failures")
-    );
+    assert!(error("[plugins.a.breaker]\nfailures = 1000\n").contains("plugins.a.breaker.failures"));
     let e = error("[breaker]\ncool-down-s = 0\n");
     assert!(
         e.contains("`breaker.cool-down-s`: must be between 1 and 3600 seconds, not 0"),

@@ -51,8 +51,7 @@ fn refuses_a_grant_inside_the_cache_and_a_writable_one_inside_the_plugins_folder
     let e = check(&inner, protect(Kind::Cache, root.path().join("x"))).unwrap_err();
     assert!(e.contains("lies inside the compile cache"), "{e}");
     check(&inner, protect(Kind::Plugins, root.path().join("x"))).unwrap();
-    let e =
-        check_mode(&inner, protect(Kind::Plugins, root.path().join("x")), false).unwrap_err();
+    let e = check_mode(&inner, protect(Kind::Plugins, root.path().join("x")), false).unwrap_err();
     assert!(e.contains("lies inside the plugins folder"), "{e}");
 }
 
@@ -91,8 +90,7 @@ fn no_grant_reaches_a_callers_secret_file() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("plugins.fs.dirs[0].host")
-            && e.contains("callers[0].secrets.github.from-file"),
+        e.contains("plugins.fs.dirs[0].host") && e.contains("callers[0].secrets.github.from-file"),
         "{e}"
     );
 }

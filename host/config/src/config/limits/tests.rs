@@ -1,4 +1,4 @@
-//! `[limits]` and a plugin's own: defaults, inheritance, caps and nesting.
+//! `[limits]` and a plugin's own: how deep nested calls may go, inherited, overridden, refused.
 
 use crate::config::load::tests::parse;
 

@@ -24,10 +24,9 @@ fn empty_config_grants_nothing() {
 
 #[test]
 fn plugin_limits_inherit_and_override_globals() {
-    let c = parse(
-        "[limits]\ntimeout-ms = 1000\nmemory-mb = 64\n[plugins.a.limits]\nmemory-mb = 8\n",
-    )
-    .unwrap();
+    let c =
+        parse("[limits]\ntimeout-ms = 1000\nmemory-mb = 64\n[plugins.a.limits]\nmemory-mb = 8\n")
+            .unwrap();
     let a = c.policy("a");
     assert_eq!(a.limits.timeout, Duration::from_millis(1000));
     assert_eq!(a.limits.memory_bytes, 8 << 20);

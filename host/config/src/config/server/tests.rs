@@ -45,9 +45,8 @@ fn refuses_public_http_without_token() {
 
 #[test]
 fn pool_fits_calls_and_the_largest_memory_limit_by_default() {
-    let c =
-        parse("[server]\nmax-concurrent-calls = 8\n[plugins.big.limits]\nmemory-mb = 512\n")
-            .unwrap();
+    let c = parse("[server]\nmax-concurrent-calls = 8\n[plugins.big.limits]\nmemory-mb = 512\n")
+        .unwrap();
     let pool = c.pool.unwrap();
     assert_eq!(
         (pool.instances, pool.memory_bytes),

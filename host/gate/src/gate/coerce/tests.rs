@@ -1,7 +1,8 @@
-//! Coercion: which strings become numbers, booleans or null, and which are left alone.
+//! Coercion: strings that become the numbers, booleans, null or JSON a schema wants, and those left
+//! alone or refused.
 
-use crate::gate::validate::{InputValidator, Validated};
 use super::*;
+use crate::gate::validate::{InputValidator, Validated};
 use serde_json::json;
 
 fn check(schema: Value, input: Value) -> Result<Validated, String> {

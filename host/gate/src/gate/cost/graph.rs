@@ -5,9 +5,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
+use toolhost_call::pointer;
 
 use super::CostError;
-use toolhost_call::pointer;
 
 /// How often each subschema (by node index) is evaluated for one value.
 pub(super) type Profile = BTreeMap<usize, u64>;

@@ -3,10 +3,10 @@
 //! call goes through, so the listing cannot drift from the pipeline.
 
 use serde_json::{Map, Value};
+use toolhost_call::tool::ToolSpec;
 
 use super::{Permissions, ScopedRule};
 use crate::gate::Decision;
-use toolhost_call::tool::ToolSpec;
 
 /// The gate's decision for a tool, as far as it is known without an input.
 #[derive(Debug, Clone)]

@@ -1,8 +1,9 @@
 //! The gate's decisions: modes against kinds of tools, rule precedence across the global and plugin
 //! policies, paths through links and traversal, and the messages of refusals.
 
-use super::*;
 use toolhost_call::tool::Hints;
+
+use super::*;
 use serde_json::json;
 
 fn tool(name: &str, hints: Hints) -> ToolSpec {

@@ -19,8 +19,8 @@ use axum::response::{IntoResponse, Json, Response};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use toolhost_gate::caller::{Access, Caller, NO_PROFILE, Profiles};
 use toolhost_config::config::{AuthConfig, ServerConfig};
+use toolhost_gate::caller::{Access, Caller, NO_PROFILE, Profiles};
 
 use self::introspect::Introspector;
 use self::keys::Keys;

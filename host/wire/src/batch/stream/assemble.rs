@@ -8,12 +8,12 @@
 
 use serde_json::Value;
 
-use super::super::format::{Format, FormatChoice};
 use super::super::calls::type_of;
+use super::super::format::{Format, FormatChoice};
+use super::error_event::error_message;
 use super::event::{Ending, Limits, StreamError, StreamEvent};
 use super::frame::{Frame, FrameError};
 use super::table::{Table, TooManyCalls};
-use super::error_event::error_message;
 use super::{anthropic, chat, responses};
 
 /// Reads a stream's events into [`StreamEvent`]s, one event at a time.

@@ -4,8 +4,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::super::format::Format;
 use super::super::calls::{Batch, MAX_CALLS, ParsedCall};
+use super::super::format::Format;
 use super::frame::FrameError;
 use super::{MAX_ARGUMENT_BYTES, MAX_BUFFERED_BYTES, MAX_EVENT_BYTES};
 
