@@ -20,13 +20,14 @@
 //! shutdown, and serves through [`server`]; the CLI, the tests and the benchmarks open the same
 //! `Host`.
 //!
-//! Dependencies point down: host -> server -> exec -> {registry, sandbox, audit, stats} -> the pure crates,
-//! with [`system`] (the cores), [`diagnostics`] (the log on stderr, which never waits), [`body`]
-//! (bounded network reads) and [`random`] (unguessable values) leaves any layer may use. Only [`sandbox`] knows wasmtime; only
+//! Dependencies point down: host -> server -> exec -> {registry, sandbox, audit, stats} -> the pure
+//! crates (config -> gate -> call, config -> trust, wire -> call), with [`system`] (the cores),
+//! [`diagnostics`] (the log on stderr, which never waits), [`body`] (bounded network reads) and
+//! [`random`] (unguessable values) leaves any layer may use. Only [`sandbox`] knows wasmtime; only
 //! [`server`] knows MCP and turns outcomes into wire errors (inside it, the MCP, batch and HTTP
 //! front ends import only its shared part, never each other); nothing below [`host`] imports it,
-//! nothing but the host imports the server, nothing imports the CLI, and the pure crates know
-//! none of them (the compiler checks it).
+//! nothing but the host imports the server, nothing imports the CLI, and the pure crates know none
+//! of them (the compiler checks it).
 //! [`distribution`] brings plugins from registries into a local store, which the registry loads
 //! from offline. [`state`] keeps what must outlive a request (task records and results) in SQLite
 //! or a PostgreSQL shared by many daemons; [`tasks`] runs long calls in the background over it.
