@@ -33,9 +33,11 @@ def modules(src: Path) -> dict[tuple[str, ...], Path]:
 
 def expand(tree: str) -> list[str]:
     """`a::{b, c::{d, e}}` -> [`a::b`, `a::c::d`, `a::c::e`] (an `as` rename dropped)."""
+    # `as` is a word only while the spaces are there: `Pass` and `Class` keep their `as`.
+    tree = re.sub(r"\s+as\s+", "@", tree.strip())
     tree = re.sub(r"\s+", "", tree)
     if "{" not in tree:
-        return [tree.split("as")[0] if "as" in tree and "::" not in tree.split("as")[-1] else tree]
+        return [tree.split("@")[0]]
     head, rest = tree.split("{", 1)
     body = rest[: rest.rfind("}")]
     parts, depth, cur = [], 0, ""

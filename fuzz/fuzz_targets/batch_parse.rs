@@ -7,10 +7,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use toolhost_policy::batch::{
+use toolhost_wire::batch::{
     self, BatchReport, CallResult, Format, FormatChoice, MAX_CALLS, Sharing, partition,
 };
-use toolhost_policy::call::{CallOutcome, ErrorKind};
+use toolhost_call::call::{CallOutcome, ErrorKind};
 
 const CHOICES: [FormatChoice; 4] = [
     FormatChoice::Auto,

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use toolhost_policy::config::{Config, Overrides, RawConfig};
-use toolhost_policy::gate::{Mode, Permissions};
+use toolhost_config::config::{Config, Overrides, RawConfig};
+use toolhost_gate::gate::{Mode, Permissions};
 
 /// A folder with `work/` and `plugins/` (for grants to name) and `secret.txt`.
 fn base() -> &'static PathBuf {

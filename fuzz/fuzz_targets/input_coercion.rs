@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
-use toolhost_policy::gate::{InputLimits, InputValidator};
+use toolhost_gate::gate::{InputLimits, InputValidator};
 
 fn schemas() -> Vec<Value> {
     vec![

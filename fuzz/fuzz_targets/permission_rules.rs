@@ -10,8 +10,8 @@ use std::sync::OnceLock;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
-use toolhost_policy::gate::{Decision, Mode, PermissionConfig, Permissions, Rule};
-use toolhost_policy::tool::{Hints, ToolSpec};
+use toolhost_gate::gate::{Decision, Mode, PermissionConfig, Permissions, Rule};
+use toolhost_call::tool::{Hints, ToolSpec};
 
 #[derive(Arbitrary, Debug)]
 struct Input {

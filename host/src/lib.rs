@@ -1,9 +1,12 @@
 //! toolhost hosts AI agent tools as sandboxed WebAssembly components.
 //!
-//! Two crates. `toolhost_policy` is the pure policy: tool specs, input validation and coercion,
-//! permission rules, modes and paths (its `gate`), grants and limits, network destinations and
-//! secret redaction, the operator's config, the batch wire formats and the call types. This crate
-//! runs what it decides.
+//! Five pure crates decide, and this one runs what they decide. `toolhost_call` holds the types
+//! every call shares (outcomes, safe text, tool specs, WIT types and values); `toolhost_gate` what a
+//! call may do (input validation and coercion, permission rules, modes and paths, grants and limits,
+//! network destinations and secret redaction, callers, quotas, breakers, tasks); `toolhost_wire` the
+//! LLM APIs' batch wire formats; `toolhost_trust` where plugins come from and whom to trust (sources,
+//! OCI manifests, signatures, the lockfile); `toolhost_config` the operator's configuration. None of
+//! them knows wasmtime, MCP or the async runtime.
 //!
 //! A call travels one pipeline ([`exec`]): a front end ([`server`] for MCP and the batch API, or the
 //! CLI) hands it a request; the pipeline finds the tool in the [`registry`], validates and gates the
@@ -17,13 +20,14 @@
 //! shutdown, and serves through [`server`]; the CLI, the tests and the benchmarks open the same
 //! `Host`.
 //!
-//! Dependencies point down: host -> server -> exec -> {registry, sandbox, audit, stats} -> policy,
-//! with [`system`] (the cores), [`diagnostics`] (the log on stderr, which never waits), [`body`]
-//! (bounded network reads) and [`random`] (unguessable values) leaves any layer may use. Only [`sandbox`] knows wasmtime; only
+//! Dependencies point down: host -> server -> exec -> {registry, sandbox, audit, stats} -> the pure
+//! crates (config -> gate -> call, config -> trust, wire -> call), with [`system`] (the cores),
+//! [`diagnostics`] (the log on stderr, which never waits), [`body`] (bounded network reads) and
+//! [`random`] (unguessable values) leaves any layer may use. Only [`sandbox`] knows wasmtime; only
 //! [`server`] knows MCP and turns outcomes into wire errors (inside it, the MCP, batch and HTTP
 //! front ends import only its shared part, never each other); nothing below [`host`] imports it,
-//! nothing but the host imports the server, nothing imports the CLI, and the policy crate knows
-//! none of them (the compiler checks it).
+//! nothing but the host imports the server, nothing imports the CLI, and the pure crates know none
+//! of them (the compiler checks it).
 //! [`distribution`] brings plugins from registries into a local store, which the registry loads
 //! from offline. [`state`] keeps what must outlive a request (task records and results) in SQLite
 //! or a PostgreSQL shared by many daemons; [`tasks`] runs long calls in the background over it.

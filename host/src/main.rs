@@ -22,7 +22,7 @@ fn main() -> ExitCode {
     // One event, one line: plugin text in a message cannot forge lines or steer the terminal.
     // Colour only for a terminal: a file or a log collector would get escape codes.
     tracing_subscriber::fmt()
-        .with_writer(|| toolhost_policy::text::LogWriter(toolhost::diagnostics::Stderr))
+        .with_writer(|| toolhost_call::text::LogWriter(toolhost::diagnostics::Stderr))
         .fmt_fields(fields())
         .with_timer(Clock)
         .with_ansi(std::io::stderr().is_terminal())
@@ -59,7 +59,7 @@ fn main() -> ExitCode {
                 let message = chain(&anyhow::Error::from(failure));
                 toolhost::diagnostics::say(&format!(
                     "toolhost: {}",
-                    toolhost_policy::text::multi_line(&message)
+                    toolhost_call::text::multi_line(&message)
                 ));
             }
             ExitCode::from(code)
@@ -97,7 +97,7 @@ fn fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> {
     use std::fmt::Write as _;
     use tracing_subscriber::field::MakeExt as _;
     tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
-        let mut w = toolhost_policy::text::EscEscaped(w);
+        let mut w = toolhost_call::text::EscEscaped(w);
         match field.name() {
             "message" => write!(w, "{value:?}"),
             name if name.starts_with("log.") => Ok(()),
@@ -115,7 +115,7 @@ struct Clock;
 impl tracing_subscriber::fmt::time::FormatTime for Clock {
     fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
         let now = chrono::Utc::now();
-        match toolhost_policy::text::rfc3339_micros(&now) {
+        match toolhost_call::text::rfc3339_micros(&now) {
             Some(digits) => w.write_str(std::str::from_utf8(&digits).map_err(|_| std::fmt::Error)?),
             None => w.write_str(&now.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)),
         }

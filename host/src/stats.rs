@@ -16,7 +16,7 @@ use self::prometheus::BUCKETS;
 pub use self::prometheus::Exposition;
 use self::series::Series;
 pub use self::series::{INTERVAL_SECS, INTERVALS, Point};
-use toolhost_policy::call::ErrorKind;
+use toolhost_call::call::ErrorKind;
 
 /// The one label under which calls that named no tool of the catalogue are counted (an unknown or
 /// hidden name, or a call refused before the lookup): no tool name holds parentheses, so it

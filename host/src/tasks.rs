@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolhost_policy::config::TaskOptions;
-use toolhost_policy::task::TaskStatus;
+use toolhost_config::config::TaskOptions;
+use toolhost_gate::task::TaskStatus;
 
 use crate::state::{Change, StateError, Store, TaskKind, TaskRecord, now_ms};
 

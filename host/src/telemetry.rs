@@ -25,7 +25,7 @@ use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 
-use toolhost_policy::config::TelemetryOptions;
+use toolhost_config::config::TelemetryOptions;
 
 /// The instrumentation scope of every span and instrument.
 const SCOPE: &str = "toolhost";
@@ -192,9 +192,9 @@ pub(crate) fn record_call(tool: &str, error: Option<&str>, fuel: Option<u64>, me
 }
 
 /// `error.type` for a failed call: its kind, or `tool_error` for a tool that reported failure.
-pub fn error_type(kind: toolhost_policy::call::ErrorKind) -> &'static str {
+pub fn error_type(kind: toolhost_call::call::ErrorKind) -> &'static str {
     match kind {
-        toolhost_policy::call::ErrorKind::ToolFailed => "tool_error",
+        toolhost_call::call::ErrorKind::ToolFailed => "tool_error",
         k => k.as_str(),
     }
 }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolhost::batch::{self, BatchOptions, BatchReport, Format, FormatChoice};
 use toolhost::exec::Pipeline;
-use toolhost_policy::config::ServerConfig;
+use toolhost_config::config::ServerConfig;
 
 use crate::golden;
 use crate::harness::{EVENT_WAIT, Env, audit_line_at, wait_for_async};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use toolhost::exec::Pipeline;
 use toolhost::host::Host;
-use toolhost_policy::config::{Config, Overrides, RawConfig};
+use toolhost_config::config::{Config, Overrides, RawConfig};
 
 /// The repository root.
 pub(crate) fn root() -> PathBuf {

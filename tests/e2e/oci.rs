@@ -93,7 +93,7 @@ fn pushes_pulls_by_tag_and_digest_locks_and_serves_offline() {
     let lock = std::fs::read_to_string(env.path().join("toolhost.lock")).unwrap();
     assert!(lock.contains(&format!("manifest = \"{digest}\"")), "{lock}");
     let echo_component =
-        toolhost_policy::source::Digest::of(&std::fs::read(plugin_file("echo")).unwrap());
+        toolhost_trust::source::Digest::of(&std::fs::read(plugin_file("echo")).unwrap());
     assert!(
         lock.contains(&format!("component = \"{echo_component}\"")),
         "{lock}"
@@ -199,9 +199,9 @@ fn tampered_and_deleted_blobs_are_refused_and_the_others_load() {
     push(&env, "echo", &format!("oci://{addr}/tools/echo:1"));
     push(&env, "fs", &format!("oci://{addr}/tools/gone:1"));
     let echo_component =
-        toolhost_policy::source::Digest::of(&std::fs::read(plugin_file("echo")).unwrap());
+        toolhost_trust::source::Digest::of(&std::fs::read(plugin_file("echo")).unwrap());
     let fs_component =
-        toolhost_policy::source::Digest::of(&std::fs::read(plugin_file("fs")).unwrap());
+        toolhost_trust::source::Digest::of(&std::fs::read(plugin_file("fs")).unwrap());
 
     // In the registry: one blob altered (same length), one deleted.
     let blob = reg.blob_file(echo_component.as_str());
@@ -542,8 +542,8 @@ fn toolhost_sign_writes_signatures_openssl_verifies() {
 fn an_https_source_is_pinned_by_its_digest_and_verified_over_tls() {
     let server = HttpsServer::start();
     std::fs::copy(plugin_file("echo"), server.root.join("echo.wasm")).unwrap();
-    let echo = toolhost_policy::source::Digest::of(&std::fs::read(plugin_file("echo")).unwrap());
-    let wrong = toolhost_policy::source::Digest::of(b"something else");
+    let echo = toolhost_trust::source::Digest::of(&std::fs::read(plugin_file("echo")).unwrap());
+    let wrong = toolhost_trust::source::Digest::of(b"something else");
     let url = format!("{}/echo.wasm", server.base);
     let config = format!(
         "[plugins.echo]\nsource = \"{url}\"\nsha256 = \"{}\"\n[plugins.bad]\nsource = \"{url}\"\nsha256 = \"{wrong}\"\n",

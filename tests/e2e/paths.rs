@@ -7,8 +7,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use toolhost::exec::{CallOutcome, CallRequest};
-use toolhost_policy::gate::{Decision, Mounts, PermissionConfig, Permissions};
-use toolhost_policy::tool::{Hints, ToolSpec};
+use toolhost_call::tool::{Hints, ToolSpec};
+use toolhost_gate::gate::{Decision, Mounts, PermissionConfig, Permissions};
 
 use crate::daemon::{Daemon, Outcome, record};
 use crate::harness::Env;
@@ -282,7 +282,7 @@ async fn the_gates_verdict_agrees_with_the_file_the_guest_opens() {
         permission_subject: Some("/path".into()),
     };
     let deny = PermissionConfig {
-        mode: Some(toolhost_policy::gate::Mode::Bypass),
+        mode: Some(toolhost_gate::gate::Mode::Bypass),
         deny: vec!["read(./secrets/**)".into()],
         ..PermissionConfig::default()
     };

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use toolhost::exec::{CallOutcome, CallRequest, Pipeline};
-use toolhost_policy::caller::Caller;
+use toolhost_gate::caller::Caller;
 
 use crate::harness::Env;
 

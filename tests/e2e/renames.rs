@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolhost::exec::{CallOutcome, CallRequest, CallStatus};
-use toolhost_policy::caller::Caller;
+use toolhost_gate::caller::Caller;
 
 use crate::daemon::Daemon;
 use crate::harness::Env;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolhost::exec::{CallOutcome, CallRequest};
-use toolhost_policy::caller::Caller;
+use toolhost_gate::caller::Caller;
 
 use crate::harness::{EVENT_WAIT, Env, wait_for_async};
 use crate::languages::Example;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolhost::audit::AuditLog;
-use toolhost_policy::config::AuditOptions;
+use toolhost_config::config::AuditOptions;
 
 use crate::Options;
 use crate::report::{Report, Row, Section};

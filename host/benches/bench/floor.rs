@@ -19,7 +19,7 @@ use rmcp::{ErrorData, ServerHandler};
 use tokio_util::sync::CancellationToken;
 use toolhost::exec::Pipeline;
 use toolhost::sandbox::CallIo;
-use toolhost_policy::config::{Config, Overrides};
+use toolhost_config::config::{Config, Overrides};
 
 use crate::native::{self, Native};
 

@@ -120,7 +120,7 @@ async fn fleet_pipeline(
              quota = {{ calls = 1000000000, per-s = 1, burst = 2000{more} }}\n"
         ),
     )?;
-    let store = toolhost::state::open(&toolhost_policy::config::StateStore::Postgres {
+    let store = toolhost::state::open(&toolhost_config::config::StateStore::Postgres {
         url: url.to_owned(),
         ca_file: None,
     })

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolhost::exec::Pipeline;
-use toolhost_policy::config::{Config, Overrides};
+use toolhost_config::config::{Config, Overrides};
 
 /// The repository root.
 pub(crate) fn repo_root() -> PathBuf {

@@ -39,7 +39,7 @@ pub struct BeginRecord {
     pub plugin_source: Option<String>,
     /// Who called, when authenticated: issuer, subject, client id, scopes. Never the token.
     #[serde(default)]
-    pub caller: Option<toolhost_policy::caller::Caller>,
+    pub caller: Option<toolhost_gate::caller::Caller>,
     /// Lowercase hex SHA-256 of the input's canonical JSON text, as in the end record.
     pub input_sha256: String,
     /// The input itself, only when the log is configured with `include-input`.

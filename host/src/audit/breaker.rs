@@ -1,8 +1,8 @@
 //! What a tool's circuit breaker did with a call, as its audit line says it (`"breaker": [...]`).
 
 use serde::{Deserialize, Serialize};
-use toolhost_policy::breaker::{Suspension, Transition};
-use toolhost_policy::call::ErrorKind;
+use toolhost_call::call::ErrorKind;
+use toolhost_gate::breaker::{Suspension, Transition};
 
 /// One thing a tool's circuit breaker did with a call, for its audit line:
 /// `{"event":"opened","kind":"timeout","failures":3,"cool_down_s":30}`.

@@ -1,6 +1,6 @@
 use proptest::prelude::*;
 use serde_json::json;
-use toolhost_policy::call::ErrorKind;
+use toolhost_call::call::ErrorKind;
 
 use super::*;
 use crate::audit::BreakerNote;

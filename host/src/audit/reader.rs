@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::begin::BeginRecord;
 use super::record::{AuditRecord, Event, Outcome};
-use toolhost_policy::call::ErrorKind;
+use toolhost_call::call::ErrorKind;
 
 /// A problem met while reading the log. Only `Open` and `Io` end the iteration; the reader
 /// reports a bad line and moves on to the next.

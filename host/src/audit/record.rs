@@ -8,7 +8,7 @@ use super::hash::input_sha256;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
-use toolhost_policy::call::ErrorKind;
+use toolhost_call::call::ErrorKind;
 
 /// The schema version written in every line's `"v"` field. Bumped only on incompatible changes;
 /// new optional fields do not bump it, so readers must ignore fields they do not know.
@@ -68,7 +68,7 @@ pub struct AuditRecord {
     pub plugin_source: Option<String>,
     /// Who called, when authenticated: issuer, subject, client id, scopes. Never the token.
     #[serde(default)]
-    pub caller: Option<toolhost_policy::caller::Caller>,
+    pub caller: Option<toolhost_gate::caller::Caller>,
     /// Lowercase hex SHA-256 of the input's canonical JSON text (`canonical_json`), as the caller
     /// sent it (before coercion), so equal inputs hash equal whatever their key order.
     pub input_sha256: String,
@@ -300,7 +300,7 @@ fn present_value<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Va
 pub(super) mod rfc3339_micros {
     use chrono::{DateTime, SecondsFormat, Utc};
     use serde::{Deserialize, Deserializer, Serializer, de::Error as _, ser::Error as _};
-    pub(in crate::audit) use toolhost_policy::text::rfc3339_micros as digits;
+    pub(in crate::audit) use toolhost_call::text::rfc3339_micros as digits;
 
     pub(crate) fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
         match digits(t) {
@@ -350,14 +350,14 @@ pub(super) mod tests {
                 "sha256:5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03".into(),
             ),
             plugin_source: Some("plugins/net-tools.wasm".into()),
-            caller: Some(toolhost_policy::caller::Caller {
+            caller: Some(toolhost_gate::caller::Caller {
                 issuer: "https://idp.example.com".into(),
                 subject: "alice".into(),
                 client_id: Some("claude-code".into()),
                 scopes: vec!["tools.read".into()],
                 groups: Vec::new(),
                 // Never written: a record's caller is who, not how.
-                token: Some(toolhost_policy::network::Secret::new("eyJ.never.written")),
+                token: Some(toolhost_gate::network::Secret::new("eyJ.never.written")),
             }),
             input_sha256: input_sha256(&json!({"url": "https://example.com"})),
             input: None,

@@ -8,8 +8,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
 use super::record::{AuditRecord, Outcome};
-use toolhost_policy::call::ErrorKind;
-use toolhost_policy::text::one_line;
+use toolhost_call::call::ErrorKind;
+use toolhost_call::text::one_line;
 
 /// What a set of records says, tool by tool. Serializes to JSON for `--json` output.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
-use toolhost_policy::config::{AuditOptions, OnFailure};
+use toolhost_config::config::{AuditOptions, OnFailure};
 
 use super::line;
 use super::record::AuditRecord;

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::streamed::{Progress, StreamReport};
-use toolhost_policy::batch::{BatchReport, CallResult, Format, item};
+use toolhost_wire::batch::{BatchReport, CallResult, Format, item};
 
 impl Progress<'_> {
     /// The event's name and body.

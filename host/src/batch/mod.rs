@@ -1,4 +1,4 @@
-//! Batches of LLM tool calls: the wire formats are the policy crate's ([`toolhost_policy::batch`],
+//! Batches of LLM tool calls: the wire formats are `toolhost_wire`'s ([`toolhost_wire::batch`],
 //! re-exported here); [`run()`] sends each call through the [`Pipeline`](crate::exec::Pipeline)
 //! with the batch as its audit parent, reads together and writes alone. Front ends (`toolhost
 //! batch`, `POST /v1/tool-calls`) only move bytes; they must not reach past this module into the
@@ -14,4 +14,4 @@ pub use self::run::{
     BatchOptions, DEFAULT_CONCURRENCY, ORIGIN, OnCallProgress, cut_short, new_batch_id, run,
 };
 pub use self::streamed::{Opened, Progress, StreamReport, open};
-pub use toolhost_policy::batch::*;
+pub use toolhost_wire::batch::*;

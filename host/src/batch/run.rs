@@ -19,7 +19,7 @@ use crate::exec::{
     Ticket,
 };
 use crate::registry::Catalog;
-use toolhost_policy::batch::{
+use toolhost_wire::batch::{
     Batch, BatchReport, BrokenCall, Call, CallResult, ParsedCall, Sharing, id_and_name, partition,
 };
 
@@ -38,7 +38,7 @@ pub struct BatchOptions {
     /// Who answers `ask` decisions; with none, ask means deny.
     pub approver: Option<Arc<dyn Approver>>,
     /// The authenticated caller, for every call of the batch.
-    pub caller: Option<Arc<toolhost_policy::caller::Caller>>,
+    pub caller: Option<Arc<toolhost_gate::caller::Caller>>,
     /// The batch's span, parent of each call's, when telemetry is on.
     pub trace: Option<opentelemetry::Context>,
     /// The limit on the whole batch: every call still running or not yet started when it passes

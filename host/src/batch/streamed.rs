@@ -1,5 +1,5 @@
 //! Runs a batch that arrives as the model writes it: each call starts as soon as its arguments are
-//! complete (see [`toolhost_policy::batch::stream`]), under the rule a whole batch runs by (a
+//! complete (see [`toolhost_wire::batch::stream`]), under the rule a whole batch runs by (a
 //! read-only call may start while earlier read-only calls run; a write waits for everything before
 //! it, and nothing after it starts before it ends), so tool time overlaps the model's generation.
 //!
@@ -19,10 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::run::{BatchOptions, Calls, reject, result, sharing_of};
 use crate::exec::Pipeline;
-use toolhost_policy::batch::stream::{
-    Decoder, Ending, Pending, Schedule, StreamError, StreamEvent,
-};
-use toolhost_policy::batch::{BatchReport, CallResult, Format, ParsedCall};
+use toolhost_wire::batch::stream::{Decoder, Ending, Pending, Schedule, StreamError, StreamEvent};
+use toolhost_wire::batch::{BatchReport, CallResult, Format, ParsedCall};
 
 /// What a streamed batch tells as it goes, for a UI: in the order it happens.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -294,7 +292,7 @@ impl Streamed<'_> {
     fn finish(
         &mut self,
         index: usize,
-        outcome: toolhost_policy::call::CallOutcome,
+        outcome: toolhost_call::call::CallOutcome,
         on_progress: &mut impl FnMut(Progress<'_>),
     ) {
         let Some(Some(call)) = self.calls.get(index) else {

@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand};
 
 use toolhost::audit;
 use toolhost::scaffold::Lang;
-use toolhost_policy::gate::Mode;
+use toolhost_gate::gate::Mode;
 
 /// Hosts AI agent tools as sandboxed WebAssembly components.
 #[derive(Parser, Debug)]

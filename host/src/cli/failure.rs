@@ -11,7 +11,7 @@ use std::io::ErrorKind;
 use toolhost::host::HostError;
 use toolhost::registry::RegistryError;
 use toolhost::server::ServeError;
-use toolhost_policy::config::ConfigError;
+use toolhost_config::config::ConfigError;
 
 /// A command that could not do its work.
 #[derive(Debug, thiserror::Error)]
@@ -47,10 +47,10 @@ pub(crate) enum Failure {
     Scaffold(#[from] toolhost::scaffold::ScaffoldError),
     /// `push`/`sign`: the target is not an `oci://` reference.
     #[error(transparent)]
-    Target(#[from] toolhost_policy::source::SourceError),
+    Target(#[from] toolhost_trust::source::SourceError),
     /// `sign`: the key is not a usable private key.
     #[error(transparent)]
-    Key(#[from] toolhost_policy::trust::KeyError),
+    Key(#[from] toolhost_trust::trust::KeyError),
     /// A registry, the local store or the lockfile failed.
     #[error(transparent)]
     Distribution(#[from] toolhost::distribution::SourceError),
@@ -59,7 +59,7 @@ pub(crate) enum Failure {
     AuditLog(#[from] toolhost::audit::ReadError),
     /// `grant`/`revoke`: the edit cannot be made to the policy file as it is.
     #[error(transparent)]
-    Edit(#[from] toolhost_policy::config::edit::EditError),
+    Edit(#[from] toolhost_config::config::edit::EditError),
     /// `grant`/`revoke`: the edited policy file would not start; nothing was written.
     #[error("not written: {0}")]
     Refused(String),

@@ -16,9 +16,9 @@ use toml_edit::DocumentMut;
 use super::args::{Command, Global, GrantKind};
 use super::listing::grant_words;
 use super::{Failure, usage};
-use toolhost_policy::config::edit::{self, Change, Grant};
-use toolhost_policy::config::{Config, Overrides};
-use toolhost_policy::text::one_line;
+use toolhost_call::text::one_line;
+use toolhost_config::config::edit::{self, Change, Grant};
+use toolhost_config::config::{Config, Overrides};
 
 /// `grant` or `revoke`, with the flags that shape the config (`overrides`: `--plugins`, `--dir`,
 /// `--env`, `--mode`) applied to the check of the edited file as `serve` would apply them.

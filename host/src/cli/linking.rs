@@ -6,7 +6,7 @@ use std::io::Write as _;
 
 use super::Failure;
 use super::failure::usage;
-use toolhost_policy::config::Config;
+use toolhost_config::config::Config;
 
 /// The largest answer read from the daemon.
 const MAX_ANSWER: usize = 16 << 10;

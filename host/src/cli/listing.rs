@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use super::{Failure, print_json};
 use toolhost::registry::{PluginStatus, Registry, Tool};
-use toolhost_policy::gate::{Decision, Preview};
-use toolhost_policy::grants::Grants;
-use toolhost_policy::text::one_line;
+use toolhost_call::text::one_line;
+use toolhost_gate::gate::{Decision, Preview};
+use toolhost_gate::grants::Grants;
 
 /// `list`, as a table or (`json`) one document.
 pub(super) fn list(registry: &Registry, json: bool) -> Result<u8, Failure> {
@@ -225,10 +225,10 @@ pub(super) fn grant_words(g: &Grants) -> Vec<String> {
 }
 
 /// Where a caller's credential comes from: `caller's github` or `exchanged for AUDIENCE`.
-fn from_caller(s: &toolhost_policy::network::CallerSecret) -> String {
+fn from_caller(s: &toolhost_gate::network::CallerSecret) -> String {
     match &s.source {
-        toolhost_policy::network::CallerSource::Profile(name) => format!("caller's {name}"),
-        toolhost_policy::network::CallerSource::Exchange(x) => format!(
+        toolhost_gate::network::CallerSource::Profile(name) => format!("caller's {name}"),
+        toolhost_gate::network::CallerSource::Exchange(x) => format!(
             "exchanged for {}",
             x.audience
                 .as_deref()

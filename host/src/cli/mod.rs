@@ -23,8 +23,8 @@ use toolhost::exec::CallRequest;
 use toolhost::host::Host;
 use toolhost::scaffold::{self, Lang};
 use toolhost::server::ServeOptions;
-use toolhost_policy::config::{Config, Overrides};
-use toolhost_policy::text::multi_line;
+use toolhost_call::text::multi_line;
+use toolhost_config::config::{Config, Overrides};
 
 use self::approver::TtyApprover;
 pub(crate) use self::args::Cli;

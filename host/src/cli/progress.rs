@@ -8,7 +8,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use toolhost::host::HostError;
 use toolhost::registry::Registry;
-use toolhost_policy::text::one_line;
+use toolhost_call::text::one_line;
 
 use super::Failure;
 

@@ -3,10 +3,10 @@
 use std::path::Path;
 
 use toolhost::distribution;
-use toolhost_policy::config::Config;
-use toolhost_policy::source::OciRef;
-use toolhost_policy::text::one_line;
-use toolhost_policy::trust::SigningKey;
+use toolhost_call::text::one_line;
+use toolhost_config::config::Config;
+use toolhost_trust::source::OciRef;
+use toolhost_trust::trust::SigningKey;
 
 use super::progress::Bar;
 use super::{Failure, print, usage};

@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::{Failure, usage};
 use toolhost::audit::{self, Filter};
 use toolhost::host::Host;
-use toolhost_policy::config::Config;
-use toolhost_policy::text::one_line;
+use toolhost_call::text::one_line;
+use toolhost_config::config::Config;
 
 /// `inspect`: a component's imports and exports, whether it loads, and for a generic component the
 /// tools (with their schemas) its exported functions become and the functions that cannot be tools.

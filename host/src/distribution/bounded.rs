@@ -10,7 +10,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use sha2::{Digest as _, Sha256};
-use toolhost_policy::source::Digest;
+use toolhost_trust::source::Digest;
 
 use super::RemoteError;
 

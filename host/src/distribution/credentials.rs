@@ -9,7 +9,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 
-use toolhost_policy::config::RegistrySettings;
+use toolhost_config::config::RegistrySettings;
 
 use super::RemoteError;
 

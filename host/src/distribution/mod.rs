@@ -21,10 +21,10 @@ pub use self::pull::{PullReport, Pulled, pull};
 pub use self::resolve::{Provenance, Resolved, read_lock, resolve};
 pub use self::store::{Store, StoreError};
 
-use toolhost_policy::lock::LockError;
-use toolhost_policy::oci::ManifestError;
-use toolhost_policy::source::Digest;
-use toolhost_policy::trust::TrustError;
+use toolhost_trust::lock::LockError;
+use toolhost_trust::oci::ManifestError;
+use toolhost_trust::source::Digest;
+use toolhost_trust::trust::TrustError;
 
 /// Why a registry or server could not be used.
 #[derive(Debug, thiserror::Error)]

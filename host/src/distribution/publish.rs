@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use toolhost_policy::config::Sources;
-use toolhost_policy::oci::{Artifact, Manifest};
-use toolhost_policy::source::{Digest, OciRef, Reference};
-use toolhost_policy::trust::{MAX_PAYLOAD_BYTES, SigningKey, Subject, payload, signature_tag};
+use toolhost_config::config::Sources;
+use toolhost_trust::oci::{Artifact, Manifest};
+use toolhost_trust::source::{Digest, OciRef, Reference};
+use toolhost_trust::trust::{MAX_PAYLOAD_BYTES, SigningKey, Subject, payload, signature_tag};
 
 use super::SourceError;
 use super::pull::MAX_SIGNATURES;

@@ -6,13 +6,11 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use toolhost_policy::config::{Config, PluginSource, Sources};
-use toolhost_policy::lock::{Locked, LockedBundle, LockedSignature, Lockfile};
-use toolhost_policy::oci::{MAX_BUNDLES, Manifest, bundle_referrers, referrers_tag};
-use toolhost_policy::source::{Digest, OciRef, Reference};
-use toolhost_policy::trust::{
-    Evidence, MAX_PAYLOAD_BYTES, SignatureStatus, Subject, signature_tag,
-};
+use toolhost_config::config::{Config, PluginSource, Sources};
+use toolhost_trust::lock::{Locked, LockedBundle, LockedSignature, Lockfile};
+use toolhost_trust::oci::{MAX_BUNDLES, Manifest, bundle_referrers, referrers_tag};
+use toolhost_trust::source::{Digest, OciRef, Reference};
+use toolhost_trust::trust::{Evidence, MAX_PAYLOAD_BYTES, SignatureStatus, Subject, signature_tag};
 
 use super::remote::Remote;
 use super::resolve::read_lock;

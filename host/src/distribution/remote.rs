@@ -2,11 +2,11 @@
 //! ([`super::bounded`]: a `Content-Length` over the limit is refused up front, a longer body cut
 //! off at the limit; blobs stream to disk) and every blob checked against the digest it was asked
 //! for; what the bytes mean is judged
-//! elsewhere (`policy::oci`, `policy::trust`).
+//! elsewhere (`toolhost_trust::oci`, `toolhost_trust::trust`).
 
-use toolhost_policy::config::Sources;
-use toolhost_policy::oci::{Artifact, MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES};
-use toolhost_policy::source::{Digest, OciRef, Reference};
+use toolhost_config::config::Sources;
+use toolhost_trust::oci::{Artifact, MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES};
+use toolhost_trust::source::{Digest, OciRef, Reference};
 
 use super::api::{Api, Target};
 use super::bounded;
@@ -56,7 +56,7 @@ impl Remote {
         let accepted = [
             MANIFEST_MEDIA_TYPE,
             DOCKER_MANIFEST_MEDIA_TYPE,
-            toolhost_policy::oci::INDEX_MEDIA_TYPE,
+            toolhost_trust::oci::INDEX_MEDIA_TYPE,
         ]
         .join(", ");
         let path = match &r.reference {
@@ -90,7 +90,7 @@ impl Remote {
         digest: &Digest,
     ) -> Result<Option<Vec<u8>>, RemoteError> {
         let what = || format!("the referrers of {digest} in {r}");
-        let accept = toolhost_policy::oci::INDEX_MEDIA_TYPE;
+        let accept = toolhost_trust::oci::INDEX_MEDIA_TYPE;
         let response = self
             .get(r, format!("referrers/{digest}"), accept, &what)
             .await?;

@@ -6,11 +6,11 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use toolhost_policy::config::{PluginSource, Sources};
-use toolhost_policy::lock::{Locked, Lockfile};
-use toolhost_policy::oci::Manifest;
-use toolhost_policy::source::{Digest, OciRef, Reference};
-use toolhost_policy::trust::{Evidence, SignatureStatus, Subject};
+use toolhost_config::config::{PluginSource, Sources};
+use toolhost_trust::lock::{Locked, Lockfile};
+use toolhost_trust::oci::Manifest;
+use toolhost_trust::source::{Digest, OciRef, Reference};
+use toolhost_trust::trust::{Evidence, SignatureStatus, Subject};
 
 use super::{SourceError, Store, StoreError};
 

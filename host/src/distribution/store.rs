@@ -5,10 +5,10 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use toolhost_policy::source::{Digest, DigestError};
+use toolhost_trust::source::{Digest, DigestError};
 
 /// Largest blob kept: the largest plugin file the registry accepts.
-pub(crate) const MAX_BLOB_BYTES: u64 = toolhost_policy::source::MAX_PLUGIN_BYTES;
+pub(crate) const MAX_BLOB_BYTES: u64 = toolhost_trust::source::MAX_PLUGIN_BYTES;
 
 /// Why a blob could not be read or written.
 #[derive(Debug, thiserror::Error)]

@@ -5,13 +5,13 @@
 //! the same (a small limit, error bodies cut at 4 KiB), so a hostile registry answering with a
 //! gigabyte costs what the limit allows.
 //!
-//! It decides nothing about what is uploaded: the artifact is built by `policy::oci`.
+//! It decides nothing about what is uploaded: the artifact is built by `toolhost_trust::oci`.
 
 use reqwest::header::LOCATION;
 use reqwest::{Method, Response};
 
-use toolhost_policy::oci::MANIFEST_MEDIA_TYPE;
-use toolhost_policy::source::Digest;
+use toolhost_trust::oci::MANIFEST_MEDIA_TYPE;
+use toolhost_trust::source::Digest;
 
 use super::RemoteError;
 use super::api::{Access, Api, Call, Target};

@@ -6,7 +6,7 @@
 use super::admission::Admission;
 use super::request::CallRequest;
 use super::shape;
-use toolhost_policy::call::ErrorKind;
+use toolhost_call::call::ErrorKind;
 
 /// The admit stage, over the daemon's admission.
 pub(super) struct Admit<'a> {

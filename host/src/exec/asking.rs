@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use super::live::Live;
 use super::questions::Questions;
-use toolhost_policy::call::{Answer, ApprovalRequest, Approver, Progress, ProgressSink};
-use toolhost_policy::config::ApprovalRoute;
+use toolhost_call::call::{Answer, ApprovalRequest, Approver, Progress, ProgressSink};
+use toolhost_config::config::ApprovalRoute;
 
 /// How often a call waiting for an approval tells its client it is still waiting.
 const STILL_WAITING: Duration = Duration::from_secs(5);

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::{Instant, timeout_at};
 
-use toolhost_policy::call::ErrorKind;
+use toolhost_call::call::ErrorKind;
 
 /// How long one schema check may take, waiting for a slot included. Checking a 1 MiB input against
 /// a real tool's schema takes milliseconds; seconds mean the schema, not the input, is at fault.

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use toolhost_policy::call::ErrorKind;
-use toolhost_policy::caller::{Caller, Profile};
-use toolhost_policy::config::Introspection;
-use toolhost_policy::network::{
+use toolhost_call::call::ErrorKind;
+use toolhost_config::config::Introspection;
+use toolhost_gate::caller::{Caller, Profile};
+use toolhost_gate::network::{
     CallerSecret, CallerSource, Exchange, Secret, SecretGrant, SecretHeader,
 };
 
@@ -313,7 +313,7 @@ impl Exchanger {
                 |r| {
                     let mut why = r.error.unwrap_or_else(|| format!("HTTP {status}"));
                     if let Some(d) = r.error_description {
-                        why = format!("{why}: {}", toolhost_policy::text::one_line(&d));
+                        why = format!("{why}: {}", toolhost_call::text::one_line(&d));
                     }
                     why
                 },

@@ -15,11 +15,11 @@ use super::timing::{SandboxTimes, Stage, Stopwatch};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
 use crate::registry::Tool;
 use crate::sandbox::{CallIo, GuestError, GuestOutput, NestedCalls, RunError, RunReport, Sandbox};
-use toolhost_policy::call::ErrorKind;
-use toolhost_policy::gate::PathGuard;
-use toolhost_policy::grants::Caps;
-use toolhost_policy::network::SecretGrant;
-use toolhost_policy::text::OneLine;
+use toolhost_call::call::ErrorKind;
+use toolhost_call::text::OneLine;
+use toolhost_gate::gate::PathGuard;
+use toolhost_gate::grants::Caps;
+use toolhost_gate::network::SecretGrant;
 
 /// The execute stage, over the sandbox and the audit log (a call's begin line is written before
 /// it runs), lending the plugin calls through the pipeline when it may make them.
@@ -209,7 +209,7 @@ mod tests {
         fn run(
             self: Arc<Self>,
             _: CallRequest,
-        ) -> futures_util::future::BoxFuture<'static, toolhost_policy::call::CallOutcome> {
+        ) -> futures_util::future::BoxFuture<'static, toolhost_call::call::CallOutcome> {
             unreachable!("double makes no nested calls")
         }
         fn reject(
@@ -217,7 +217,7 @@ mod tests {
             _: &CallRequest,
             _: ErrorKind,
             _: String,
-        ) -> toolhost_policy::call::CallOutcome {
+        ) -> toolhost_call::call::CallOutcome {
             unreachable!("double makes no nested calls")
         }
     }

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
-use toolhost_policy::call::ErrorKind;
-use toolhost_policy::caller::{Access, NO_PROFILE, Profile, Profiles};
+use toolhost_call::call::ErrorKind;
+use toolhost_gate::caller::{Access, NO_PROFILE, Profile, Profiles};
 
 use super::request::CallRequest;
 use super::services::LOAD_WAIT;
@@ -88,7 +88,7 @@ impl<'a> Find<'a> {
 mod tests {
     use super::*;
     use crate::exec::fixture::Fixture;
-    use toolhost_policy::caller::Caller;
+    use toolhost_gate::caller::Caller;
 
     fn request(tool: &str, caller: Option<Caller>) -> CallRequest {
         CallRequest {

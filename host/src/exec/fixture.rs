@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolhost_policy::config::{Config, Overrides, RawConfig};
+use toolhost_config::config::{Config, Overrides, RawConfig};
 
 use super::services::Services;
 use crate::audit::AuditLog;

@@ -14,10 +14,10 @@ use super::request::CallRequest;
 use super::shape::{self, audit_unavailable};
 use super::timing::{Stage, Stopwatch};
 use crate::audit::{AuditLog, AuditRecord, Decision as AuditDecision};
-use toolhost_policy::call::{Answer, ApprovalRequest, ErrorKind};
-use toolhost_policy::gate::{Decision, Permissions};
-use toolhost_policy::text::OneLine;
-use toolhost_policy::tool::ToolSpec;
+use toolhost_call::call::{Answer, ApprovalRequest, ErrorKind};
+use toolhost_call::text::OneLine;
+use toolhost_call::tool::ToolSpec;
+use toolhost_gate::gate::{Decision, Permissions};
 
 /// What the gate let through.
 pub(super) enum Passed {
@@ -167,8 +167,8 @@ mod tests {
     use std::time::Duration;
 
     use serde_json::json;
-    use toolhost_policy::call::Approver;
-    use toolhost_policy::config::ApprovalRoute;
+    use toolhost_call::call::Approver;
+    use toolhost_config::config::ApprovalRoute;
 
     use super::*;
     use crate::exec::fixture::Fixture;

@@ -10,11 +10,11 @@ use std::time::Instant;
 use crate::audit::{AuditRecord, BreakerNote};
 use crate::registry::Tool;
 use crate::stats::Exposition;
-use toolhost_policy::breaker::{
+use toolhost_call::call::{CallOutcome, ErrorKind};
+use toolhost_gate::breaker::{
     Admitted as BreakerAdmission, BreakerPolicy, Breakers, Health, Lowered, Passes, Reported,
     Suspension, Transition, Whose,
 };
-use toolhost_policy::call::{CallOutcome, ErrorKind};
 
 /// Every tool's breaker and statistics, and how often each changed state.
 #[derive(Debug, Default)]

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::question::Question;
 use crate::audit::AuditRecord;
-use toolhost_policy::caller::Caller;
+use toolhost_gate::caller::Caller;
 
 /// Ended calls kept for the console's first view.
 pub const RECENT: usize = 200;

@@ -46,6 +46,6 @@ pub use self::recorder::CALL_LOG;
 pub use self::request::CallRequest;
 pub use self::services::Services;
 pub use self::timing::StageTimes;
-pub use toolhost_policy::call::{
+pub use toolhost_call::call::{
     Answer, ApprovalRequest, Approver, CallOutcome, CallStatus, ErrorKind, Progress, ProgressSink,
 };

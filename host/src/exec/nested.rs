@@ -21,8 +21,8 @@ use super::request::CallRequest;
 use super::services::Services;
 use crate::registry::Tool;
 use crate::sandbox::{GuestOutput, GuestSpec, NestedCalls, NestedFailure};
-use toolhost_policy::call::{Approver, CallOutcome, CallStatus, ErrorKind};
-use toolhost_policy::caller::Caller;
+use toolhost_call::call::{Approver, CallOutcome, CallStatus, ErrorKind};
+use toolhost_gate::caller::Caller;
 
 /// What a nested call needs of the pipeline that runs it: named here and implemented by the
 /// pipeline, so that nested calls depend on no stage.
@@ -133,7 +133,7 @@ fn failure(kind: ErrorKind, message: &str) -> NestedFailure {
     }
 }
 
-fn failure_of(outcome: toolhost_policy::call::CallOutcome) -> NestedFailure {
+fn failure_of(outcome: toolhost_call::call::CallOutcome) -> NestedFailure {
     NestedFailure {
         kind: outcome
             .error_kind()

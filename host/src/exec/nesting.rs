@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use toolhost_policy::grants::Nesting;
+use toolhost_gate::grants::Nesting;
 
 /// Where a call sits in a tree of nested calls: how deep, and the budget the tree shares. Set by
 /// the pipeline on the calls it runs for a plugin; a front end leaves it unset (a root).

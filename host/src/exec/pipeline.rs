@@ -24,9 +24,9 @@ use super::timing::{Stage, StageTimes, Stopwatch};
 use super::validation::Validate;
 use crate::audit::{AuditRecord, Decision as AuditDecision};
 use crate::registry::Tool;
-use toolhost_policy::breaker::Lowered;
-use toolhost_policy::call::{CallOutcome, ErrorKind};
-use toolhost_policy::task::owner_of;
+use toolhost_call::call::{CallOutcome, ErrorKind};
+use toolhost_gate::breaker::Lowered;
+use toolhost_gate::task::owner_of;
 
 /// Runs calls. Shared by every front end (`Arc<Pipeline>`); all methods take `&self`. Each call
 /// goes through the stages in order, each a type borrowing the [`Services`] it needs.

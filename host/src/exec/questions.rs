@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 
 use super::live::{Live, LiveEvent};
 use super::question::{Question, Subject};
-use toolhost_policy::call::{Answer, ApprovalRequest};
+use toolhost_call::call::{Answer, ApprovalRequest};
 
 /// How many answered questions are remembered, to tell a replay from an unknown id.
 const REMEMBERED: usize = 4096;

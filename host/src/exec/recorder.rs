@@ -11,8 +11,8 @@ use super::timing::{StageTimes, Stopwatch};
 use crate::audit::{AuditLog, AuditRecord, Decision};
 use crate::stats::{Stats, UNKNOWN_TOOL};
 use crate::telemetry;
-use toolhost_policy::call::{CallOutcome, ErrorKind};
-use toolhost_policy::text::OneLine;
+use toolhost_call::call::{CallOutcome, ErrorKind};
+use toolhost_call::text::OneLine;
 
 /// The log target of the one line per finished call. `serve` logs it by default (at `info`), so an
 /// operator sees the calls go by without reading the audit log; `TOOLHOST_LOG` decides otherwise.
@@ -186,7 +186,7 @@ impl fmt::Display for CallLine<'_> {
 }
 
 /// Who called, as the console names callers ([`super::caller_name`]), without allocating.
-struct CallerName<'a>(Option<&'a toolhost_policy::caller::Caller>);
+struct CallerName<'a>(Option<&'a toolhost_gate::caller::Caller>);
 
 impl fmt::Display for CallerName<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

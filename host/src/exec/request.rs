@@ -1,12 +1,12 @@
 //! The call as every front end hands it to the pipeline: the request, with its cancellation,
-//! progress sink, approver, deadline and admission. What comes back is a [`CallOutcome`](toolhost_policy::call::CallOutcome).
+//! progress sink, approver, deadline and admission. What comes back is a [`CallOutcome`](toolhost_call::call::CallOutcome).
 
 use std::sync::Arc;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolhost_policy::call::{Approver, ProgressSink};
-use toolhost_policy::caller::Caller;
+use toolhost_call::call::{Approver, ProgressSink};
+use toolhost_gate::caller::Caller;
 
 use super::admission::{Deadline, Ticket};
 use super::nesting::Nested;

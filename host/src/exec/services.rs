@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolhost_policy::caller::{Access, Caller};
-use toolhost_policy::config::Config;
+use toolhost_config::config::Config;
+use toolhost_gate::caller::{Access, Caller};
 
 use super::admission::Admission;
 use super::checks::Checks;

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::checks::Checks;
 use crate::registry::Tool;
 use crate::sandbox::RunError;
-use toolhost_policy::call::{CallOutcome, ErrorKind};
+use toolhost_call::call::{CallOutcome, ErrorKind};
 
 /// Cut `text` to at most `limit` bytes at a character boundary, appending a marker. Returns whether it cut.
 pub(crate) fn truncate(text: &mut String, limit: usize) -> bool {
@@ -16,7 +16,7 @@ pub(crate) fn truncate(text: &mut String, limit: usize) -> bool {
         return false;
     }
     let total = text.len();
-    let cut = toolhost_policy::text::prefix(text, limit).len();
+    let cut = toolhost_call::text::prefix(text, limit).len();
     text.truncate(cut);
     text.push_str(&format!(
         "\n\n[output truncated: showing the first {cut} of {total} bytes ({} bytes cut). \

@@ -11,8 +11,8 @@ use super::request::CallRequest;
 use super::shape;
 use crate::audit::AuditRecord;
 use crate::registry::Tool;
-use toolhost_policy::call::ErrorKind;
-use toolhost_policy::gate::defaults;
+use toolhost_call::call::ErrorKind;
+use toolhost_gate::gate::defaults;
 
 /// The validate stage, over the daemon's pool for slow checks.
 pub(super) struct Validate<'a> {

@@ -23,7 +23,7 @@ use crate::server::{ServeError, ServeOptions, Server};
 use crate::state::StateError;
 use crate::tasks::Tasks;
 use crate::telemetry::{Telemetry, TelemetryError};
-use toolhost_policy::config::{Config, EngineOptions};
+use toolhost_config::config::{Config, EngineOptions};
 
 use self::store::{Background, TaskStore};
 

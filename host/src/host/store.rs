@@ -13,7 +13,7 @@ use crate::exec::Services;
 use crate::server::Server;
 use crate::state::StateError;
 use crate::tasks::Tasks;
-use toolhost_policy::config::Config;
+use toolhost_config::config::Config;
 
 /// How often an unreachable store is tried again.
 const RETRY: Duration = Duration::from_secs(1);

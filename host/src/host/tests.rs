@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use toolhost_policy::config::{Config, Overrides, RawConfig, StateStore};
+use toolhost_config::config::{Config, Overrides, RawConfig, StateStore};
 
 use super::Host;
 

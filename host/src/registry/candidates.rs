@@ -9,8 +9,8 @@ use std::sync::Arc;
 use super::{RegistryError, Rejection, load};
 use crate::distribution::{self, Provenance};
 use crate::sandbox::Sandbox;
-use toolhost_policy::config::Config;
-use toolhost_policy::text::OneLine;
+use toolhost_call::text::OneLine;
+use toolhost_config::config::Config;
 
 /// A plugin to load: where it is, and its bytes with their provenance (or why they cannot be had).
 pub(super) struct Candidate {

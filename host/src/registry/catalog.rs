@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use super::{Entry, Rejected, Tool};
 use crate::distribution::Provenance;
-use toolhost_policy::text::OneLine;
-use toolhost_policy::tool::ToolSpec;
-use toolhost_policy::wit::Skipped;
+use toolhost_call::text::OneLine;
+use toolhost_call::tool::ToolSpec;
+use toolhost_call::wit::Skipped;
 
 /// How loading one plugin file went.
 #[derive(Debug, Clone, serde::Serialize)]

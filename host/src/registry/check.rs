@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::rejection::DeclarationError;
 use super::schemas::Compiled;
 use crate::sandbox::GuestSpec;
-use toolhost_policy::tool::{ToolSpec, is_valid_name};
+use toolhost_call::tool::{ToolSpec, is_valid_name};
 
 /// Most tools one plugin may declare; more is a bug or an attack on the tool list.
 pub(crate) const MAX_TOOLS_PER_PLUGIN: usize = 256;
@@ -187,7 +187,7 @@ fn truncate(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_policy::tool::Hints;
+    use toolhost_call::tool::Hints;
 
     fn spec(name: &str, schema: &str) -> GuestSpec {
         GuestSpec {

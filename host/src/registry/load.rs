@@ -13,11 +13,11 @@ use super::schemas::Schemas;
 use super::{LoadedPlugin, MAX_PLUGIN_BYTES, Rejection, Tool};
 use crate::distribution::Provenance;
 use crate::sandbox::{GuestSpec, Sandbox};
-use toolhost_policy::config::PluginPolicy;
-use toolhost_policy::grants::Limits;
-use toolhost_policy::source::Digest;
-use toolhost_policy::text::OneLine;
-use toolhost_policy::wit::{Export, GenericTool, Skipped};
+use toolhost_call::text::OneLine;
+use toolhost_call::wit::{Export, GenericTool, Skipped};
+use toolhost_config::config::PluginPolicy;
+use toolhost_gate::grants::Limits;
+use toolhost_trust::source::Digest;
 
 /// `describe` gets this long, at most, whatever the plugin's call timeout.
 const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(10);

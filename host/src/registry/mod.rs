@@ -37,10 +37,10 @@ use tokio_util::sync::CancellationToken;
 use crate::distribution::Provenance;
 use crate::sandbox::{Prepared, Sandbox};
 pub(crate) use schemas::Schemas;
-use toolhost_policy::config::{Config, PluginPolicy};
-use toolhost_policy::gate::PathGuard;
-use toolhost_policy::tool::ToolSpec;
-use toolhost_policy::wit::Skipped;
+use toolhost_call::tool::ToolSpec;
+use toolhost_call::wit::Skipped;
+use toolhost_config::config::{Config, PluginPolicy};
+use toolhost_gate::gate::PathGuard;
 
 use self::candidates::scan;
 pub use self::catalog::{Catalog, Loading, PluginStatus, Start};
@@ -49,7 +49,7 @@ pub use self::rejection::{DeclarationError, Rejection};
 pub use self::sections::UnknownSection;
 pub use self::watch::{Watching, watch};
 
-pub(crate) use toolhost_policy::source::MAX_PLUGIN_BYTES;
+pub(crate) use toolhost_trust::source::MAX_PLUGIN_BYTES;
 
 /// One loaded plugin: compiled, described, with its resolved policy.
 pub struct LoadedPlugin {

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, PoisonError};
 
-use toolhost_policy::config::{Changes, ConfigError};
+use toolhost_config::config::{Changes, ConfigError};
 
 use super::{Registry, RegistryError, check_sections};
 

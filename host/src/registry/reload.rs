@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::task::JoinSet;
-use toolhost_policy::config::Rebind;
-use toolhost_policy::text::OneLine;
+use toolhost_call::text::OneLine;
+use toolhost_config::config::Rebind;
 
 use super::catalog::{build_catalog, same_tools};
 use super::{Entry, Loading, Registry, RegistryError, Rejected, Rejection, Start, Tool};

@@ -6,8 +6,8 @@
 
 use std::sync::OnceLock;
 
-use toolhost_policy::gate::{InputValidator, OutputValidator, SchemaError};
-use toolhost_policy::tool::ToolSpec;
+use toolhost_call::tool::ToolSpec;
+use toolhost_gate::gate::{InputValidator, OutputValidator, SchemaError};
 
 /// The validators of one tool's input and output.
 pub(crate) struct Compiled {

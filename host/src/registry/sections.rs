@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use toolhost_policy::config::Config;
+use toolhost_config::config::Config;
 
 /// How many of the folder's plugin names a message lists before it says how many more there are.
 const NAMES_SHOWN: usize = 20;
@@ -92,7 +92,7 @@ fn folder_name(dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_policy::config::{Overrides, RawConfig};
+    use toolhost_config::config::{Overrides, RawConfig};
 
     fn config(text: &str) -> Config {
         let raw: RawConfig = toml::from_str(text).unwrap();

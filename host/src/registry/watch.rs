@@ -12,8 +12,8 @@ use std::time::Duration;
 use notify::event::{AccessKind, AccessMode, MetadataKind, ModifyKind};
 use notify::{Event, EventKind, RecursiveMode, Watcher};
 
-use toolhost_policy::config::Rebind;
-use toolhost_policy::text::OneLine;
+use toolhost_call::text::OneLine;
+use toolhost_config::config::Rebind;
 
 use super::Registry;
 

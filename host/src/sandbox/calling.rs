@@ -18,7 +18,7 @@ use super::bindings::toolhost::plugin::tools::{CallFailure, Host};
 use super::bindings::toolhost::plugin::types::{ToolHints, ToolOutput, ToolSpec};
 use super::capability::{CallInputs, Capability, CapabilityError, PluginSettings};
 use super::report::{GuestOutput, GuestSpec};
-use toolhost_policy::gate::ToolPattern;
+use toolhost_gate::gate::ToolPattern;
 
 /// Why a nested call returned no output: the host's error kind and the message a model would get.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,10 +148,10 @@ impl Host for &mut Calls {
             kind: "denied".into(),
             message,
         };
-        let mut shown = toolhost_policy::text::one_line(&name).into_owned();
-        toolhost_policy::text::truncate_at_boundary(&mut shown, 80);
+        let mut shown = toolhost_call::text::one_line(&name).into_owned();
+        toolhost_call::text::truncate_at_boundary(&mut shown, 80);
         // Only a name a tool can have is matched at all: a glob's `*` would take a newline.
-        if !toolhost_policy::tool::is_valid_name(&name) || !self.grants(&name) {
+        if !toolhost_call::tool::is_valid_name(&name) || !self.grants(&name) {
             return Err(refuse(format!(
                 "Permission denied: plugin '{}' may not call tool '{shown}'; the operator grants it \
                  with `call-tools = [\"{shown}\"]` in [plugins.{}] of toolhost.toml",

@@ -24,9 +24,9 @@ use tokio_util::sync::CancellationToken;
 use super::calling::NestedCalls;
 use super::output::CappedOutput;
 use super::secrets::Secrets;
-use toolhost_policy::call::ProgressSink;
-use toolhost_policy::gate::PathGuard;
-use toolhost_policy::grants::{Caps, Grants};
+use toolhost_call::call::ProgressSink;
+use toolhost_gate::gate::PathGuard;
+use toolhost_gate::grants::{Caps, Grants};
 
 /// What one call brings beyond its tool and input: its own limits and the host services it lends
 /// the plugin. Each field is consumed by the capability that needs it.
@@ -43,7 +43,7 @@ pub struct CallIo<'a> {
     pub tools: Option<Arc<dyn NestedCalls>>,
     /// The caller's own credentials for this call (headers only; redacted like the plugin's
     /// secrets). Empty for most calls.
-    pub credentials: Vec<toolhost_policy::network::SecretGrant>,
+    pub credentials: Vec<toolhost_gate::network::SecretGrant>,
 }
 
 /// A capability a plugin may be given: its three phases. `S` is the store's data, which gives the

@@ -6,8 +6,8 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, WasmBacktraceDetails}
 
 use super::error::SandboxError;
 use super::pool::pooling_config;
-use toolhost_policy::config::{EngineOptions, PoolOptions};
-use toolhost_policy::wit::{GenericTool, Skipped};
+use toolhost_call::wit::{GenericTool, Skipped};
+use toolhost_config::config::{EngineOptions, PoolOptions};
 
 /// The export every contract plugin provides: `toolhost:plugin@0.1.0` (WASI 0.2).
 pub(super) const TOOL_EXPORT: &str = "toolhost:plugin/tool@0.1.0";

@@ -1,7 +1,7 @@
 //! Generic plugins: a component without the `toolhost:plugin` contract whose exported functions
 //! are tools. This module reads their types from the compiled component and carries values across
 //! wasmtime's dynamic `Val` API; what a type or value means in JSON is decided by
-//! [`toolhost_policy::wit`].
+//! [`toolhost_call::wit`].
 
 use std::collections::HashMap;
 
@@ -14,7 +14,7 @@ mod value;
 use self::value::{from_val, to_val};
 use super::report::{CallResult, GuestError, GuestOutput, RunError};
 use super::state::State;
-use toolhost_policy::wit::{
+use toolhost_call::wit::{
     Answer, DOCS_SECTION, Export, GenericTool, Skipped, WitType, export_path,
 };
 

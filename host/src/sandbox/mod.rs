@@ -64,8 +64,8 @@ use self::plugin::{Compiler, Kind, Linked};
 use self::run::Runner;
 use self::state::{Capabilities, State};
 use self::ticker::Ticker;
-use toolhost_policy::config::{EngineOptions, PoolOptions};
-use toolhost_policy::grants::{Grants, Limits};
+use toolhost_config::config::{EngineOptions, PoolOptions};
+use toolhost_gate::grants::{Grants, Limits};
 
 /// The engine, the linker with exactly the host interfaces plugins may import, the capabilities
 /// that decide what each plugin gets, and the epoch ticker.
@@ -283,7 +283,7 @@ impl Sandbox {
     }
 
     /// Run `tool` with `input` (JSON text) in a fresh store with the plugin's grants and limits.
-    /// For a generic plugin, `tool` is the function's [`Export::path`](toolhost_policy::wit::Export::path) and `input` is read into
+    /// For a generic plugin, `tool` is the function's [`Export::path`](toolhost_call::wit::Export::path) and `input` is read into
     /// its arguments exactly.
     pub async fn call(
         &self,

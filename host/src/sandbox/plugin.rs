@@ -17,7 +17,7 @@ use super::engine::{
 use super::error::SandboxError;
 use super::generic::{self, Functions, Generic};
 use super::state::State;
-use toolhost_policy::wit::{self, Docs, GenericTool, Skipped};
+use toolhost_call::wit::{self, Docs, GenericTool, Skipped};
 
 /// A plugin, ready to instantiate cheaply for every call once its code is loaded.
 #[derive(Clone)]

@@ -2,7 +2,7 @@
 //! so that a call's fresh instance reuses a warm slot (its memory image mapped copy-on-write and reset in
 //! place) instead of mapping, faulting in and unmapping memory and a stack on every call.
 
-use toolhost_policy::config::PoolOptions;
+use toolhost_config::config::PoolOptions;
 use wasmtime::{Enabled, PoolingAllocationConfig};
 
 /// Core module instances a component may hold on average (Rust plugins have three or four; dynamically

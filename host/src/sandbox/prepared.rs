@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::plugin::Plugin;
 use super::state::Bound;
-use toolhost_policy::grants::Limits;
+use toolhost_gate::grants::Limits;
 
 /// What every call of one plugin shares, bound once at load: the compiled component (its
 /// instance-pre), the plugin's name and limits, and each capability's binding of its grants

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use toolhost_policy::tool::Hints;
+use toolhost_call::tool::Hints;
 
 /// A tool spec as the guest declared it, before the registry checks it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -13,7 +13,7 @@ use super::bindings::v2;
 use super::capability::{CallInputs, Capability, CapabilityError, PluginSettings};
 use super::secrets::Secrets;
 use super::updates::UpdatesConsumer;
-use toolhost_policy::call::{Progress, ProgressSink};
+use toolhost_call::call::{Progress, ProgressSink};
 
 /// Longest log or progress message a guest may send per host call; the rest is cut.
 const MAX_MESSAGE_BYTES: usize = 4096;
@@ -88,7 +88,7 @@ impl<S: ReportingView + 'static> Capability<S> for Reporting {
 }
 
 fn clip(mut s: String) -> String {
-    if toolhost_policy::text::truncate_at_boundary(&mut s, MAX_MESSAGE_BYTES) {
+    if toolhost_call::text::truncate_at_boundary(&mut s, MAX_MESSAGE_BYTES) {
         s.push('…');
     }
     s
@@ -156,9 +156,9 @@ impl Reports<'_> {
             return;
         }
         // One call, one log line, whatever the guest wrote: newlines and controls are escaped.
-        let message = toolhost_policy::text::one_line(&clip(r.secrets.redactor().redact(message)))
-            .into_owned();
-        let plugin = toolhost_policy::text::one_line(self.plugin);
+        let message =
+            toolhost_call::text::one_line(&clip(r.secrets.redactor().redact(message))).into_owned();
+        let plugin = toolhost_call::text::one_line(self.plugin);
         let plugin = plugin.as_ref();
         match level {
             LogLevel::Trace => tracing::trace!(plugin, "{message}"),

@@ -1,20 +1,20 @@
 //! A plugin's named secrets, bound once at load: the one place in the sandbox that reads their
 //! values (for the env of the WASI context, and for the headers the host adds to requests) and that
 //! redacts them from everything the guest produces (its answer, output, logs, progress, and the
-//! reasons its requests failed). Reading the secrets from the config is `toolhost_policy`'s.
+//! reasons its requests failed). Reading the secrets from the config is `toolhost_config`'s.
 
 use std::sync::Arc;
 
 use http::{HeaderName, HeaderValue};
 
 use super::report::{GuestError, GuestOutput, RunError, RunReport};
-use toolhost_policy::network::{Destination, Redactor, SecretGrant};
+use toolhost_gate::network::{Destination, Redactor, SecretGrant};
 
 /// A plugin's secrets, bound: shared by the capabilities that use them, for all of its calls.
 #[derive(Debug)]
 pub(crate) struct Secrets {
     /// Env names with their secret values, for the WASI context.
-    env: Vec<(String, toolhost_policy::network::Secret)>,
+    env: Vec<(String, toolhost_gate::network::Secret)>,
     /// Headers the host adds to requests, parsed once.
     headers: Vec<SecretHeader>,
     /// Replaces every secret (env ones too) in text leaving the sandbox.

@@ -17,7 +17,7 @@ use super::limiter::MemoryLimiter;
 use super::network::{Binding, Network, NetworkHooks};
 use super::reporting::{Reporter, Reporting, ReportingView, Reports};
 use super::secrets::Secrets;
-use toolhost_policy::grants::Grants;
+use toolhost_gate::grants::Grants;
 
 /// Every capability a plugin may be given, each with what it holds for the whole daemon.
 pub(crate) struct Capabilities {
@@ -201,7 +201,7 @@ impl CallingView for State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_policy::network::{Destination, Secret, SecretGrant, SecretHeader};
+    use toolhost_gate::network::{Destination, Secret, SecretGrant, SecretHeader};
 
     fn with_header(name: &str) -> Grants {
         Grants {

@@ -15,7 +15,7 @@ use super::output::CappedOutput;
 use super::report::{RunError, RunReport};
 use super::state::State;
 use super::ticker::Running;
-use toolhost_policy::grants::Limits;
+use toolhost_gate::grants::Limits;
 
 /// The most the host copies out of a guest in one value (a result, or an argument to a host call):
 /// the host allocates what it copies, so a guest must not be able to make it allocate without bound.

@@ -15,7 +15,7 @@ use wasmtime::component::{Source, StreamConsumer, StreamResult};
 
 use super::bindings::v2::toolhost::plugin::types::Update;
 use super::secrets::Secrets;
-use toolhost_policy::call::{Progress, ProgressSink};
+use toolhost_call::call::{Progress, ProgressSink};
 
 /// Updates one call may stream; later ones are not read.
 pub(super) const MAX_UPDATES: u64 = 1000;
@@ -96,7 +96,7 @@ impl UpdatesConsumer {
 
 /// `text` cut to [`MAX_TEXT_BYTES`], marked when cut.
 fn cut(mut text: String) -> String {
-    if toolhost_policy::text::truncate_at_boundary(&mut text, MAX_TEXT_BYTES) {
+    if toolhost_call::text::truncate_at_boundary(&mut text, MAX_TEXT_BYTES) {
         text.push('…');
     }
     text

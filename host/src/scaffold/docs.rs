@@ -8,7 +8,7 @@ use std::path::Path;
 use wit_parser::{PackageMetadata, Resolve};
 
 // The section's name, as toolhost's reader expects it.
-use toolhost_policy::wit::DOCS_SECTION;
+use toolhost_call::wit::DOCS_SECTION;
 
 /// Why the docs could not be attached.
 #[derive(Debug, thiserror::Error)]

@@ -15,7 +15,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use toolhost_policy::tool::is_valid_name;
+use toolhost_call::tool::is_valid_name;
 
 /// A language `toolhost new` can scaffold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

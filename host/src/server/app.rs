@@ -39,7 +39,7 @@ use super::mcp::sessions::SessionCalls;
 use super::mcp::{McpServer, RequestStates, compat, legacy, owners};
 use super::ops;
 use super::shared::Shared;
-use toolhost_policy::config::ServerConfig;
+use toolhost_config::config::ServerConfig;
 
 /// An HTTP session that sends nothing for this long is closed (the client may `initialize` again).
 const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(600);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use axum::Router;
-use toolhost_policy::config::ServerConfig;
+use toolhost_config::config::ServerConfig;
 
 use super::app;
 use super::batch;

@@ -29,7 +29,7 @@ fn plugin_counts(shared: &Shared) -> (usize, Vec<String>) {
 pub(crate) async fn health(
     State(shared): State<Arc<Shared>>,
     probe: Option<axum::Extension<Unauthenticated>>,
-    caller: Option<axum::Extension<Arc<toolhost_policy::caller::Caller>>>,
+    caller: Option<axum::Extension<Arc<toolhost_gate::caller::Caller>>>,
 ) -> Response {
     // Liveness: 200 while the process serves, shutting down included (readiness is `/ready`).
     let stopping = shared.services.admission.stopping().is_cancelled();
@@ -50,7 +50,7 @@ pub(crate) async fn health(
         // The caller's own breakers beside the tools' (failures under its profile's lower limits).
         let caller = caller.as_ref().map(|axum::Extension(c)| c.as_ref());
         let services = &shared.services;
-        let key = caller.map(|c| toolhost_policy::task::owner_of(Some(c)));
+        let key = caller.map(|c| toolhost_gate::task::owner_of(Some(c)));
         body["breakers"] = json!(
             services
                 .health
@@ -132,7 +132,7 @@ fn loading(catalog: &Catalog, probe: bool) -> Value {
 /// shows. Daemon-wide gauges are for everyone who may read `/metrics`.
 pub(crate) async fn metrics(
     State(shared): State<Arc<Shared>>,
-    caller: Option<axum::Extension<Arc<toolhost_policy::caller::Caller>>>,
+    caller: Option<axum::Extension<Arc<toolhost_gate::caller::Caller>>>,
 ) -> Response {
     let caller = caller.as_ref().map(|axum::Extension(c)| c.as_ref());
     let services = &shared.services;

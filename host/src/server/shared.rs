@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use toolhost_policy::config::ServerConfig;
+use toolhost_config::config::ServerConfig;
 
 use crate::exec::{Pipeline, Services};
 use crate::tasks::Tasks;

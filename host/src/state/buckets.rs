@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use tokio_postgres::types::Type;
-use toolhost_policy::quota::Rate;
+use toolhost_gate::quota::Rate;
 
 use super::StateError;
 use super::postgres::{Postgres, fail};

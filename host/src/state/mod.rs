@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use toolhost_policy::config::StateStore;
-use toolhost_policy::task::TaskStatus;
+use toolhost_config::config::StateStore;
+use toolhost_gate::task::TaskStatus;
 
 /// Why the store could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -79,7 +79,7 @@ pub struct TaskRecord {
     pub id: String,
     /// What it runs.
     pub kind: TaskKind,
-    /// Whose it is ([`toolhost_policy::task::owner_of`]).
+    /// Whose it is ([`toolhost_gate::task::owner_of`]).
     pub owner: String,
     /// The tool's name, or the batch's format.
     pub name: String,
@@ -352,7 +352,7 @@ impl Row {
             status: self
                 .status
                 .parse()
-                .map_err(|e: toolhost_policy::task::UnknownStatus| {
+                .map_err(|e: toolhost_gate::task::UnknownStatus| {
                     StateError::Corrupt(e.to_string())
                 })?,
             input_requests: json(self.input_requests)?,

@@ -178,7 +178,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use toolhost_policy::call::ErrorKind;
+    use toolhost_call::call::ErrorKind;
 
     #[test]
     fn renders_prometheus_text_with_escaped_labels() {

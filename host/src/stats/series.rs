@@ -182,7 +182,7 @@ impl Closed {
 mod tests {
     use std::time::Duration;
 
-    use toolhost_policy::call::ErrorKind;
+    use toolhost_call::call::ErrorKind;
 
     use super::*;
     use crate::stats::Stats;

@@ -3,10 +3,10 @@
 
 use serde_json::json;
 use toolhost::exec::CallRequest;
-use toolhost_policy::call::CallStatus;
-use toolhost_policy::wit::WitType;
-use toolhost_policy::wit::json::to_json;
-use toolhost_policy::wit::strategy::any_value;
+use toolhost_call::call::CallStatus;
+use toolhost_call::wit::WitType;
+use toolhost_call::wit::json::to_json;
+use toolhost_call::wit::strategy::any_value;
 
 use super::BYPASS;
 use crate::harness::Env;

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolhost::sandbox::{CallIo, Plugin, Sandbox};
-use toolhost_policy::config::EngineOptions;
-use toolhost_policy::config::{Config, Overrides, RawConfig};
-use toolhost_policy::grants::{DirGrant, Grants, Limits};
+use toolhost_config::config::EngineOptions;
+use toolhost_config::config::{Config, Overrides, RawConfig};
+use toolhost_gate::grants::{DirGrant, Grants, Limits};
 
 use super::{C, Example, GO, JS, PYTHON};
 use crate::harness::root;

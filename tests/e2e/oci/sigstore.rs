@@ -151,7 +151,7 @@ fn a_keyless_bundle_from_sigstore_python_is_pulled_locked_and_served_offline() {
             .unwrap();
     let locked = &lock["plugin"]["echo"]["bundle"];
     let bundle_digest =
-        toolhost_policy::source::Digest::of(&std::fs::read(&bundle).unwrap()).to_string();
+        toolhost_trust::source::Digest::of(&std::fs::read(&bundle).unwrap()).to_string();
     assert_eq!(
         locked["digest"].as_str(),
         Some(bundle_digest.as_str()),

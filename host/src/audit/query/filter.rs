@@ -8,7 +8,7 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use memchr::memmem::Finder;
 use serde::Deserialize;
-use toolhost_policy::call::ErrorKind;
+use toolhost_call::call::ErrorKind;
 
 use super::cursor::{Cursor, CursorError};
 use crate::audit::record::{AuditRecord, Decision, Outcome};

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use toolhost_policy::call::ErrorKind;
+use toolhost_call::call::ErrorKind;
 
 use super::*;
 use crate::audit::line;

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use toolhost_policy::quota::{Quota, Rate};
+use toolhost_gate::quota::{Quota, Rate};
 
 use super::{Key, Ledger, LedgerError, Refused, busy, out_of_calls, out_of_fuel};
 

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
-use toolhost_policy::quota::{Bucket, Quota};
+use toolhost_gate::quota::{Bucket, Quota};
 
 use super::{Key, Refused, busy, out_of_calls, out_of_fuel};
 

@@ -17,8 +17,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use toolhost_policy::caller::Caller;
-use toolhost_policy::quota::{Quota, Rate, whole_seconds};
+use toolhost_gate::caller::Caller;
+use toolhost_gate::quota::{Quota, Rate, whole_seconds};
 
 use self::fleet::Fleet;
 use self::local::Local;
@@ -127,7 +127,7 @@ impl Quotas {
                 fuel: None,
             });
         }
-        let who = toolhost_policy::task::owner_of(caller);
+        let who = toolhost_gate::task::owner_of(caller);
         let shown = super::live::caller_name(caller);
         let mut wanted = Vec::new();
         if let Some(q) = of_caller {

@@ -1,5 +1,5 @@
 //! The files capability: `wasi:filesystem/types` as wasmtime-wasi implements it, with the call's
-//! [`PathGuard`](toolhost_policy::gate::PathGuard) in front of every operation that names a path.
+//! [`PathGuard`](toolhost_gate::gate::PathGuard) in front of every operation that names a path.
 //!
 //! Each such operation resolves its path once, into a descriptor of the folder that holds the last
 //! component, judges where that folder really is, and acts on the name alone ([`super::pin`]): a
@@ -19,7 +19,7 @@ use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream};
 
 use super::pin::nofollow;
 use super::view::{GuardedView, host_path_of};
-use toolhost_policy::gate::Refusal;
+use toolhost_gate::gate::Refusal;
 
 /// Renames are judged by whether their source is a folder: one at a time per daemon, so no other
 /// call's rename turns a file into a folder between that look and the act.

@@ -6,7 +6,7 @@
 //!   guard, [`GuardedFs`], and `preopens`, which adds [`root`]: the root no grant covers, so a
 //!   plugin reaching outside its grants is told which grant is missing); WASI 0.3 cli, clocks and
 //!   random (0.3's filesystem is not linked: it would not pass the guard);
-//! - validate once, at config load (`toolhost_policy::config`): directories exist, are not
+//! - validate once, at config load (`toolhost_config::config`): directories exist, are not
 //!   toolhost's own files, `exclude` entries and env names are sound; a bad one is a config error;
 //! - bind once per plugin, at load ([`FilesBinding`]): the granted dirs and env, and the secrets
 //!   granted as env;
@@ -39,7 +39,7 @@ pub(crate) use self::view::{Files, GuardedFs, GuardedView};
 use super::budget::{BudgetExhausted, FileBudget};
 use super::capability::{CallInputs, Capability, CapabilityError, PluginSettings};
 use super::secrets::Secrets;
-use toolhost_policy::grants::DirGrant;
+use toolhost_gate::grants::DirGrant;
 
 /// The store data's view of this capability: the WASI context (through [`WasiView`]) and the
 /// guarded filesystem of the call.

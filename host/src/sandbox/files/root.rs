@@ -23,7 +23,7 @@ use wasmtime_wasi::p2::{FsError, FsResult};
 use wasmtime_wasi::{FsPerms, OpenMode};
 
 use super::view::GuardedView;
-use toolhost_policy::text::{OneLine, prefix};
+use toolhost_call::text::{OneLine, prefix};
 
 /// Notes kept per call for the model; a plugin probing paths in a loop must not grow them.
 const MAX_NOTES: usize = 8;

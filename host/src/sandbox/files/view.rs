@@ -17,7 +17,7 @@ use wasmtime_wasi::p2::{FsError, FsResult};
 use wasmtime_wasi::{ResourceTable, WasiCtx};
 
 use super::open::OpenFiles;
-use toolhost_policy::gate::{PathGuard, Refusal};
+use toolhost_gate::gate::{PathGuard, Refusal};
 
 /// Per-call state of the files capability.
 pub(crate) struct Files {

@@ -2,10 +2,10 @@
 
 use wasmtime::component::Val;
 
-use toolhost_policy::wit::{WitType, WitValue};
+use toolhost_call::wit::{WitType, WitValue};
 
 /// A value for wasmtime, of type `ty`; `None` if it is not of that type (values come from
-/// [`toolhost_policy::wit::json::from_json`] with the same type, so this is a host bug).
+/// [`toolhost_call::wit::json::from_json`] with the same type, so this is a host bug).
 pub(crate) fn to_val(ty: &WitType, value: WitValue) -> Option<Val> {
     use WitType as T;
     use WitValue as V;

@@ -18,7 +18,7 @@ use super::super::secrets::Secrets;
 use super::plan::Plan;
 use super::refusal::{NetError, Reporter};
 use super::transport::{self, IoFuture};
-use toolhost_policy::network::NetworkGrant;
+use toolhost_gate::network::NetworkGrant;
 
 type SendFuture =
     Box<dyn Future<Output = Result<(Response<WasiBody>, IoFuture), HttpError>> + Send>;
@@ -110,7 +110,7 @@ impl WasiHttpHooks for NetworkHooks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_policy::network::Destination;
+    use toolhost_gate::network::Destination;
 
     fn no_secrets() -> Arc<Secrets> {
         Arc::new(Secrets::bind(&[]).unwrap())

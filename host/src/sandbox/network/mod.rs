@@ -2,12 +2,12 @@
 //!
 //! Its phases (`Network` implements `Capability`): link once (`wasi:http` for every plugin, since
 //! many toolchains import it by default; raw `wasi:sockets` is linked for no one); validated at
-//! config load (`toolhost_policy::config` parses `Destination` patterns); bind once per plugin at
+//! config load (`toolhost_config::config` parses `Destination` patterns); bind once per plugin at
 //! load (`Binding`: the grant); prepare per call (`NetworkHooks` with the binding, the call's
 //! secrets for the headers the host adds, and a request counter, enforced in `hooks`: without a
 //! grant every request is refused there, naming the plugin).
 //! The policy pieces (destinations, address classes, grants) live in the pure
-//! `toolhost_policy::network`; here `plan` applies them to one request (pure: no I/O), `transport`
+//! `toolhost_gate::network`; here `plan` applies them to one request (pure: no I/O), `transport`
 //! resolves, connects and speaks TLS and HTTP, `body` caps the bodies while they flow, `refusal` says
 //! why a request did not go and what the guest receives for it, and `hooks` is the entry that ties
 //! them together for each request. Secrets are `super::secrets`'.

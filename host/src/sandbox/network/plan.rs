@@ -15,7 +15,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Request, Uri, header};
 
 use super::super::secrets::SecretHeader;
 use super::refusal::NetError;
-use toolhost_policy::network::{AddressClass, NetworkGrant, NetworkLimits, Target, classify};
+use toolhost_gate::network::{AddressClass, NetworkGrant, NetworkLimits, Target, classify};
 
 /// A request that passed the checks before any lookup, with what the host adds to it. `Debug` is
 /// safe: secret header values are marked sensitive and print as `Sensitive`.
@@ -173,7 +173,7 @@ fn shorter(policy: Duration, guest: Option<Duration>) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_policy::network::Destination;
+    use toolhost_gate::network::Destination;
 
     fn grant(allow: &[&str], allow_private: bool) -> NetworkGrant {
         let mut grant = NetworkGrant::new(
@@ -225,7 +225,7 @@ mod tests {
     #[test]
     fn strips_guest_credentials_and_adds_secret_headers_for_their_destination() {
         use super::super::super::secrets::Secrets;
-        use toolhost_policy::network::{Secret, SecretGrant, SecretHeader};
+        use toolhost_gate::network::{Secret, SecretGrant, SecretHeader};
         let api = Destination::parse("https://api.example.com").unwrap();
         let other = Destination::parse("https://other.example.com:8443").unwrap();
         let mut grant = NetworkGrant::new(vec![api.clone(), other.clone()]);

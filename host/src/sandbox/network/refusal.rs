@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use wasmtime_wasi_http::Error as HttpError;
 
-use toolhost_policy::network::DestinationError;
+use toolhost_gate::network::DestinationError;
 
 /// Why the host refused or failed an outgoing request. The text goes to the log, the code to the guest.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -26,7 +26,7 @@ use super::super::budget::FileBudget;
 use super::body::{Direction, Guarded};
 use super::plan::Plan;
 use super::refusal::{ExchangeFailure, NetError, Reporter, TlsFailure};
-use toolhost_policy::network::{Host, Scheme, Target};
+use toolhost_gate::network::{Host, Scheme, Target};
 
 /// Drives the connection after the response head arrived, until the body is read.
 pub(super) type IoFuture = Box<dyn Future<Output = Result<(), HttpError>> + Send>;
@@ -282,7 +282,7 @@ fn exchange_failure(target: &str, e: &hyper::Error) -> NetError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_policy::network::{Destination, NetworkGrant};
+    use toolhost_gate::network::{Destination, NetworkGrant};
 
     #[tokio::test]
     async fn vets_what_a_name_resolves_to_before_connecting() {

@@ -11,8 +11,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolhost_policy::caller::Caller;
-use toolhost_policy::task::{TaskStatus, owner_of};
+use toolhost_gate::caller::Caller;
+use toolhost_gate::task::{TaskStatus, owner_of};
 
 use super::run::BATCH_ID_HEADER;
 use crate::batch::{self, BatchOptions};

@@ -53,8 +53,8 @@ use crate::exec::Stopping;
 use crate::server::http::body::event_stream_framing;
 use crate::server::http::reply::error;
 use crate::server::shared::Shared;
-use toolhost_policy::caller::Caller;
-use toolhost_policy::config::ServerConfig;
+use toolhost_config::config::ServerConfig;
+use toolhost_gate::caller::Caller;
 
 /// The batch routes over `shared`, unguarded: the daemon's router and
 /// [`Server::batch_router`](crate::server::Server::batch_router) put them behind the guard.
@@ -228,7 +228,7 @@ async fn tool_calls(
                     Some(wait) => {
                         let mut response =
                             (StatusCode::TOO_MANY_REQUESTS, Json(report.answer())).into_response();
-                        let secs = toolhost_policy::quota::whole_seconds(wait);
+                        let secs = toolhost_gate::quota::whole_seconds(wait);
                         response
                             .headers_mut()
                             .insert(header::RETRY_AFTER, HeaderValue::from(secs));

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::batch::{self, BatchOptions, BatchReport, CallResult};
 use crate::exec::Deadline;
 use crate::server::shared::Shared;
-use toolhost_policy::caller::Caller;
+use toolhost_gate::caller::Caller;
 
 /// The response header that carries the batch id (every call's `parent_id` in the audit log).
 pub const BATCH_ID_HEADER: &str = "x-toolhost-batch-id";

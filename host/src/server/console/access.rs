@@ -14,7 +14,7 @@ use axum::response::Response;
 use super::Console;
 use super::session::same_secret;
 use crate::server::http::reply::error;
-use toolhost_policy::caller::Caller;
+use toolhost_gate::caller::Caller;
 
 /// The operator behind a request, for the routes.
 #[derive(Debug, Clone)]

@@ -49,7 +49,7 @@ pub(super) async fn new_link(
         );
     }
     tracing::info!(
-        operator = %toolhost_policy::text::OneLine(&operator.name),
+        operator = %toolhost_call::text::OneLine(&operator.name),
         "console sign-in link minted"
     );
     Json(json!({ "path": console.sign_in_path_for(&operator.name) })).into_response()
@@ -227,8 +227,8 @@ pub(super) async fn health(State(console): State<Arc<Console>>) -> Response {
 
 /// A breaker as the console shows it: its state, why, and when a trial call may run; the
 /// state's own fields beside them.
-fn breaker(state: &toolhost_policy::breaker::BreakerState) -> Value {
-    use toolhost_policy::breaker::BreakerState as B;
+fn breaker(state: &toolhost_gate::breaker::BreakerState) -> Value {
+    use toolhost_gate::breaker::BreakerState as B;
     let mut value = json!(state);
     let (reason, retry_in) = match state {
         B::Open {

@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
 use crate::server::http::auth::{Authenticator, Refusal};
-use toolhost_policy::caller::Profiles;
-use toolhost_policy::config::{AuthConfig, ConsoleOptions, ServerConfig};
+use toolhost_config::config::{AuthConfig, ConsoleOptions, ServerConfig};
+use toolhost_gate::caller::Profiles;
 
 /// The largest answer read from the identity provider (its metadata and token
 /// responses): a few KiB in practice; anything past this is refused unread.

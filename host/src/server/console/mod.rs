@@ -25,8 +25,8 @@ use self::session::{Sessions, set_cookie};
 use super::http::reply::error;
 use super::shared::Shared;
 use crate::exec::Services;
-use toolhost_policy::caller::Caller;
-use toolhost_policy::config::ServerConfig;
+use toolhost_config::config::ServerConfig;
+use toolhost_gate::caller::Caller;
 
 /// The console's state: the daemon's shared part and who is signed in.
 pub(crate) struct Console {

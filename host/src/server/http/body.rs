@@ -25,7 +25,7 @@ use futures_util::Stream;
 use http_body::Body as _;
 use http_body_util::BodyExt;
 use tokio::time::Instant;
-use toolhost_policy::batch::stream::Framing;
+use toolhost_wire::batch::stream::Framing;
 
 /// The routes that read an event-stream body as it arrives.
 const STREAMED_ROUTES: [&str; 1] = ["/v1/tool-calls"];

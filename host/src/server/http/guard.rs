@@ -5,7 +5,7 @@
 //! Loopback names (`localhost`, `127.0.0.1`, `::1`, any port) are always allowed as hosts and, with
 //! `http` or `https`, as origins; `server.allowed-hosts` and `server.allowed-origins` add more. An
 //! extra host without a port matches any port; a range (`10.0.0.0/8`) matches IP literals inside
-//! it and never a name ([`toolhost_policy::hosts`] says why that is safe); an extra origin without a port means its scheme's
+//! it and never a name ([`toolhost_config::hosts`] says why that is safe); an extra origin without a port means its scheme's
 //! default port. A request without `Origin` (any non-browser client) passes the origin check. A
 //! port must be a number (`127.0.0.1:8750.evil.com` is refused, not read as `127.0.0.1`), and a
 //! request with two `Host` or two `Origin` headers is refused.
@@ -16,8 +16,8 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::Response;
-use toolhost_policy::config::ServerConfig;
-use toolhost_policy::hosts::{
+use toolhost_config::config::ServerConfig;
+use toolhost_config::hosts::{
     AllowedHost, BadAuthority, HostPort, normalize_host, parse_authority, strict_port,
 };
 

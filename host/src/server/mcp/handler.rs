@@ -30,7 +30,7 @@ use super::task_view;
 use super::tasks::{self, AskVia};
 use crate::server::shared::Shared;
 use crate::telemetry;
-use toolhost_policy::task::owner_of;
+use toolhost_gate::task::owner_of;
 
 /// What clients read about this server at connection time.
 const INSTRUCTIONS: &str = "toolhost runs each tool in its own WebAssembly sandbox with only the files and \

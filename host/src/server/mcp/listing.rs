@@ -12,7 +12,7 @@ use rmcp::model::{ListToolsResult, Tool as McpTool, ToolAnnotations};
 
 use super::outcome::Era;
 use crate::registry::Catalog;
-use toolhost_policy::tool::{ToolSpec, is_valid_name};
+use toolhost_call::tool::{ToolSpec, is_valid_name};
 
 /// Tools per `tools/list` page.
 pub(crate) const PAGE_SIZE: usize = 100;
@@ -94,7 +94,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use toolhost_policy::tool::Hints;
+    use toolhost_call::tool::Hints;
 
     fn spec(name: &str) -> ToolSpec {
         ToolSpec {

@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use toolhost_policy::caller::Caller;
+use toolhost_gate::caller::Caller;
 
 /// The session header.
 const SESSION: &str = "mcp-session-id";

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rmcp::ErrorData;
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
-use toolhost_policy::caller::Caller;
+use toolhost_gate::caller::Caller;
 
 use crate::telemetry;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rmcp::model::{DetailedTask, Task as McpTask, TaskPayload, TaskStatus as McpStatus};
 use serde_json::{Value, json};
-use toolhost_policy::task::TaskStatus;
+use toolhost_gate::task::TaskStatus;
 
 use crate::state::TaskRecord;
 

@@ -22,9 +22,9 @@ use rmcp::model::{ElicitRequest, ElicitResult, InputRequest, InputRequests};
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolhost_policy::call::{CallStatus, ErrorKind};
-use toolhost_policy::caller::Caller;
-use toolhost_policy::task::{TaskChoice, TaskSupport};
+use toolhost_call::call::{CallStatus, ErrorKind};
+use toolhost_gate::caller::Caller;
+use toolhost_gate::task::{TaskChoice, TaskSupport};
 
 use super::approval::{self, APPROVAL_KEY, ElicitingApprover};
 use super::outcome::{self, Era};
@@ -92,7 +92,7 @@ pub(super) async fn start(shared: &Arc<Shared>, call: TaskCall) -> Result<Starte
             return outcome::to_result(&call.tool, outcome, call.era).map(Started::Refused);
         }
     };
-    let owner = toolhost_policy::task::owner_of(request.caller.as_deref());
+    let owner = toolhost_gate::task::owner_of(request.caller.as_deref());
     let new = NewTask {
         kind: TaskKind::Tool,
         owner,
@@ -117,8 +117,8 @@ pub(super) async fn start(shared: &Arc<Shared>, call: TaskCall) -> Result<Starte
         };
         let progress = {
             let handle = handle.clone();
-            Arc::new(move |p: toolhost_policy::call::Progress| handle.report(p.message))
-                as toolhost_policy::call::ProgressSink
+            Arc::new(move |p: toolhost_call::call::Progress| handle.report(p.message))
+                as toolhost_call::call::ProgressSink
         };
         let request = CallRequest {
             parent_id: Some(handle.id().to_owned()),

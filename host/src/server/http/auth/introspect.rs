@@ -11,8 +11,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 
-use toolhost_policy::caller::Caller;
-use toolhost_policy::config::{AuthConfig, Introspection};
+use toolhost_config::config::{AuthConfig, Introspection};
+use toolhost_gate::caller::Caller;
 
 /// The largest answer read from the identity provider (a token response, an introspection, its
 /// metadata): a few KiB in practice; anything past this is refused unread.

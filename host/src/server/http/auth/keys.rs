@@ -10,7 +10,7 @@ use jsonwebtoken::DecodingKey;
 use jsonwebtoken::jwk::JwkSet;
 use tokio::sync::Mutex;
 
-use toolhost_policy::config::AuthConfig;
+use toolhost_config::config::AuthConfig;
 
 /// Keys are fetched again after this long even when every token finds its key.
 const MAX_AGE: Duration = Duration::from_secs(600);

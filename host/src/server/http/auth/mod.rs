@@ -19,8 +19,8 @@ use axum::response::{IntoResponse, Json, Response};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use toolhost_policy::caller::{Access, Caller, NO_PROFILE, Profiles};
-use toolhost_policy::config::{AuthConfig, ServerConfig};
+use toolhost_config::config::{AuthConfig, ServerConfig};
+use toolhost_gate::caller::{Access, Caller, NO_PROFILE, Profiles};
 
 use self::introspect::Introspector;
 use self::keys::Keys;
@@ -123,7 +123,7 @@ impl Authenticator {
         let mut caller = self.verify(given).await?;
         if caller != Caller::static_token() {
             // Kept, opaque, for the credentials a plugin's secret exchanges it for.
-            caller.token = Some(toolhost_policy::network::Secret::new(given));
+            caller.token = Some(toolhost_gate::network::Secret::new(given));
         }
         Ok(caller)
     }
@@ -204,7 +204,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 #[derive(Clone)]
 pub(crate) struct Presented {
     auth: Arc<Authenticator>,
-    token: toolhost_policy::network::Secret,
+    token: toolhost_gate::network::Secret,
 }
 
 impl Presented {
@@ -261,7 +261,7 @@ pub(crate) async fn authenticated(
             if let Some(token) = bearer(request.headers()) {
                 let presented = Presented {
                     auth: auth.clone(),
-                    token: toolhost_policy::network::Secret::new(token),
+                    token: toolhost_gate::network::Secret::new(token),
                 };
                 request.extensions_mut().insert(presented);
             }

@@ -7,8 +7,8 @@ use jsonwebtoken::{Validation, decode, decode_header};
 use serde::Deserialize;
 use serde_json::Value;
 
-use toolhost_policy::caller::Caller;
-use toolhost_policy::config::AuthConfig;
+use toolhost_config::config::AuthConfig;
+use toolhost_gate::caller::Caller;
 
 use super::keys::{KeyError, Keys};
 

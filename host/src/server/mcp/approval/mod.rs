@@ -32,7 +32,7 @@ use tokio::sync::oneshot;
 
 use crate::exec::{Answer, ApprovalRequest, Approver, digest};
 use crate::state::Store;
-use toolhost_policy::config::StateKey;
+use toolhost_config::config::StateKey;
 
 /// Key of the approval question in `inputRequests` and of its answer in `inputResponses`.
 pub(crate) const APPROVAL_KEY: &str = "approval";

@@ -7,8 +7,8 @@ use std::time::Duration;
 use rmcp::ErrorData;
 use rmcp::model::ErrorCode;
 use serde_json::{Value, json};
-use toolhost_policy::caller::Caller;
-use toolhost_policy::task::{TaskChoice, TaskStatus};
+use toolhost_gate::caller::Caller;
+use toolhost_gate::task::{TaskChoice, TaskStatus};
 
 use crate::server::mcp::outcome::Era;
 use crate::server::mcp::task_view::legacy_task;
@@ -42,7 +42,7 @@ pub(in crate::server::mcp) async fn answer(
 ) -> Result<Value, ErrorData> {
     let tasks = tasks_of(shared)?.clone();
     let poll = tasks.options().poll_interval;
-    let owner = toolhost_policy::task::owner_of(caller.as_deref());
+    let owner = toolhost_gate::task::owner_of(caller.as_deref());
     let task_id = || {
         params
             .get("taskId")

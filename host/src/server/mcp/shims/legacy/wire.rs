@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 use serde_json::{Value, json};
-use toolhost_policy::task::TaskSupport;
+use toolhost_gate::task::TaskSupport;
 
 /// `tools/call` with `task`, renamed.
 pub(crate) const CALL_AS_TASK: &str = "toolhost/legacy/tasks/call";
