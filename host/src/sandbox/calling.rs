@@ -10,41 +10,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures_util::future::BoxFuture;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use wasmtime::component::{HasData, Linker};
 
 use super::bindings::toolhost::plugin::tools::{CallFailure, Host};
 use super::bindings::toolhost::plugin::types::{ToolHints, ToolOutput, ToolSpec};
 use super::capability::{CallInputs, Capability, CapabilityError, PluginSettings};
-use super::report::{GuestOutput, GuestSpec};
+use super::report::{GuestSpec, NestedCalls};
 use toolhost_gate::gate::ToolPattern;
-
-/// Why a nested call returned no output: the host's error kind and the message a model would get.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NestedFailure {
-    /// The error kind's wire name (`denied`, `unknown_tool`, `timeout`, ...).
-    pub kind: String,
-    /// What went wrong and what to try.
-    pub message: String,
-}
-
-/// The host service that runs a plugin's nested calls, lent by the caller for one call.
-pub trait NestedCalls: Send + Sync {
-    /// The tools the calling call's caller may see, as they are listed to it.
-    fn tools(&self) -> Vec<GuestSpec>;
-
-    /// Run `tool` with `input` (JSON text) through every stage, stopped by `cancel` and ended by
-    /// `by` (the calling call's deadline) at the latest. Runs to its record even when the future
-    /// is dropped.
-    fn call(
-        &self,
-        tool: String,
-        input: String,
-        cancel: CancellationToken,
-        by: Instant,
-    ) -> BoxFuture<'static, Result<GuestOutput, NestedFailure>>;
-}
 
 /// The store data's view of this capability.
 pub(crate) trait CallingView: Send {

@@ -21,8 +21,8 @@ use wasmtime::component::Linker;
 
 use tokio_util::sync::CancellationToken;
 
-use super::calling::NestedCalls;
 use super::output::CappedOutput;
+use super::report::NestedCalls;
 use super::secrets::Secrets;
 use toolhost_call::call::ProgressSink;
 use toolhost_gate::gate::PathGuard;

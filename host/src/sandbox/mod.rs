@@ -47,13 +47,14 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::Engine;
 use wasmtime::component::Linker;
 
-pub use self::calling::{NestedCalls, NestedFailure};
 pub use self::capability::{CallIo, CapabilityError};
 pub use self::engine::Inspection;
 pub use self::error::SandboxError;
 pub use self::plugin::Plugin;
 pub use self::prepared::Prepared;
-pub use self::report::{GuestError, GuestOutput, GuestSpec, RunError, RunReport};
+pub use self::report::{
+    GuestError, GuestOutput, GuestSpec, NestedCalls, NestedFailure, RunError, RunReport,
+};
 
 use self::budget::FileBudget;
 use self::cache::{CompileCache, sha256_hex};

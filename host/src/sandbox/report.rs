@@ -1,7 +1,11 @@
 //! What a call gives back, as plain types: the guest's answer or why there is none, and what the
-//! call cost. No wasmtime type appears here.
+//! call cost; and the service a caller lends a call for the tool calls its plugin makes
+//! ([`NestedCalls`]), whose answers are these same types. No wasmtime type appears here.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
 
 use toolhost_call::tool::Hints;
 
@@ -177,3 +181,29 @@ macro_rules! contract_from {
 use super::bindings::toolhost::plugin::types as v1_types;
 use super::bindings::v2::toolhost::plugin::types as v2_types;
 contract_from!(v1_types, v2_types);
+
+/// Why a nested call returned no output: the host's error kind and the message a model would get.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NestedFailure {
+    /// The error kind's wire name (`denied`, `unknown_tool`, `timeout`, ...).
+    pub kind: String,
+    /// What went wrong and what to try.
+    pub message: String,
+}
+
+/// The host service that runs a plugin's nested calls, lent by the caller for one call.
+pub trait NestedCalls: Send + Sync {
+    /// The tools the calling call's caller may see, as they are listed to it.
+    fn tools(&self) -> Vec<GuestSpec>;
+
+    /// Run `tool` with `input` (JSON text) through every stage, stopped by `cancel` and ended by
+    /// `by` (the calling call's deadline) at the latest. Runs to its record even when the future
+    /// is dropped.
+    fn call(
+        &self,
+        tool: String,
+        input: String,
+        cancel: CancellationToken,
+        by: Instant,
+    ) -> BoxFuture<'static, Result<GuestOutput, NestedFailure>>;
+}

@@ -6,7 +6,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use tokio::sync::Mutex;
@@ -14,7 +13,9 @@ use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::{Backend, Param, Row, StateError, Statement, TaskRecord, migrations};
+mod backend;
+
+use super::{Param, StateError, Statement, migrations};
 
 /// Any number: the advisory lock key of toolhost's migrations ("toolhost" in ASCII, cut to 8 bytes).
 const MIGRATION_LOCK: i64 = 0x746f_6f6c_686f_7374;
@@ -79,28 +80,6 @@ fn params(list: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
             Param::Bool(b) => b as &(dyn ToSql + Sync),
         })
         .collect()
-}
-
-fn row(r: &tokio_postgres::Row) -> Result<Row, StateError> {
-    let get = |i| -> Result<String, StateError> { r.try_get(i).map_err(fail) };
-    let opt = |i| -> Result<Option<String>, StateError> { r.try_get(i).map_err(fail) };
-    let int = |i| -> Result<i64, StateError> { r.try_get(i).map_err(fail) };
-    Ok(Row {
-        id: get(0)?,
-        kind: get(1)?,
-        owner: get(2)?,
-        name: get(3)?,
-        status: get(4)?,
-        message: opt(5)?,
-        daemon: get(6)?,
-        created_ms: int(7)?,
-        updated_ms: int(8)?,
-        expires_ms: int(9)?,
-        cancel_requested: r.try_get(10).map_err(fail)?,
-        input_requests: opt(11)?,
-        result: opt(12)?,
-        error: opt(13)?,
-    })
 }
 
 impl Postgres {
@@ -209,56 +188,4 @@ async fn migrate(client: &Client) -> Result<(), StateError> {
     };
     client.batch_execute(end).await.map_err(fail)?;
     applied
-}
-
-#[async_trait]
-impl Backend for Postgres {
-    fn ledger(&self, daemon: &str) -> Option<Arc<dyn crate::exec::Ledger>> {
-        Some(Arc::new(super::buckets::Buckets::new(self.clone(), daemon)))
-    }
-
-    async fn sweep_more(&self, silent_since: i64, except: &str) -> Result<(), StateError> {
-        super::buckets::sweep(self, silent_since, except).await
-    }
-
-    async fn ping(&self) -> Result<(), StateError> {
-        self.client()
-            .await?
-            .batch_execute("SELECT 1")
-            .await
-            .map_err(fail)
-    }
-
-    async fn execute(&self, s: Statement) -> Result<u64, StateError> {
-        let client = self.client().await?;
-        client
-            .execute(&dollars(&s.sql), &params(&s.params))
-            .await
-            .map_err(fail)
-    }
-
-    async fn records(&self, s: Statement) -> Result<Vec<TaskRecord>, StateError> {
-        self.query(&s)
-            .await?
-            .iter()
-            .map(|r| row(r)?.into_record())
-            .collect()
-    }
-
-    async fn texts(&self, s: Statement) -> Result<Vec<Option<String>>, StateError> {
-        self.query(&s)
-            .await?
-            .iter()
-            .map(|r| r.try_get(0).map_err(fail))
-            .collect()
-    }
-
-    async fn execute_all(&self, all: Vec<Statement>) -> Result<Vec<u64>, StateError> {
-        // Each statement stands alone: a daemon dying between them leaves nothing half done.
-        let mut changed = Vec::with_capacity(all.len());
-        for s in all {
-            changed.push(self.execute(s).await?);
-        }
-        Ok(changed)
-    }
 }
