@@ -50,7 +50,8 @@ fn answered(events: &mut broadcast::Receiver<LiveEvent>) -> (String, &'static st
 async fn an_approval_given_in_the_console_reaches_the_waiting_call() {
     let (q, live) = (Questions::default(), Live::default());
     let mut events = live.subscribe();
-    let ask = q.ask(&live, CALL, &request(), Duration::from_secs(60));
+    let request = request();
+    let ask = q.ask(&live, CALL, &request, Duration::from_secs(60));
     let answer = async {
         let question = next_question(&mut events).await;
         assert_eq!(q.waiting().len(), 1);
@@ -71,7 +72,7 @@ async fn an_approval_given_in_the_console_reaches_the_waiting_call() {
         (question.caller.as_str(), question.origin),
         ("alice", "mcp")
     );
-    assert_eq!(question.input_sha256, digest(&request().input));
+    assert_eq!(question.input_sha256, digest(&request.input));
     let subject = question.subject.as_ref().unwrap();
     assert_eq!(
         (subject.pointer.as_str(), &subject.value),
@@ -95,7 +96,8 @@ async fn an_approval_given_in_the_console_reaches_the_waiting_call() {
 async fn a_declined_question_declines_the_call() {
     let (q, live) = (Questions::default(), Live::default());
     let mut events = live.subscribe();
-    let ask = q.ask(&live, CALL, &request(), Duration::from_secs(60));
+    let request = request();
+    let ask = q.ask(&live, CALL, &request, Duration::from_secs(60));
     let answer = async {
         let question = next_question(&mut events).await;
         q.answer(&question.id, &question.input_sha256, verdict(false))
@@ -111,7 +113,8 @@ async fn a_declined_question_declines_the_call() {
 async fn a_second_answer_is_told_the_question_ended() {
     let (q, live) = (Questions::default(), Live::default());
     let mut events = live.subscribe();
-    let ask = q.ask(&live, CALL, &request(), Duration::from_secs(60));
+    let request = request();
+    let ask = q.ask(&live, CALL, &request, Duration::from_secs(60));
     let answer = async {
         let question = next_question(&mut events).await;
         q.answer(&question.id, &question.input_sha256, verdict(true))
@@ -137,7 +140,8 @@ fn an_answer_to_an_id_never_asked_is_unknown() {
 async fn an_answer_for_another_input_is_refused_and_the_question_keeps_waiting() {
     let (q, live) = (Questions::default(), Live::default());
     let mut events = live.subscribe();
-    let ask = q.ask(&live, CALL, &request(), Duration::from_secs(60));
+    let request = request();
+    let ask = q.ask(&live, CALL, &request, Duration::from_secs(60));
     let answer = async {
         let question = next_question(&mut events).await;
         let other = digest(&json!({ "path": "/etc/passwd", "text": "hi" }));
