@@ -396,9 +396,17 @@ fn ledger_keys_cannot_be_confused_whatever_the_names_hold() {
         who: who.into(),
         tool: tool.map(str::to_owned),
     };
-    let a = key("a\",\"b", None).ledger("calls");
-    let b = key("a", Some("b")).ledger("calls");
-    assert_ne!(a, b);
+    for (one, other) in [
+        (key("a\",\"b", None), key("a", Some("b"))),
+        (key("a:b", Some("c")), key("a", Some("b:c"))),
+        (key("a", None), key("a", Some(""))),
+    ] {
+        assert_ne!(
+            one.ledger("calls"),
+            other.ledger("calls"),
+            "{one:?} {other:?}"
+        );
+    }
     assert_ne!(
         key("a", None).ledger("calls"),
         key("a", None).ledger("fuel")
