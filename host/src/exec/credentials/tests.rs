@@ -13,12 +13,15 @@ use super::*;
 
 mod exchange;
 
+/// A request to the token endpoint: its form and its `Authorization` header.
+type Request = (HashMap<String, String>, Option<String>);
+
 /// The identity provider's token endpoint: it records each request and answers with a token
 /// named after the caller's token and the request's number, unless told to answer otherwise.
 #[derive(Default)]
 struct Idp {
     /// Each request's form and `Authorization` header.
-    seen: Mutex<Vec<(HashMap<String, String>, Option<String>)>>,
+    seen: Mutex<Vec<Request>>,
     /// A status and body to answer with instead of a token.
     answer: Mutex<Option<(StatusCode, String)>>,
     /// The `expires_in` of the tokens it issues.
