@@ -329,3 +329,6 @@ impl Exchanger {
         Ok((Secret::new(issued.access_token), life))
     }
 }
+
+#[cfg(test)]
+mod tests;

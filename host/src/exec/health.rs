@@ -16,6 +16,14 @@ use toolhost_gate::breaker::{
     Suspension, Transition, Whose,
 };
 
+/// The monotonic clock's time; the tests move theirs on rather than wait out a cool-down.
+#[cfg(not(test))]
+fn now() -> Instant {
+    Instant::now()
+}
+#[cfg(test)]
+use self::tests::now;
+
 /// Every tool's breaker and statistics, and how often each changed state.
 #[derive(Debug, Default)]
 pub struct ToolsHealth {
@@ -103,7 +111,7 @@ fn report(
     let key = asker.key.as_deref();
     let reported = inner
         .breakers
-        .report(tool, key, asker.lowered, passes, kind, Instant::now());
+        .report(tool, key, asker.lowered, passes, kind, now());
     inner.count(tool, reported.tool.transition.as_ref());
     reported
 }
@@ -161,12 +169,10 @@ impl ToolsHealth {
         asker: &Asker,
         record: &mut AuditRecord,
     ) -> Option<(ErrorKind, String)> {
-        let (suspension, whose) = self.lock().breakers.refusal(
-            tool,
-            asker.key.as_deref(),
-            asker.lowered,
-            Instant::now(),
-        )?;
+        let (suspension, whose) =
+            self.lock()
+                .breakers
+                .refusal(tool, asker.key.as_deref(), asker.lowered, now())?;
         Some(refused(&suspension, whose, tool, record))
     }
 
@@ -178,15 +184,22 @@ impl ToolsHealth {
         asker: Asker,
         record: &mut AuditRecord,
     ) -> Result<Admitted, (ErrorKind, String)> {
+        self.admit_as(&tool.spec.name, policy(tool), asker, record)
+    }
+
+    /// [`Self::admit`] for the tool called `name`, under `policy`.
+    fn admit_as(
+        &self,
+        name: &str,
+        policy: &BreakerPolicy,
+        asker: Asker,
+        record: &mut AuditRecord,
+    ) -> Result<Admitted, (ErrorKind, String)> {
         let mut inner = self.lock();
-        let name = &tool.spec.name;
-        let (admission, transitions) = inner.breakers.admit(
-            name,
-            policy(tool),
-            asker.key.as_deref(),
-            asker.lowered,
-            Instant::now(),
-        );
+        let (admission, transitions) =
+            inner
+                .breakers
+                .admit(name, policy, asker.key.as_deref(), asker.lowered, now());
         for (whose, t) in transitions.into_iter().flatten() {
             let note = BreakerNote::from_transition(&t);
             match whose {
@@ -200,7 +213,7 @@ impl ToolsHealth {
         match admission {
             BreakerAdmission::Run(passes) => Ok(Admitted {
                 inner: self.inner.clone(),
-                tool: name.clone(),
+                tool: name.to_owned(),
                 asker,
                 passes: Some(passes),
             }),
@@ -217,7 +230,7 @@ impl ToolsHealth {
         caller: Option<&str>,
         mut sees: impl FnMut(&str) -> bool,
     ) -> BTreeMap<String, Health> {
-        let mut all = self.lock().breakers.health_for(caller, Instant::now());
+        let mut all = self.lock().breakers.health_for(caller, now());
         all.retain(|name, _| sees(name));
         all
     }
@@ -232,10 +245,7 @@ impl ToolsHealth {
     pub fn write_prometheus_for(&self, out: &mut Exposition, shows: impl Fn(&str) -> bool) {
         let (mut health, mut transitions) = {
             let inner = self.lock();
-            (
-                inner.breakers.health(Instant::now()),
-                inner.transitions.clone(),
-            )
+            (inner.breakers.health(now()), inner.transitions.clone())
         };
         health.retain(|tool, _| shows(tool));
         transitions.retain(|(tool, _), _| shows(tool));
@@ -265,3 +275,6 @@ impl ToolsHealth {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

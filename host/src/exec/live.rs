@@ -231,3 +231,6 @@ impl Drop for Listed<'_> {
             .remove(&self.call_id);
     }
 }
+
+#[cfg(test)]
+mod tests;

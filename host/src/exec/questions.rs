@@ -285,23 +285,4 @@ fn new_id() -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_an_open_stream_or_a_recent_operator_attends() {
-        let q = Questions::default();
-        let stream = q.attend();
-        assert!(!q.attended(), "a console not served attends nothing");
-        q.open();
-        q.locate("http://127.0.0.1:1/console/".into());
-        assert!(q.attended());
-        drop(stream);
-        assert!(!q.attended(), "the stream closed");
-        q.seen();
-        assert!(q.attended());
-        *q.seen.lock().unwrap() = Some(Instant::now() - PRESENT_FOR);
-        assert!(!q.attended(), "seen too long ago");
-        assert_eq!(q.address(), Some("http://127.0.0.1:1/console/"));
-    }
-}
+mod tests;

@@ -208,3 +208,6 @@ pub(super) fn leave_all(ledger: Arc<dyn Ledger>, keys: Vec<String>) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests;

@@ -99,3 +99,58 @@ impl Local {
         self.shares.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{at_once, fuel};
+    use super::*;
+
+    fn key(tool: Option<&str>) -> Key {
+        Key {
+            who: "local".into(),
+            tool: tool.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_refusal_by_a_later_quota_takes_nothing_from_an_earlier_one() {
+        let local = Local::default();
+        let wanted = [(key(None), fuel(1_000)), (key(Some("grep")), at_once(1))];
+        assert_eq!(local.admit(&wanted, "me", 400).ok().flatten(), Some(400));
+        assert!(local.admit(&wanted, "me", 400).is_err(), "one at once");
+        local.release(&wanted);
+        local.charge(&wanted, -400.0);
+        // Had the refused call reserved its 400, only 600 would be left.
+        assert_eq!(
+            local.admit(&wanted, "me", 1_000).ok().flatten(),
+            Some(1_000)
+        );
+    }
+
+    #[test]
+    fn a_release_never_counts_below_zero() {
+        let local = Local::default();
+        let wanted = [(key(None), at_once(1))];
+        local.release(&wanted);
+        assert!(local.admit(&wanted, "me", 0).is_ok());
+        local.release(&wanted);
+        local.release(&wanted);
+        assert!(local.admit(&wanted, "me", 0).is_ok());
+        assert!(
+            local.admit(&wanted, "me", 0).is_err(),
+            "one running, at most one"
+        );
+    }
+
+    #[test]
+    fn fuel_given_back_never_fills_a_budget_past_its_size() {
+        let local = Local::default();
+        let wanted = [(key(None), fuel(1_000))];
+        assert_eq!(local.admit(&wanted, "me", 100).ok().flatten(), Some(100));
+        local.charge(&wanted, -5_000.0);
+        assert_eq!(
+            local.admit(&wanted, "me", 5_000).ok().flatten(),
+            Some(1_000)
+        );
+    }
+}

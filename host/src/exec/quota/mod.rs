@@ -284,3 +284,6 @@ fn refused(what: String, wait: Duration) -> Refused {
         retry_after: Some(wait),
     }
 }
+
+#[cfg(test)]
+mod tests;
