@@ -9,16 +9,18 @@
 //! them knows wasmtime, MCP or the async runtime.
 //!
 //! A call travels one pipeline ([`exec`]): a front end ([`server`] for MCP and the batch API, or the
-//! CLI) hands it a request; the pipeline finds the tool in the [`registry`], validates and gates the
-//! input with the policy, runs it in the [`sandbox`] (a fresh wasmtime store with only what the
-//! plugin's grants allow: each capability, such as files and env, network, or log and progress, is
-//! one module implementing the sandbox's capability trait, bound per plugin at load and prepared per
-//! call), shapes the result for a model, and has [`audit`] record it. The pipeline also decides
-//! admission (shutdown, work in flight) and deadlines, and one recorder writes every outcome; front
-//! ends only translate. [`host`] is the one place that wires a daemon from a config: its
-//! [`host::Host`] owns the sandbox, registry, audit log, pipeline, state store, telemetry and
-//! shutdown, and serves through [`server`]; the CLI, the tests and the benchmarks open the same
-//! `Host`.
+//! CLI) hands it a request; the pipeline's stages admit it, find the tool in the [`registry`],
+//! validate and gate the input with the policy, run it in the [`sandbox`] (a fresh wasmtime store
+//! with only what the plugin's grants allow: each capability, such as files and env, network, or
+//! log and progress, is one module implementing the sandbox's capability trait, bound per plugin at
+//! load and prepared per call), shape the result for a model, and record it in the [`audit`] log.
+//! Each stage is a type borrowing the [`exec::Services`] it needs: the services one daemon shares
+//! (admission and shutdown, the audit log, stats, live calls, questions, health, quotas,
+//! credentials), which the front ends read too. The pipeline decides every outcome and one recorder
+//! writes it; front ends only translate. [`host`] is the one place that wires a daemon from a
+//! config: its [`host::Host`] owns the sandbox, the services, the pipeline, the state store,
+//! telemetry and shutdown, and serves through [`server`]; the CLI, the tests and the benchmarks
+//! open the same `Host`.
 //!
 //! Dependencies point down: host -> server -> exec -> {registry, sandbox, audit, stats} -> the pure
 //! crates (config -> gate -> call, config -> trust, wire -> call), with [`system`] (the cores),
