@@ -1,147 +1,205 @@
 //! The daemon's diagnostic log on stderr, which never makes the daemon wait. A person pipes it into
 //! `grep -m1` or `head` and the reader goes away, or a log shipper stops reading: a blocking write
-//! would then hold whichever thread logs (a call, a compile, the signal handler) for good. Here a
-//! line that cannot be written at once is dropped and counted instead ([`dropped`], on `/metrics`),
-//! and the first line written after drops is preceded by one saying how many were lost.
+//! would then hold whichever thread logs (a call, a compile, the signal handler) for good.
 //!
-//! When stderr is a pipe, the log writes through a descriptor of its own opened on that pipe with
-//! `O_NONBLOCK` (`/proc/self/fd/2`): the flag stays on that private open file, so a shell's `2>&1`
-//! that shares stderr's file with stdout does not make stdout non-blocking too. A full pipe then
-//! answers `EAGAIN` and a closed one `EPIPE` (Rust ignores `SIGPIPE`); both drop the line. A file
-//! or a terminal is written as before: writing to them does not wait on a reader. The audit log is
-//! not this: it keeps its own `on-failure` rule.
+//! So the daemon's lines go through a bounded queue to a thread of their own, which alone waits for
+//! stderr. A line that finds the queue full is dropped and counted ([`dropped`], on `/metrics`); so is
+//! one the writer cannot write (a closed pipe: Rust ignores `SIGPIPE`). Once the writer catches up it
+//! says how many lines were lost, without waiting for another line to log. The lines a person needs
+//! ([`say`]: where the daemon listens, its sign-in link) have room of their own past the queue's
+//! bound, so a flood of trace lines cannot push them out. At exit [`flush`] gives the writer a
+//! moment to finish. A command (not the daemon) writes stderr directly: its reader is the person
+//! running it. The audit log is not this: it keeps its own `on-failure` rule.
 
-use std::fs::File;
+use std::collections::VecDeque;
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
-/// Where the log goes, opened on first use.
+/// Bytes of lines waiting for the writer; a line past this is dropped.
+const QUEUE_BYTES: usize = 256 * 1024;
+/// Room past [`QUEUE_BYTES`] for the lines of [`say`], which are few and must reach the person.
+const SAID_BYTES: usize = 64 * 1024;
+
+/// Where the log goes, chosen on first use.
 static LOG: OnceLock<Log> = OnceLock::new();
 
-struct Log {
-    /// A non-blocking descriptor of stderr's pipe, or `None` to write stderr itself.
-    pipe: Option<Mutex<File>>,
-    /// Lines dropped since start: written nowhere because stderr was full or closed.
+enum Log {
+    /// Writes that wait for stderr, as a command's should.
+    Waiting { dropped: AtomicU64 },
+    /// The daemon's: a queue to the writer's thread.
+    Queued(Arc<Queue>),
+}
+
+/// Lines on their way to a writer, and what became of the others.
+struct Queue {
+    state: Mutex<State>,
+    /// Signalled when a line arrives (the writer waits on it) and when the queue drains ([`flush`]).
+    changed: Condvar,
+    /// Lines dropped since start: queue full, or stderr closed.
     dropped: AtomicU64,
-    /// Drops already reported in the log.
-    reported: AtomicU64,
-    /// A line was cut short by a full pipe: the next one starts on a line of its own.
-    cut: AtomicBool,
+}
+
+#[derive(Default)]
+struct State {
+    lines: VecDeque<Vec<u8>>,
+    bytes: usize,
+    /// The writer holds lines it took and has not finished writing.
+    writing: bool,
+}
+
+impl Queue {
+    fn new() -> Self {
+        Self {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queue `line`, or drop and count it when the queue is full (`said` lines have more room).
+    fn push(&self, line: &[u8], said: bool) {
+        let limit = if said {
+            QUEUE_BYTES + SAID_BYTES
+        } else {
+            QUEUE_BYTES
+        };
+        let mut state = self.lock();
+        if state.bytes + line.len() > limit {
+            drop(state);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        state.bytes += line.len();
+        state.lines.push_back(line.to_vec());
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// Write queued lines to `out` until the process ends; after each batch, say what was lost.
+    fn write_to(&self, mut out: impl Write) {
+        let mut reported = 0;
+        loop {
+            let batch = {
+                let mut state = self.lock();
+                state.writing = false;
+                self.changed.notify_all();
+                while state.lines.is_empty() {
+                    state = self
+                        .changed
+                        .wait(state)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+                state.writing = true;
+                state.bytes = 0;
+                std::mem::take(&mut state.lines)
+            };
+            for line in batch {
+                if out.write_all(&line).is_err() {
+                    self.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            let dropped = self.dropped.load(Ordering::Relaxed);
+            if dropped > reported {
+                let notice = format!(
+                    "toolhost: {} log line(s) dropped: stderr was full or closed\n",
+                    dropped - reported
+                );
+                // The notice reports the drops whether or not it is read: one that cannot be
+                // written would otherwise be announced by the next, and that by the next.
+                reported = dropped;
+                let _ = out.write_all(notice.as_bytes());
+            }
+            let _ = out.flush();
+        }
+    }
+
+    /// Wait until the writer has written everything queued, or `deadline`.
+    fn drain(&self, deadline: Instant) {
+        let mut state = self.lock();
+        while !state.lines.is_empty() || state.writing {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return;
+            };
+            state = self
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
 }
 
 impl Log {
-    /// Writes that wait for stderr, as a command's should: its reader is the person running it.
-    fn waiting() -> Self {
-        Self {
-            pipe: None,
-            dropped: AtomicU64::new(0),
-            reported: AtomicU64::new(0),
-            cut: AtomicBool::new(false),
+    fn write(&self, line: &[u8], said: bool) {
+        match self {
+            Log::Waiting { dropped } => {
+                if io::stderr().lock().write_all(line).is_err() {
+                    dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Log::Queued(queue) => queue.push(line, said),
         }
     }
 
-    fn never_waiting() -> Self {
-        Self {
-            pipe: open_pipe().map(Mutex::new),
-            dropped: AtomicU64::new(0),
-            reported: AtomicU64::new(0),
-            cut: AtomicBool::new(false),
+    fn dropped(&self) -> u64 {
+        match self {
+            Log::Waiting { dropped } => dropped.load(Ordering::Relaxed),
+            Log::Queued(queue) => queue.dropped.load(Ordering::Relaxed),
         }
     }
-
-    fn write(&self, line: &[u8]) {
-        let Some(pipe) = &self.pipe else {
-            // A command's log, a file or a terminal: the write completes (or fails) without waiting
-            // on a reader that went away.
-            let mut stderr = io::stderr().lock();
-            if stderr.write_all(line).is_err() {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-            return;
-        };
-        let mut pipe = pipe.lock().unwrap_or_else(PoisonError::into_inner);
-        let dropped = self.dropped.load(Ordering::Relaxed);
-        let reported = self.reported.load(Ordering::Relaxed);
-        if self.cut.load(Ordering::Relaxed) {
-            if !matches!(pipe.write(b"\n"), Ok(1)) {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            self.cut.store(false, Ordering::Relaxed);
-        }
-        if dropped > reported {
-            let notice = format!(
-                "toolhost: {} log line(s) dropped: stderr was full or closed\n",
-                dropped - reported
-            );
-            if !write_whole(&mut pipe, notice.as_bytes(), &self.cut) {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            self.reported.store(dropped, Ordering::Relaxed);
-        }
-        if !write_whole(&mut pipe, line, &self.cut) {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Write `line` without waiting: false if none of it could be written now. A line longer than
-/// the pipe's atomic size may go in part; what is left is dropped and the line marked `cut`.
-fn write_whole(pipe: &mut File, line: &[u8], cut: &AtomicBool) -> bool {
-    let mut rest = line;
-    while !rest.is_empty() {
-        match pipe.write(rest) {
-            Ok(0) | Err(_) if rest.len() == line.len() => return false,
-            Ok(0) | Err(_) => {
-                cut.store(true, Ordering::Relaxed);
-                return true;
-            }
-            Ok(n) => rest = &rest[n..],
-        }
-    }
-    true
-}
-
-/// stderr's pipe opened anew, non-blocking; `None` when stderr is not a pipe or cannot be opened.
-fn open_pipe() -> Option<File> {
-    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
-    let path = "/proc/self/fd/2";
-    // Only a pipe: opening a file by this path would start writing it at offset 0.
-    if !std::fs::metadata(path).ok()?.file_type().is_fifo() {
-        return None;
-    }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .ok()
 }
 
 /// From now on, never wait for stderr (the daemon): call before anything is logged. Without it
 /// the log waits for stderr as any command's output does.
 pub fn never_wait() {
-    let _ = LOG.set(Log::never_waiting());
+    let queue = Arc::new(Queue::new());
+    if LOG.set(Log::Queued(queue.clone())).is_ok() {
+        let writer = std::thread::Builder::new()
+            .name("toolhost-log".into())
+            .spawn(move || queue.write_to(io::stderr()));
+        if let Err(e) = writer {
+            // No thread, no log: the daemon runs on, its lines counted as dropped.
+            let _ = writeln!(io::stderr(), "toolhost: cannot start the log's writer: {e}");
+        }
+    }
 }
 
 /// Write one line (ending in `\n`) to the log, or drop and count it.
 pub fn write_line(line: &[u8]) {
-    LOG.get_or_init(Log::waiting).write(line);
+    log().write(line, false);
 }
 
-/// Say `text` on stderr as a line of its own, as `eprintln!` would, but never wait.
+fn log() -> &'static Log {
+    LOG.get_or_init(|| Log::Waiting {
+        dropped: AtomicU64::new(0),
+    })
+}
+
+/// Say `text` on stderr as a line of its own, as `eprintln!` would, but never wait: a line for the
+/// person running the daemon, kept ahead of a flood of other lines.
 pub fn say(text: &str) {
     let mut line = Vec::with_capacity(text.len() + 1);
     line.extend_from_slice(text.as_bytes());
     line.push(b'\n');
-    write_line(&line);
+    log().write(&line, true);
+}
+
+/// Give the log's writer up to `grace` to write what is queued: before the process exits.
+pub fn flush(grace: Duration) {
+    if let Some(Log::Queued(queue)) = LOG.get() {
+        queue.drain(Instant::now() + grace);
+    }
 }
 
 /// Lines the log dropped since start, for `/metrics`.
 pub fn dropped() -> u64 {
-    LOG.get()
-        .map_or(0, |log| log.dropped.load(Ordering::Relaxed))
+    LOG.get().map_or(0, Log::dropped)
 }
 
 /// stderr for the log's formatter: each write is one formatted event, written whole or dropped.
@@ -160,75 +218,4 @@ impl Write for Stderr {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::OpenOptionsExt as _;
-
-    /// A pipe's two ends, the write end non-blocking, as [`open_pipe`] makes it.
-    fn pipe() -> (File, File) {
-        let (reader, writer) = io::pipe().unwrap();
-        let reader: File = std::os::fd::OwnedFd::from(reader).into();
-        let writer: File = std::os::fd::OwnedFd::from(writer).into();
-        let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&writer));
-        let own = std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-            .unwrap();
-        drop(writer);
-        (reader, own)
-    }
-
-    #[test]
-    fn a_full_pipe_drops_lines_and_says_so_once_it_drains() {
-        use std::io::Read as _;
-        let (mut reader, writer) = pipe();
-        let log = Log {
-            pipe: Some(Mutex::new(writer)),
-            dropped: AtomicU64::new(0),
-            reported: AtomicU64::new(0),
-            cut: AtomicBool::new(false),
-        };
-        let line = [b'x'; 99].iter().chain(b"\n").copied().collect::<Vec<u8>>();
-        // Far more than a pipe holds (64 KiB): returns at once, the rest counted.
-        for _ in 0..2000 {
-            log.write(&line);
-        }
-        let lost = log.dropped.load(Ordering::Relaxed);
-        assert!(lost > 1000, "{lost}");
-        let mut kept = vec![0u8; 1 << 20];
-        let n = reader.read(&mut kept).unwrap();
-        let before = String::from_utf8_lossy(&kept[..n]).into_owned();
-        log.write(b"after\n");
-        let n = reader.read(&mut kept).unwrap();
-        let after = String::from_utf8_lossy(&kept[..n]).into_owned();
-        assert!(after.ends_with("\nafter\n"), "{after}");
-        // Whole lines only, each a line written or a notice; the notices count every drop once.
-        let mut told = 0;
-        for l in before.lines().chain(after.lines()) {
-            if let Some(rest) = l.strip_prefix("toolhost: ") {
-                let (count, what) = rest.split_once(' ').unwrap();
-                assert!(what.starts_with("log line(s) dropped"), "{l}");
-                told += count.parse::<u64>().unwrap();
-            } else {
-                assert!(l == "after" || l.as_bytes() == &line[..99], "{l:?}");
-            }
-        }
-        assert_eq!(told, lost);
-    }
-
-    #[test]
-    fn a_closed_pipe_drops_lines_without_failing() {
-        let (reader, writer) = pipe();
-        drop(reader);
-        let log = Log {
-            pipe: Some(Mutex::new(writer)),
-            dropped: AtomicU64::new(0),
-            reported: AtomicU64::new(0),
-            cut: AtomicBool::new(false),
-        };
-        log.write(b"gone\n");
-        log.write(b"gone again\n");
-        assert_eq!(log.dropped.load(Ordering::Relaxed), 2);
-    }
-}
+mod tests;

@@ -47,6 +47,7 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             toolhost::diagnostics::say(&format!("toolhost: cannot start the async runtime: {e}"));
+            toolhost::diagnostics::flush(EXIT_GRACE);
             return ExitCode::from(3);
         }
     };
@@ -69,6 +70,9 @@ fn main() -> ExitCode {
     // the kernel for good (a call's file operation on a hung mount, abandoned at its deadline):
     // dropping the runtime would wait for it forever.
     runtime.shutdown_timeout(EXIT_GRACE);
+    // The daemon's log is written by a thread of its own: a moment for its last lines (a reader
+    // that stopped reading does not hold the exit).
+    toolhost::diagnostics::flush(EXIT_GRACE);
     code
 }
 

@@ -12,7 +12,8 @@ use serde_json::json;
 use crate::daemon::{http, modern_request};
 use crate::harness::{EVENT_WAIT, Env, wait_until};
 
-/// `toolhost serve --http` with stderr a pipe, read until the line that names the address.
+/// `toolhost serve --http` with stderr a pipe, read until the line that names the address. A
+/// daemon that never names it is killed after a minute: the test fails rather than hangs.
 fn serve(env: &Env, log: &str) -> (Child, BufReader<ChildStderr>, SocketAddr) {
     let mut child = env
         .command(&["serve", "--no-watch", "--http", "127.0.0.1:0"])
@@ -23,15 +24,28 @@ fn serve(env: &Env, log: &str) -> (Child, BufReader<ChildStderr>, SocketAddr) {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let addr = loop {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "stderr ended early");
-        if let Some(at) = line.find("at http://") {
-            break line[at + 10..].split('/').next().unwrap().parse().unwrap();
+    let (found, named) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if err.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if let Some(at) = line.find("at http://") {
+                let addr: SocketAddr = line[at + 10..].split('/').next().unwrap().parse().unwrap();
+                let _ = found.send((err, addr));
+                return;
+            }
         }
-    };
-    (child, err, addr)
+    });
+    match named.recv_timeout(Duration::from_secs(60)) {
+        Ok((err, addr)) => (child, err, addr),
+        Err(_) => {
+            let _ = child.kill();
+            panic!("the daemon never named its address on stderr");
+        }
+    }
 }
 
 fn echo(addr: SocketAddr, text: &str) {
