@@ -44,7 +44,7 @@ pub struct BatchOptions {
     /// The limit on the whole batch: every call still running or not yet started when it passes
     /// ends as `timeout`.
     pub deadline: Option<Deadline>,
-    /// The batch's admission ([`Pipeline::admit`]); without one each call is admitted (or, once
+    /// The batch's admission ([`Admission::admit`](crate::exec::Admission::admit)); without one each call is admitted (or, once
     /// shutdown has started, refused) by the pipeline on its own.
     pub admitted: Option<Ticket>,
     /// Where each running call's progress and partial output go, with the call's place in the

@@ -4,9 +4,9 @@
 //!
 //! Two kinds of thing live here. The [`Services`] a daemon shares (admission, audit, stats, live
 //! calls, questions, health, quotas, credentials), built once by the host and read by the front
-//! ends too; and the [`Pipeline`], whose stages ([`admit`], [`find`], [`validation`], [`gate`],
-//! [`execution`], [`recorder`]) are each a type borrowing the services it needs, so that each can
-//! be tested alone.
+//! ends too; and the [`Pipeline`], whose stages (the modules `admit`, `find`, `validation`, `gate`,
+//! `execution`, `recorder`) are each a type borrowing the services it needs, so that each can be
+//! tested alone.
 
 mod admission;
 mod admit;

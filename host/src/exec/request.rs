@@ -36,11 +36,11 @@ pub struct CallRequest {
     /// The front end's limit on the whole call, approval included; past it the pipeline ends the
     /// call as `timeout`. `None`: no limit beyond the plugin's own.
     pub deadline: Option<Deadline>,
-    /// The admission of the batch or task this call is part of ([`Pipeline::admit`]): such a
+    /// The admission of the batch or task this call is part of ([`Admission::admit`]): such a
     /// call runs even once shutdown has started. Without one, the pipeline admits the call
     /// itself, or refuses it.
     ///
-    /// [`Pipeline::admit`]: super::Pipeline::admit
+    /// [`Admission::admit`]: super::Admission::admit
     pub admitted: Option<Ticket>,
     /// Where the call sits among calls plugins make of other tools; `None` for a front end's call.
     pub nested: Option<Nested>,
