@@ -2,10 +2,13 @@
 //! for the caller's own at the identity provider (OAuth 2.0 Token Exchange, RFC 8693). Resolved
 //! per call into header secrets the sandbox adds (the guest never sees them) and redacts; the
 //! audit record names which were used, never a value. Exchanged tokens are kept per caller token
-//! and destination until shortly before they expire.
+//! and destination until shortly before they expire, in this daemon only: a token in a shared
+//! database would be a secret at rest, and each daemon exchanges at most once per key anyway.
+//! Calls that need the same exchange at once share one request to the identity provider, and its
+//! answer, success or refusal (a single flight per key).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -46,7 +49,12 @@ struct Exchanger {
     endpoint: Introspection,
     http: reqwest::Client,
     cache: Mutex<HashMap<[u8; 32], (Secret, Instant)>>,
+    /// The exchanges under way, by key: the calls that need one wait for its answer.
+    flights: Mutex<HashMap<[u8; 32], Arc<Flight>>>,
 }
+
+/// One exchange under way: its answer once it has one (why not, as the model is told, on refusal).
+type Flight = tokio::sync::OnceCell<Result<(Secret, Duration), String>>;
 
 #[derive(Deserialize)]
 struct Issued {
@@ -77,6 +85,7 @@ impl Credentials {
                 endpoint: endpoint.clone(),
                 http,
                 cache: Mutex::default(),
+                flights: Mutex::default(),
             })
         });
         Self { exchange }
@@ -163,18 +172,20 @@ impl Credentials {
         if let Some(kept) = exchanger.kept(&key) {
             return Ok((kept, used));
         }
-        let issued = exchanger.exchange(token, x).await.map_err(|why| {
-            (
-                ErrorKind::Denied,
-                format!(
-                    "the identity provider did not exchange {}'s token for {what} (plugin \
+        let issued = exchanger
+            .exchange_once(key, token, x)
+            .await
+            .map_err(|why| {
+                (
+                    ErrorKind::Denied,
+                    format!(
+                        "the identity provider did not exchange {}'s token for {what} (plugin \
                      {plugin}'s secret '{}'): {why}",
-                    super::live::caller_name(caller),
-                    s.name
-                ),
-            )
-        })?;
-        exchanger.keep(key, &issued);
+                        super::live::caller_name(caller),
+                        s.name
+                    ),
+                )
+            })?;
         Ok((issued.0, used))
     }
 }
@@ -270,6 +281,39 @@ impl Exchanger {
             }
         }
         cache.insert(key, (token.clone(), until));
+    }
+
+    /// The token `token` is exchanged for as `x` says, kept under `key`: exchanged by the first
+    /// call that needs it while the others wait for its answer. A call dropped mid-exchange
+    /// leaves the exchange to the next waiter.
+    async fn exchange_once(
+        &self,
+        key: [u8; 32],
+        token: &Secret,
+        x: &Exchange,
+    ) -> Result<(Secret, Duration), String> {
+        let flight = {
+            let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
+            flights.entry(key).or_default().clone()
+        };
+        let answer = flight
+            .get_or_init(|| async {
+                // A flight that landed just before this one took off may have kept it.
+                if let Some(kept) = self.kept(&key) {
+                    return Ok((kept, Duration::ZERO));
+                }
+                let issued = self.exchange(token, x).await.map_err(|e| e.to_string())?;
+                self.keep(key, &issued);
+                Ok(issued)
+            })
+            .await
+            .clone();
+        // Landed: the next call exchanges anew unless the answer was kept.
+        let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
+        if flights.get(&key).is_some_and(|f| Arc::ptr_eq(f, &flight)) {
+            flights.remove(&key);
+        }
+        answer
     }
 
     /// One exchange at the identity provider, as toolhost's client (HTTP Basic).

@@ -26,6 +26,8 @@ struct Idp {
     answer: Mutex<Option<(StatusCode, String)>>,
     /// The `expires_in` of the tokens it issues.
     expires_in: Mutex<u64>,
+    /// How long it takes to answer.
+    slow: Mutex<Duration>,
 }
 
 impl Idp {
@@ -54,6 +56,8 @@ async fn token(
         seen.push((form, auth));
         seen.len()
     };
+    let slow = *idp.slow.lock().unwrap();
+    tokio::time::sleep(slow).await;
     if let Some(answer) = idp.answer.lock().unwrap().clone() {
         return answer;
     }

@@ -88,6 +88,75 @@ async fn an_exchanged_token_is_kept_until_its_life_ends_and_each_caller_gets_its
 }
 
 #[tokio::test]
+async fn calls_needing_the_same_exchange_at_once_share_one_request() {
+    let (idp, credentials) = idp().await;
+    *idp.slow.lock().unwrap() = Duration::from_millis(200);
+    let credentials = Arc::new(credentials);
+    let secret = exchanged_for("https://api.example");
+    // 24 calls at once from three callers' tokens: one exchange each.
+    let calls = (0..24).map(|i| {
+        let (credentials, secret) = (credentials.clone(), secret.clone());
+        let who = caller(["alice", "bob", "carol"][i % 3]);
+        tokio::spawn(async move {
+            (
+                who.subject.clone(),
+                header(&credentials, &secret, &who).await,
+            )
+        })
+    });
+    let mut got: HashMap<String, Vec<String>> = HashMap::new();
+    for call in calls.collect::<Vec<_>>() {
+        let (who, header) = call.await.unwrap();
+        got.entry(who).or_default().push(header);
+    }
+    assert_eq!(idp.requests(), 3);
+    for (who, headers) in &got {
+        assert_eq!(headers.len(), 8);
+        assert!(
+            headers.iter().all(|h| h == &headers[0]),
+            "{who}: {headers:?}"
+        );
+        assert!(
+            headers[0].starts_with(&format!("Bearer for-{who}-token-")),
+            "{headers:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_is_shared_by_the_calls_waiting_for_it_and_the_next_call_asks_again() {
+    let (idp, credentials) = idp().await;
+    *idp.slow.lock().unwrap() = Duration::from_millis(200);
+    idp.answer(StatusCode::BAD_REQUEST, r#"{"error":"invalid_target"}"#);
+    let credentials = Arc::new(credentials);
+    let secret = exchanged_for("https://api.example");
+    let calls: Vec<_> = (0..8)
+        .map(|_| {
+            let (credentials, secret) = (credentials.clone(), secret.clone());
+            tokio::spawn(async move {
+                let alice = caller("alice");
+                let wanted = [secret];
+                credentials
+                    .bring("api", &wanted, Some(&alice), None)
+                    .await
+                    .err()
+            })
+        })
+        .collect();
+    for call in calls {
+        let (kind, message) = call.await.unwrap().expect("refused");
+        assert_eq!(kind, ErrorKind::Denied);
+        assert!(message.contains("invalid_target"), "{message}");
+    }
+    assert_eq!(idp.requests(), 1);
+    // Not kept: a later call tries again.
+    *idp.answer.lock().unwrap() = None;
+    *idp.slow.lock().unwrap() = Duration::ZERO;
+    header(&credentials, &secret, &caller("alice")).await;
+    assert_eq!(idp.requests(), 2);
+}
+
+#[tokio::test]
 async fn each_destination_gets_its_own_exchanged_token() {
     let (idp, credentials) = idp().await;
     let alice = caller("alice");
