@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 WARM = 100
@@ -77,6 +78,8 @@ def http_calls(cmd, cwd, n, port_on_stdout):
         # Valgrind's own lines ("==pid== ...") repeat the command line, port 0 included.
         m = None if line.startswith("==") else re.search(r"127\.0\.0\.1:([1-9]\d*)", line)
         port = m and int(m.group(1))
+    # Keep reading what it says: valgrind's summary at exit would otherwise block on a full pipe.
+    threading.Thread(target=announced.read, daemon=True).start()
     conn = http.client.HTTPConnection("127.0.0.1", port)
     session = None
 

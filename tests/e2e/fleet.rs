@@ -430,6 +430,10 @@ fuel = 100000000
         count(&at_once(f.lb.addr, 2, "sleep", json!({"ms": 50})), "ok") == 2
     });
 
+    // A daemon keeps an ended call's place spare for a second (fleet.rs's HOLD): wait until every
+    // daemon gave them back, so that each of the two long sleeps below finds one.
+    std::thread::sleep(Duration::from_millis(1500));
+
     // A daemon killed while it runs a call frees its place once the fleet notices its silence.
     let (a0, a1, a2) = (f.addrs[0], f.addrs[1], f.addrs[2]);
     let long = json!({"name": "sleep", "arguments": {"ms": 8000}});

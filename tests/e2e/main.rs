@@ -34,6 +34,7 @@ mod host_state;
 mod hostile;
 mod languages;
 mod layout;
+mod ledger;
 mod lifecycle;
 mod messages;
 mod network;

@@ -24,7 +24,8 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
         build_pipeline(&limited).await?,
     );
     // The fleet's limiter: a calls bucket reserved in blocks (a burst of 2000 reserves 100 at a
-    // time); with `in-flight`, the running count kept in the database, a round trip each way.
+    // time); with `in-flight`, places leased from the database in blocks (a limit of 1000 leases 50
+    // at a time) and kept spare between calls.
     let (shared, shared_running) = match std::env::var("TOOLHOST_BENCH_STATE_URL") {
         Ok(url) => (
             Some(fleet_pipeline(&url, "").await?),
@@ -87,8 +88,8 @@ pub(crate) async fn run(o: &Options, report: &mut Report) -> Result<(), String> 
     } else {
         s.note(
             "the fleet's rows share the quota through a local PostgreSQL: tokens reserved 100 at a time; \
-             with in-flight, the running count entered (awaited) and left (in the background) in the \
-             database on every call.",
+             with in-flight, places leased 50 at a time and kept spare for a second after a call ends, \
+             so sequential calls reuse one place and reach the database only for the calls' tokens.",
         );
     }
     report.add(s);

@@ -70,6 +70,12 @@ pub(super) const MIGRATIONS: &[Migration] = &[
             PRIMARY KEY (key, daemon)
         )",
     },
+    Migration {
+        version: 3,
+        name: "each quota bucket's burst and rate, so that idle, full buckets can be swept",
+        sql: "ALTER TABLE quota_buckets ADD COLUMN burst DOUBLE PRECISION;
+        ALTER TABLE quota_buckets ADD COLUMN per_ms DOUBLE PRECISION",
+    },
 ];
 
 /// The migrations still to apply to a database at `current`; a database ahead of this build is

@@ -5,8 +5,8 @@
 //! passed). To spare a round trip per call, a daemon takes tokens in blocks (a twentieth of the
 //! burst, at least one) and keeps an unused reservation at most [`HOLD`], then gives it back:
 //! a bucket may refuse while tokens sit in other daemons' reservations, by at most
-//! `daemons × (block − 1)` calls. Calls at once are counted fleet-wide per daemon, so a daemon
-//! that dies stops counting when the fleet's sweep notices its silence. A fuel budget is reserved
+//! `daemons × (block − 1)` calls. Places for calls at once are leased in blocks too (see
+//! [`super::slots`]). A fuel budget is reserved
 //! at admission (the call's fuel limit, or what is left), the call runs under that much at most,
 //! and the unused part goes back at its end: calls running together, on any daemon, never
 //! overdraw it.
@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use toolhost_gate::quota::{Quota, Rate};
 
+use super::slots::Slots;
 use super::{Key, Ledger, LedgerError, Refused, busy, out_of_calls, out_of_fuel};
 
 /// The longest a daemon keeps tokens it reserved and has not used.
@@ -32,18 +33,21 @@ struct Reserve {
 pub(super) struct Fleet {
     ledger: Arc<dyn Ledger>,
     reserved: Mutex<HashMap<String, Reserve>>,
+    slots: Arc<Slots>,
 }
 
 impl Fleet {
     pub(super) fn new(ledger: Arc<dyn Ledger>) -> Self {
         Self {
+            slots: Arc::new(Slots::new(ledger.clone())),
             ledger,
             reserved: Mutex::default(),
         }
     }
 
-    pub(super) fn ledger(&self) -> &Arc<dyn Ledger> {
-        &self.ledger
+    /// The places for calls at once this daemon holds; a held call gives its place back there.
+    pub(super) fn slots(&self) -> &Arc<Slots> {
+        &self.slots
     }
 
     /// Admit a call under every quota in `wanted` fleet-wide, or undo what was taken and say
@@ -65,8 +69,8 @@ impl Fleet {
             for (key, rate) in took.calls {
                 self.put_back(key, &rate);
             }
-            if !took.entered.is_empty() {
-                leave_all(self.ledger.clone(), took.entered);
+            for id in took.entered {
+                self.slots.leave(&id);
             }
         }
         // Each fuel budget keeps what the smallest reservation allows (all of it back when refused).
@@ -89,7 +93,7 @@ impl Fleet {
         for (key, q) in wanted {
             if let Some(most) = q.in_flight {
                 let id = key.ledger("running");
-                if !self.ledger.enter(&id, most).await? {
+                if !self.slots.enter(&id, most).await? {
                     return Ok(Err(busy(shown, key, most)));
                 }
                 took.entered.push(id);
@@ -196,17 +200,6 @@ pub(super) fn give_back(ledger: Arc<dyn Ledger>, id: String, rate: Rate, amount:
 /// How many tokens a daemon reserves at once: a twentieth of the burst, at least one.
 fn block(rate: &Rate) -> u64 {
     (rate.burst / 20).max(1)
-}
-
-/// Count the calls of `keys` as ended, in the background (a call's end never waits on the store).
-pub(super) fn leave_all(ledger: Arc<dyn Ledger>, keys: Vec<String>) {
-    tokio::spawn(async move {
-        for key in keys {
-            if let Err(e) = ledger.leave(&key).await {
-                tracing::warn!("the fleet's quota ledger missed a call's end: {e}");
-            }
-        }
-    });
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 
 mod fleet;
 mod local;
+mod slots;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -22,6 +23,7 @@ use toolhost_gate::quota::{Quota, Rate, whole_seconds};
 
 use self::fleet::Fleet;
 use self::local::Local;
+use self::slots::Slots;
 
 /// Buckets shared by every daemon of a fleet, kept where all of them see them (the state store).
 /// Keys are opaque; every method is one atomic step.
@@ -33,10 +35,11 @@ pub trait Ledger: Send + Sync {
     async fn take(&self, key: &str, rate: &Rate, most: u64) -> Result<Taken, LedgerError>;
     /// Refill, then spend `cost` (the level may fall below zero; a negative cost gives back).
     async fn charge(&self, key: &str, rate: &Rate, cost: f64) -> Result<(), LedgerError>;
-    /// Count one more call running under `key` if fewer than `most` run fleet-wide.
-    async fn enter(&self, key: &str, most: u32) -> Result<bool, LedgerError>;
-    /// Count one call under `key` of this daemon's as ended.
-    async fn leave(&self, key: &str) -> Result<(), LedgerError>;
+    /// Lease this daemon up to `want` more places for calls running under `key`, as many as
+    /// keep the fleet's total at `most` or under; how many it got (none when all are taken).
+    async fn enter(&self, key: &str, most: u32, want: u32) -> Result<u32, LedgerError>;
+    /// Give `places` of this daemon's under `key` back.
+    async fn leave(&self, key: &str, places: u32) -> Result<(), LedgerError>;
 }
 
 /// What [`Ledger::take`] took, and the level it left.
@@ -101,7 +104,7 @@ enum Keeper {
     /// The call ran under no quota.
     Nothing,
     Local(Arc<Local>),
-    Fleet(Arc<dyn Ledger>),
+    Fleet(Arc<Slots>),
 }
 
 impl Quotas {
@@ -149,7 +152,7 @@ impl Quotas {
                 Ok(Ok(reserved)) => {
                     return Ok(Held {
                         held: wanted,
-                        by: Keeper::Fleet(fleet.ledger().clone()),
+                        by: Keeper::Fleet(fleet.slots().clone()),
                         fuel: reserved,
                     });
                 }
@@ -191,10 +194,10 @@ impl Held {
         match &self.by {
             Keeper::Nothing => {}
             Keeper::Local(local) => local.charge(&self.held, -amount),
-            Keeper::Fleet(ledger) => {
+            Keeper::Fleet(slots) => {
                 for (key, q) in &self.held {
                     if let Some(rate) = q.fuel {
-                        fleet::give_back(ledger.clone(), key.ledger("fuel"), rate, amount);
+                        fleet::give_back(slots.ledger().clone(), key.ledger("fuel"), rate, amount);
                     }
                 }
             }
@@ -214,15 +217,11 @@ impl Drop for Held {
         match &self.by {
             Keeper::Nothing => {}
             Keeper::Local(local) => local.release(&self.held),
-            Keeper::Fleet(ledger) => {
-                let running: Vec<String> = self
-                    .held
-                    .iter()
-                    .filter(|(_, q)| q.in_flight.is_some())
-                    .map(|(key, _)| key.ledger("running"))
-                    .collect();
-                if !running.is_empty() {
-                    fleet::leave_all(ledger.clone(), running);
+            Keeper::Fleet(slots) => {
+                for (key, q) in &self.held {
+                    if q.in_flight.is_some() {
+                        slots.leave(&key.ledger("running"));
+                    }
                 }
             }
         }

@@ -104,7 +104,7 @@ async fn daemons_sharing_a_ledger_never_start_more_calls_than_its_burst() {
     assert_eq!(started, 4);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_refused_admission_gives_back_everything_it_took() {
     let (ledger, fleet) = fleet();
     let mine = quota(RawQuota {
@@ -124,11 +124,15 @@ async fn a_refused_admission_gives_back_everything_it_took() {
     };
     assert!(refused.message.contains("of 'grep'"), "{}", refused.message);
     background().await;
+    let running = key(None).ledger("running");
     assert_eq!(
-        ledger.running(&key(None).ledger("running")),
-        0,
-        "left again"
+        fleet.slots().held(&running),
+        (1, 0),
+        "its place is kept spare"
     );
+    tokio::time::advance(HOLD * 2).await;
+    background().await;
+    assert_eq!(ledger.running(&running), 0, "and given back after the hold");
     let fuel_level = ledger
         .level(&key(None).ledger("fuel"), mine.fuel.as_ref().unwrap())
         .unwrap();

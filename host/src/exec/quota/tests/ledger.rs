@@ -19,6 +19,8 @@ pub(in crate::exec::quota) struct FakeLedger {
     pub(in crate::exec::quota) down: AtomicBool,
     /// `take`s asked so far.
     pub(in crate::exec::quota) takes: AtomicUsize,
+    /// `enter`s asked so far.
+    pub(in crate::exec::quota) enters: AtomicUsize,
 }
 
 impl FakeLedger {
@@ -35,7 +37,7 @@ impl FakeLedger {
         buckets.get_mut(key).map(|b| b.level(rate, Instant::now()))
     }
 
-    /// Calls counted as running under `key`.
+    /// Places leased under `key`, fleet-wide.
     pub(in crate::exec::quota) fn running(&self, key: &str) -> u32 {
         self.running.lock().unwrap().get(key).copied().unwrap_or(0)
     }
@@ -71,22 +73,21 @@ impl Ledger for FakeLedger {
         Ok(())
     }
 
-    async fn enter(&self, key: &str, most: u32) -> Result<bool, LedgerError> {
+    async fn enter(&self, key: &str, most: u32, want: u32) -> Result<u32, LedgerError> {
         self.up()?;
+        self.enters.fetch_add(1, Ordering::AcqRel);
         let mut running = self.running.lock().unwrap();
         let n = running.entry(key.to_owned()).or_default();
-        if *n >= most {
-            return Ok(false);
-        }
-        *n += 1;
-        Ok(true)
+        let got = want.min(most.saturating_sub(*n));
+        *n += got;
+        Ok(got)
     }
 
-    async fn leave(&self, key: &str) -> Result<(), LedgerError> {
+    async fn leave(&self, key: &str, places: u32) -> Result<(), LedgerError> {
         self.up()?;
         let mut running = self.running.lock().unwrap();
         if let Some(n) = running.get_mut(key) {
-            *n = n.saturating_sub(1);
+            *n = n.saturating_sub(places);
         }
         Ok(())
     }
