@@ -78,6 +78,14 @@ impl Browser {
         (reply.status, value)
     }
 
+    /// The questions the console lists now.
+    pub(crate) fn listed(&self) -> Vec<Value> {
+        self.get("/console/api/approvals")["approvals"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
     pub(crate) fn waiting(&self) -> Value {
         wait_for("a question in the console", EVENT_WAIT, || {
             self.get("/console/api/approvals")["approvals"]

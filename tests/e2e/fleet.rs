@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::console::{Browser, batch};
 use crate::daemon::{Daemon, HttpSession, http, modern_request};
 use crate::harness::{EVENT_WAIT, Env, audit_line_at, wait_until};
 use crate::services::{Haproxy, Postgres};
@@ -479,4 +480,109 @@ fuel = 100000000
     let [h0, h1] = held;
     let _ = h0.join();
     assert_eq!(outcome(&h1.join().unwrap()), "ok");
+}
+
+#[test]
+fn a_question_asked_on_one_daemon_is_answered_once_in_anothers_console() {
+    let config = r#"
+[permissions]
+mode = "bypass"
+ask = ["echo"]
+
+[server]
+state-key-env = "TOOLHOST_STATE_KEY"
+approval-timeout-ms = 60000
+
+[state]
+url-env = "TOOLHOST_STATE_URL"
+
+[tasks]
+lease-ms = 2000
+
+[console]
+approvals = "console"
+"#;
+    let Some(mut f) = fleet_with("fleet-questions", config) else {
+        return;
+    };
+    let (a, b) = (f.addrs[0], f.addrs[1]);
+    let on_b = Browser::sign_in(f.daemons[1].as_ref().unwrap());
+    let on_c = Browser::sign_in(f.daemons[2].as_ref().unwrap());
+    let token_b = [("X-CSRF-Token", on_b.csrf.as_str())];
+    let token_c = [("X-CSRF-Token", on_c.csrf.as_str())];
+
+    // A client's call on daemon A asks; daemon C's console lists the question, naming A.
+    let client = std::thread::spawn(move || batch(a, "echo", json!({"text": "from A"})));
+    let question = on_c.waiting();
+    assert_eq!(question["tool"], "echo", "{question}");
+    assert_eq!(question["input"]["text"], "from A");
+    assert!(
+        question["daemon"].is_string(),
+        "names its daemon: {question}"
+    );
+    let path = format!(
+        "/console/api/approvals/{}",
+        question["id"].as_str().unwrap()
+    );
+    let approve = json!({"answer": "approve", "input_sha256": question["input_sha256"]});
+
+    // Bound to the input shown: another digest is refused and answers nothing.
+    let other = json!({"answer": "approve", "input_sha256": "0".repeat(64)});
+    assert_eq!(on_c.post(&path, &token_c, &other).0, 409);
+    assert_eq!(
+        on_b.waiting()["id"],
+        question["id"],
+        "still waiting, also on B"
+    );
+
+    // C's approval wakes the call on A at once; B's answer after it is too late.
+    let answered = Instant::now();
+    let (status, body) = on_c.post(&path, &token_c, &approve);
+    assert_eq!(status, 200, "{body}");
+    let deny = json!({"answer": "deny", "input_sha256": question["input_sha256"]});
+    let (late, body) = on_b.post(&path, &token_b, &deny);
+    assert_eq!(late, 409, "one answer wins fleet-wide: {body}");
+    let reply = client.join().unwrap();
+    assert!(
+        answered.elapsed() < Duration::from_secs(5),
+        "woken by the notice, not a poll: {:?}",
+        answered.elapsed()
+    );
+    assert_eq!(reply["content"][0]["content"], "from A", "{reply}");
+    let record = audit_lines(&f.audits[0])
+        .into_iter()
+        .find(|r| r["tool"] == "echo" && r["event"] != "begin")
+        .expect("A recorded the call");
+    assert_eq!(record["decision"]["answer"], true, "{record}");
+    assert_eq!(record["decision"]["operator"], "local operator", "{record}");
+    wait_until("the question to leave every console", EVENT_WAIT, || {
+        on_b.listed().is_empty() && on_c.listed().is_empty()
+    });
+
+    // A daemon killed while its call waits has its question withdrawn everywhere within the
+    // heartbeat's lease.
+    let _abandoned = std::thread::spawn(move || batch(b, "echo", json!({"text": "from B"})));
+    let question = on_c.waiting();
+    assert_eq!(question["input"]["text"], "from B");
+    f.daemons[1].take().unwrap().signal("KILL");
+    let killed = Instant::now();
+    wait_until(
+        "the dead daemon's question to be withdrawn",
+        Duration::from_secs(20),
+        || on_c.listed().is_empty(),
+    );
+    eprintln!(
+        "fleet questions: a killed daemon's question withdrawn after {:?}",
+        killed.elapsed()
+    );
+    let path = format!(
+        "/console/api/approvals/{}",
+        question["id"].as_str().unwrap()
+    );
+    let approve = json!({"answer": "approve", "input_sha256": question["input_sha256"]});
+    assert_eq!(
+        on_c.post(&path, &token_c, &approve).0,
+        409,
+        "withdrawn, not open"
+    );
 }

@@ -268,7 +268,10 @@ mod tests {
                 approve: true,
                 operator: "bob".into(),
             };
-            questions.answer(&q.id, &q.input_sha256, verdict).unwrap();
+            questions
+                .answer(&q.id, &q.input_sha256, verdict)
+                .await
+                .unwrap();
         };
         let request = request();
         let (asked, ()) = tokio::join!(asking.ask(CALL, &request, &askees), answered);

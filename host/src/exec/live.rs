@@ -25,6 +25,8 @@ const BACKLOG: usize = 1024;
 pub enum LiveEvent {
     /// A question waits for an operator.
     Question(Arc<Question>),
+    /// A question waits on another daemon of the fleet, as its console shows it.
+    Posted(Arc<serde_json::Value>),
     /// A question ended: `approved`, `declined` or `unanswered`.
     Answered {
         /// The question's id.

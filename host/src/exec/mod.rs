@@ -11,6 +11,7 @@
 mod admission;
 mod admit;
 mod asking;
+mod board;
 mod checks;
 mod credentials;
 mod execution;
@@ -35,6 +36,7 @@ mod timing;
 mod validation;
 
 pub use self::admission::{Admission, Deadline, Stopping, Ticket};
+pub use self::board::{Board, BoardError, Notice};
 pub use self::health::ToolsHealth;
 pub use self::live::{Live, LiveEvent, NotRunning, RECENT, RunningView, caller_name};
 pub use self::nesting::Nested;

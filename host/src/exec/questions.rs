@@ -2,7 +2,9 @@
 //! front end the call came from, until an operator answers it, the call goes away, or the
 //! question times out. An answer names the input it was given for (its SHA-256), so an operator
 //! can never approve an input they were not shown, and each question takes one answer: a second
-//! (a replayed request, a second operator) is told it came too late.
+//! (a replayed request, a second operator) is told it came too late. In a fleet the questions
+//! are also on the [`Board`] every daemon shares: any console lists and answers them, the store
+//! lets one answer win, and the daemon whose call waits hears of it ([`Questions::heard`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -13,6 +15,7 @@ use chrono::Utc;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::board::Board;
 use super::live::{Live, LiveEvent};
 use super::question::{Question, Subject};
 use toolhost_call::call::{Answer, ApprovalRequest};
@@ -63,6 +66,8 @@ pub struct Questions {
     seen: Mutex<Option<Instant>>,
     /// Where the console is (`http://ADDR/console/`), for the log and the model's messages.
     address: OnceLock<String>,
+    /// The fleet's questions, when the daemon is one of a fleet.
+    board: OnceLock<Arc<dyn Board>>,
 }
 
 /// An open event stream, counted as someone able to answer until dropped.
@@ -131,8 +136,34 @@ impl Questions {
         list
     }
 
-    /// Answer question `id` for the input whose digest is `input_sha256`.
-    pub fn answer(
+    /// Answer question `id` for the input whose digest is `input_sha256`. In a fleet the store
+    /// decides which answer wins; the waiting call, here or on its own daemon, wakes at once.
+    pub async fn answer(
+        &self,
+        id: &str,
+        input_sha256: &str,
+        verdict: Verdict,
+    ) -> Result<(), AnswerError> {
+        if let Some(board) = self.board.get() {
+            match board.answer(id, input_sha256, &verdict).await {
+                Ok(Ok(())) => {
+                    self.deliver(id, verdict);
+                    return Ok(());
+                }
+                // Only here, if posting it failed: answered here alone.
+                Ok(Err(AnswerError::Unknown(_))) => {}
+                Ok(Err(e)) => return Err(e),
+                Err(e) => tracing::warn!(
+                    "the fleet's questions could not be reached to answer {id} ({e}); a question \
+                     of this daemon's is answered here alone"
+                ),
+            }
+        }
+        self.answer_here(id, input_sha256, verdict)
+    }
+
+    /// Answer question `id` of this daemon's, in its memory alone.
+    fn answer_here(
         &self,
         id: &str,
         input_sha256: &str,
@@ -209,6 +240,14 @@ impl Questions {
                     reply,
                 },
             );
+        if let Some(board) = self.board.get()
+            && let Err(e) = board.post(&question).await
+        {
+            tracing::warn!(
+                "the question for call {call_id} could not be shared with the fleet ({e}); only \
+                 this daemon's console shows it"
+            );
+        }
         live.publish(|| LiveEvent::Question(question));
         let _withdraw = Withdraw {
             questions: self,
@@ -260,6 +299,14 @@ impl Drop for Withdraw<'_> {
             .remove(self.id);
         if removed.is_some() {
             self.questions.remember(self.id);
+            if let Some(board) = self.questions.board.get().cloned() {
+                let id = self.id.to_owned();
+                tokio::spawn(async move {
+                    if let Err(e) = board.withdraw(&id).await {
+                        tracing::warn!("the fleet's question {id} could not be withdrawn: {e}");
+                    }
+                });
+            }
             self.live.publish(|| LiveEvent::Answered {
                 id: self.id.to_owned(),
                 answer: "unanswered",
@@ -284,5 +331,6 @@ fn new_id() -> String {
     crate::random::hex::<16>()
 }
 
+mod fleet;
 #[cfg(test)]
 mod tests;

@@ -10,6 +10,7 @@ use toolhost_config::config::Config;
 use toolhost_gate::caller::{Access, Caller};
 
 use super::admission::Admission;
+use super::board::{Board, Notice};
 use super::checks::Checks;
 use super::credentials::Credentials;
 use super::health::ToolsHealth;
@@ -90,6 +91,25 @@ impl Services {
     /// store's), from the next call on.
     pub fn share_quotas(&self, ledger: Arc<dyn Ledger>) {
         self.quotas.share(ledger);
+    }
+
+    /// Share every question with the other daemons of a fleet on `board` (the state store's),
+    /// and act on what they say about them (`notices`) until the services are dropped.
+    pub fn share_questions(
+        self: &Arc<Self>,
+        board: Arc<dyn Board>,
+        mut notices: tokio::sync::mpsc::UnboundedReceiver<Notice>,
+    ) {
+        self.questions.share(board);
+        let services = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some(notice) = notices.recv().await {
+                let Some(services) = services.upgrade() else {
+                    return;
+                };
+                services.questions.heard(notice, &services.live).await;
+            }
+        });
     }
 
     /// Calls running in a sandbox right now.

@@ -70,8 +70,8 @@ impl TaskStore {
         self.when_ready(stop, background, move |tasks| server.attach_tasks(tasks));
     }
 
-    /// Share the daemon's quotas with the fleet through the store's ledger (a PostgreSQL
-    /// store's), now if the store is open, else as soon as it is.
+    /// Share the daemon's quotas and questions with the fleet through the store (a PostgreSQL
+    /// store's ledger and board), now if the store is open, else as soon as it is.
     pub(super) fn share_quotas(
         &self,
         services: &Arc<Services>,
@@ -82,6 +82,9 @@ impl TaskStore {
         self.when_ready(stop, background, move |tasks| {
             if let Some(ledger) = tasks.store().ledger(tasks.daemon()) {
                 services.share_quotas(ledger);
+            }
+            if let Some((board, notices)) = tasks.store().board(tasks.daemon()) {
+                services.share_questions(board, notices);
             }
         });
     }

@@ -76,6 +76,20 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         sql: "ALTER TABLE quota_buckets ADD COLUMN burst DOUBLE PRECISION;
         ALTER TABLE quota_buckets ADD COLUMN per_ms DOUBLE PRECISION",
     },
+    Migration {
+        version: 4,
+        name: "the fleet's questions to the console",
+        sql: "CREATE TABLE questions (
+            id TEXT PRIMARY KEY,
+            daemon TEXT NOT NULL,
+            body TEXT NOT NULL,
+            input_sha256 TEXT NOT NULL,
+            asked_ms BIGINT NOT NULL,
+            expires_ms BIGINT NOT NULL,
+            answer TEXT,
+            operator TEXT
+        )",
+    },
 ];
 
 /// The migrations still to apply to a database at `current`; a database ahead of this build is

@@ -3,6 +3,7 @@
 //! used. One [`Store`] trait; `sqlite` is the embedded default for one daemon, `postgres`
 //! serves many. Both apply the same versioned migrations (`migrations`) at open.
 
+mod board;
 mod buckets;
 mod migrations;
 mod postgres;
@@ -193,7 +194,19 @@ pub trait Store: Send + Sync {
         let _ = daemon;
         None
     }
+    /// The questions every daemon of a fleet shares, as `daemon` puts and hears them (call it
+    /// once: it starts listening); `None` where the store serves one daemon.
+    fn board(&self, daemon: &str) -> Option<Shared> {
+        let _ = daemon;
+        None
+    }
 }
+
+/// A fleet's [`Board`](crate::exec::Board) and what the other daemons say on it.
+pub type Shared = (
+    Arc<dyn crate::exec::Board>,
+    tokio::sync::mpsc::UnboundedReceiver<crate::exec::Notice>,
+);
 
 /// Open (creating and migrating) the store `config` names.
 pub async fn open(config: &StateStore) -> Result<Arc<dyn Store>, StateError> {
@@ -224,6 +237,11 @@ trait Backend: Send + Sync {
     async fn execute_all(&self, all: Vec<Statement>) -> Result<Vec<u64>, StateError>;
     /// See [`Store::ledger`].
     fn ledger(&self, daemon: &str) -> Option<Arc<dyn crate::exec::Ledger>> {
+        let _ = daemon;
+        None
+    }
+    /// See [`Store::board`].
+    fn board(&self, daemon: &str) -> Option<Shared> {
         let _ = daemon;
         None
     }
@@ -305,6 +323,10 @@ impl<B: Backend> Store for Sql<B> {
 
     async fn use_once(&self, nonce: &str, expires: i64) -> Result<bool, StateError> {
         Ok(self.0.execute(sql::use_once(nonce, expires)).await? == 1)
+    }
+
+    fn board(&self, daemon: &str) -> Option<Shared> {
+        self.0.board(daemon)
     }
 
     fn ledger(&self, daemon: &str) -> Option<Arc<dyn crate::exec::Ledger>> {

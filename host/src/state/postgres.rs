@@ -20,6 +20,12 @@ use super::{Param, StateError, Statement, migrations};
 /// Any number: the advisory lock key of toolhost's migrations ("toolhost" in ASCII, cut to 8 bytes).
 const MIGRATION_LOCK: i64 = 0x746f_6f6c_686f_7374;
 
+/// A connection's socket end, to be polled for its messages.
+type Connection = tokio_postgres::Connection<
+    tokio_postgres::Socket,
+    <MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket>>::Stream,
+>;
+
 /// A PostgreSQL database (a handle: clones share the connection).
 #[derive(Clone)]
 pub(super) struct Postgres {
@@ -103,7 +109,20 @@ impl Postgres {
         {
             return Ok(c.clone());
         }
-        let (client, connection) = tokio_postgres::connect(&self.url, self.tls.clone())
+        let (client, connection) = self.connect().await?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!("PostgreSQL state store connection ended: {e}");
+            }
+        });
+        let client = Arc::new(client);
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    /// A new connection of its own, and what must be polled to drive it.
+    pub(super) async fn connect(&self) -> Result<(Client, Connection), StateError> {
+        tokio_postgres::connect(&self.url, self.tls.clone())
             .await
             .map_err(|e| {
                 // The error's source says why (refused, TLS, authentication); the URL is not in it.
@@ -115,15 +134,7 @@ impl Postgres {
                     source = s.source();
                 }
                 StateError::Postgres(why)
-            })?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::warn!("PostgreSQL state store connection ended: {e}");
-            }
-        });
-        let client = Arc::new(client);
-        *slot = Some(client.clone());
-        Ok(client)
+            })
     }
 
     async fn query(&self, s: &Statement) -> Result<Vec<tokio_postgres::Row>, StateError> {

@@ -55,7 +55,9 @@ async fn an_approval_given_in_the_console_reaches_the_waiting_call() {
     let answer = async {
         let question = next_question(&mut events).await;
         assert_eq!(q.waiting().len(), 1);
-        let result = q.answer(&question.id, &question.input_sha256, verdict(true));
+        let result = q
+            .answer(&question.id, &question.input_sha256, verdict(true))
+            .await;
         (question, result)
     };
     let ((answer, operator), (question, result)) = tokio::join!(ask, answer);
@@ -101,6 +103,7 @@ async fn a_declined_question_declines_the_call() {
     let answer = async {
         let question = next_question(&mut events).await;
         q.answer(&question.id, &question.input_sha256, verdict(false))
+            .await
     };
     let ((answer, operator), result) = tokio::join!(ask, answer);
     result.unwrap();
@@ -118,19 +121,23 @@ async fn a_second_answer_is_told_the_question_ended() {
     let answer = async {
         let question = next_question(&mut events).await;
         q.answer(&question.id, &question.input_sha256, verdict(true))
+            .await
             .unwrap();
         question
     };
     let (_, question) = tokio::join!(ask, answer);
-    let late = q.answer(&question.id, &question.input_sha256, verdict(false));
+    let late = q
+        .answer(&question.id, &question.input_sha256, verdict(false))
+        .await;
     assert_eq!(late, Err(AnswerError::Ended(question.id.clone())));
 }
 
-#[test]
-fn an_answer_to_an_id_never_asked_is_unknown() {
+#[tokio::test]
+async fn an_answer_to_an_id_never_asked_is_unknown() {
     let q = Questions::default();
     let e = q
         .answer("nope", &digest(&json!({})), verdict(true))
+        .await
         .unwrap_err();
     assert_eq!(e, AnswerError::Unknown("nope".into()));
     assert_eq!(e.to_string(), "no question nope is waiting");
@@ -145,9 +152,11 @@ async fn an_answer_for_another_input_is_refused_and_the_question_keeps_waiting()
     let answer = async {
         let question = next_question(&mut events).await;
         let other = digest(&json!({ "path": "/etc/passwd", "text": "hi" }));
-        let mismatched = q.answer(&question.id, &other, verdict(true));
+        let mismatched = q.answer(&question.id, &other, verdict(true)).await;
         assert_eq!(q.waiting().len(), 1, "still waiting after a mismatch");
-        let right = q.answer(&question.id, &question.input_sha256, verdict(false));
+        let right = q
+            .answer(&question.id, &question.input_sha256, verdict(false))
+            .await;
         (mismatched, right)
     };
     let ((answer, _), (mismatched, right)) = tokio::join!(ask, answer);
@@ -181,7 +190,8 @@ async fn a_question_nobody_answers_ends_unanswered_and_is_remembered() {
         (question.id.as_str(), "unanswered", None)
     );
     assert_eq!(
-        q.answer(&question.id, &question.input_sha256, verdict(true)),
+        q.answer(&question.id, &question.input_sha256, verdict(true))
+            .await,
         Err(AnswerError::Ended(question.id.clone())),
         "too late, not unknown"
     );
@@ -201,7 +211,8 @@ async fn dropping_the_waiting_call_withdraws_its_question() {
     assert!(q.waiting().is_empty());
     assert_eq!(answered(&mut events).1, "unanswered");
     assert_eq!(
-        q.answer(&question.id, &question.input_sha256, verdict(true)),
+        q.answer(&question.id, &question.input_sha256, verdict(true))
+            .await,
         Err(AnswerError::Ended(question.id.clone()))
     );
 }
@@ -233,26 +244,26 @@ async fn an_answer_to_a_call_gone_that_instant_is_told_it_ended() {
         },
     );
     assert_eq!(
-        q.answer("q1", &digest(&json!({})), verdict(true)),
+        q.answer("q1", &digest(&json!({})), verdict(true)).await,
         Err(AnswerError::Ended("q1".into()))
     );
 }
 
-#[test]
-fn only_the_latest_answered_ids_are_remembered() {
+#[tokio::test]
+async fn only_the_latest_answered_ids_are_remembered() {
     let q = Questions::default();
     for i in 0..=REMEMBERED {
         q.remember(&format!("q{i}"));
     }
     let any = digest(&json!({}));
     assert_eq!(
-        q.answer("q0", &any, verdict(true)),
+        q.answer("q0", &any, verdict(true)).await,
         Err(AnswerError::Unknown("q0".into())),
         "forgotten past the limit"
     );
     for id in ["q1", &format!("q{REMEMBERED}")] {
         assert_eq!(
-            q.answer(id, &any, verdict(true)),
+            q.answer(id, &any, verdict(true)).await,
             Err(AnswerError::Ended(id.to_owned()))
         );
     }

@@ -57,7 +57,7 @@ pub(super) async fn new_link(
 
 /// `GET approvals`.
 pub(super) async fn approvals(State(console): State<Arc<Console>>) -> Response {
-    let waiting = console.services().questions.waiting();
+    let waiting = console.services().questions.listed().await;
     Json(json!({ "approvals": waiting })).into_response()
 }
 
@@ -101,6 +101,7 @@ pub(super) async fn answer(
         .services()
         .questions
         .answer(&id, &body.input_sha256, verdict)
+        .await
     {
         Ok(()) => Json(json!({ "answered": true })).into_response(),
         Err(e @ AnswerError::Unknown(_)) => error(StatusCode::NOT_FOUND, e.to_string()),

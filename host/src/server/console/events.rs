@@ -95,6 +95,7 @@ pub(super) async fn events(State(console): State<Arc<Console>>, request: Request
 fn encode(console: &Console, event: LiveEvent) -> Event {
     let (name, data) = match event {
         LiveEvent::Question(q) => ("question", json!(q)),
+        LiveEvent::Posted(q) => ("question", (*q).clone()),
         LiveEvent::Answered {
             id,
             answer,

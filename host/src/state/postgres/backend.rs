@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use super::{Postgres, dollars, fail, params};
 use crate::state::buckets::{Buckets, sweep};
-use crate::state::{Backend, Row, StateError, Statement, TaskRecord};
+use crate::state::{Backend, Row, Shared, StateError, Statement, TaskRecord};
 
 fn row(r: &tokio_postgres::Row) -> Result<Row, StateError> {
     let get = |i| -> Result<String, StateError> { r.try_get(i).map_err(fail) };
@@ -37,8 +37,14 @@ impl Backend for Postgres {
         Some(Arc::new(Buckets::new(self.clone(), daemon)))
     }
 
+    fn board(&self, daemon: &str) -> Option<Shared> {
+        let (board, notices) = crate::state::board::Questions::open(self.clone(), daemon);
+        Some((Arc::new(board), notices))
+    }
+
     async fn sweep_more(&self, silent_since: i64, except: &str) -> Result<(), StateError> {
-        sweep(self, silent_since, except).await
+        sweep(self, silent_since, except).await?;
+        crate::state::board::sweep(self, silent_since, except).await
     }
 
     async fn ping(&self) -> Result<(), StateError> {

@@ -1,0 +1,59 @@
+//! The fleet's questions: where a daemon of a fleet puts the questions its calls ask, so that
+//! every daemon's console lists them and any can answer. The state store implements it (a
+//! PostgreSQL `[state]`); one daemon alone has none, and its questions stay in its memory.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::question::Question;
+use super::questions::{AnswerError, Verdict};
+
+/// The store did not answer.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BoardError(pub String);
+
+/// What the fleet's daemons tell each other about questions, as it happens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A daemon put a question.
+    Asked {
+        /// The daemon whose call asks.
+        daemon: String,
+        /// The question.
+        id: String,
+    },
+    /// A question was answered or withdrawn.
+    Ended {
+        /// The daemon whose call asked.
+        daemon: String,
+        /// The question.
+        id: String,
+    },
+    /// Notices may have been missed (the store's connection was lost and is back): look again.
+    Missed,
+}
+
+/// The questions every daemon of a fleet shares. Exactly one answer to a question wins across
+/// the fleet; the daemon whose call waits hears of it through a [`Notice`].
+#[async_trait]
+pub trait Board: Send + Sync {
+    /// Put this daemon's `question` where every console sees it.
+    async fn post(&self, question: &Question) -> Result<(), BoardError>;
+    /// Take this daemon's question `id` down: its call stopped waiting.
+    async fn withdraw(&self, id: &str) -> Result<(), BoardError>;
+    /// The questions waiting on other daemons, as the console shows them (each names its daemon).
+    async fn elsewhere(&self) -> Result<Vec<Value>, BoardError>;
+    /// The question `id` as the console shows it, if it still waits.
+    async fn find(&self, id: &str) -> Result<Option<Value>, BoardError>;
+    /// Answer question `id` (of any daemon) for the input whose digest is `input_sha256`.
+    async fn answer(
+        &self,
+        id: &str,
+        input_sha256: &str,
+        verdict: &Verdict,
+    ) -> Result<Result<(), AnswerError>, BoardError>;
+    /// The answer given to question `id`: `None` while it waits (or once it is gone); an ended
+    /// question without an operator's answer was withdrawn.
+    async fn verdict(&self, id: &str) -> Result<Option<Option<Verdict>>, BoardError>;
+}
