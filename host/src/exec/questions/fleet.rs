@@ -89,3 +89,6 @@ impl Questions {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
