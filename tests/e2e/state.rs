@@ -55,7 +55,8 @@ fn postgres_migrations_run_once_and_readiness_follows_the_store() {
         pg.psql("SELECT version, name FROM schema_migrations ORDER BY version"),
         "1|tasks, daemons and used approval states\n\
          2|the fleet's quota buckets and running counts\n\
-         3|each quota bucket's burst and rate, so that idle, full buckets can be swept\n"
+         3|each quota bucket's burst and rate, so that idle, full buckets can be swept\n\
+         4|the fleet's questions to the console\n"
     );
     let daemons = pg.psql("SELECT count(*) FROM daemons");
     assert_eq!(daemons.trim(), "2", "each daemon beats its heartbeat");

@@ -5,8 +5,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::question::Question;
-use super::questions::{AnswerError, Verdict};
+use super::question::{AnswerError, Question, Verdict};
 
 /// The store did not answer.
 #[derive(Debug, thiserror::Error)]

@@ -42,3 +42,26 @@ pub struct Subject {
     /// The value it points at.
     pub value: Value,
 }
+
+/// An operator's answer.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// Whether the call may run.
+    pub approve: bool,
+    /// Who answered, as the audit log names them.
+    pub operator: String,
+}
+
+/// Why an answer was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerError {
+    /// No question has this id.
+    #[error("no question {0} is waiting")]
+    Unknown(String),
+    /// The question was answered already, ended unanswered, or its call went away.
+    #[error("question {0} was already answered or has ended")]
+    Ended(String),
+    /// The answer names another input than the waiting call's.
+    #[error("the answer was given for another input than the one waiting; reload and look again")]
+    Mismatched,
+}

@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 
 use super::board::Board;
 use super::live::{Live, LiveEvent};
+pub use super::question::{AnswerError, Verdict};
 use super::question::{Question, Subject};
 use toolhost_call::call::{Answer, ApprovalRequest};
 
@@ -25,29 +26,6 @@ const REMEMBERED: usize = 4096;
 
 /// How long an operator's last request to the console's API counts as someone there to answer.
 pub const PRESENT_FOR: Duration = Duration::from_secs(30);
-
-/// An operator's answer.
-#[derive(Debug, Clone)]
-pub struct Verdict {
-    /// Whether the call may run.
-    pub approve: bool,
-    /// Who answered, as the audit log names them.
-    pub operator: String,
-}
-
-/// Why an answer was not taken.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AnswerError {
-    /// No question has this id.
-    #[error("no question {0} is waiting")]
-    Unknown(String),
-    /// The question was answered already, ended unanswered, or its call went away.
-    #[error("question {0} was already answered or has ended")]
-    Ended(String),
-    /// The answer names another input than the waiting call's.
-    #[error("the answer was given for another input than the one waiting; reload and look again")]
-    Mismatched,
-}
 
 struct Waiting {
     question: Arc<Question>,

@@ -18,10 +18,7 @@ use std::time::{Duration, Instant};
 use toolhost_gate::quota::{Quota, Rate};
 
 use super::slots::Slots;
-use super::{Key, Ledger, LedgerError, Refused, busy, out_of_calls, out_of_fuel};
-
-/// The longest a daemon keeps tokens it reserved and has not used.
-pub(super) const HOLD: Duration = Duration::from_secs(1);
+use super::{HOLD, Key, Ledger, LedgerError, Refused, busy, out_of_calls, out_of_fuel};
 
 /// Tokens this daemon took from the ledger and has not used yet.
 struct Reserve {

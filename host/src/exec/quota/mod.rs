@@ -42,6 +42,10 @@ pub trait Ledger: Send + Sync {
     async fn leave(&self, key: &str, places: u32) -> Result<(), LedgerError>;
 }
 
+/// The longest a daemon keeps what it took from the fleet's ledger and has not used: call
+/// tokens reserved, places for calls at once left spare.
+pub(super) const HOLD: Duration = Duration::from_secs(1);
+
 /// What [`Ledger::take`] took, and the level it left.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Taken {

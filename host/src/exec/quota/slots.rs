@@ -14,8 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::time::Instant;
 
-use super::fleet::HOLD;
-use super::{Ledger, LedgerError};
+use super::{HOLD, Ledger, LedgerError};
 
 /// This daemon's places under each `running` key of the ledger.
 pub(super) struct Slots {

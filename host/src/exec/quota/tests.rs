@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 
 use toolhost_gate::quota::RawQuota;
 
-use super::fleet::HOLD;
 use super::*;
 
 mod ledger;
