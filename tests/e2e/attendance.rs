@@ -19,12 +19,12 @@ use crate::harness::{EVENT_WAIT, Env, poll, wait_until};
 use crate::issuer::{Alg, Issuer, now};
 
 /// `GET /console/api/events` held open with `headers`; what it read, and whether it ended.
-struct Stream {
+pub(crate) struct Stream {
     read: Arc<Mutex<(Vec<u8>, bool)>>,
 }
 
 impl Stream {
-    fn open(addr: SocketAddr, headers: &[(&str, &str)]) -> Self {
+    pub(crate) fn open(addr: SocketAddr, headers: &[(&str, &str)]) -> Self {
         let mut conn = TcpStream::connect(addr).unwrap();
         let mut request = format!(
             "GET /console/api/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
@@ -54,11 +54,11 @@ impl Stream {
         stream
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.read.lock().unwrap().0).into_owned()
     }
 
-    fn ended(&self) -> bool {
+    pub(crate) fn ended(&self) -> bool {
         self.read.lock().unwrap().1
     }
 }

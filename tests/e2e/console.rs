@@ -129,7 +129,7 @@ fn token_for(issuer: &Issuer, sub: &str) -> String {
     issuer.sign("rsa-1", Alg::Rs256, &claims)
 }
 
-fn sign_in_link(daemon: &Daemon) -> String {
+pub(crate) fn sign_in_link(daemon: &Daemon) -> String {
     let log = daemon.wait_for_stderr("console sign-in link (once): ");
     let line = log
         .lines()

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod console;
+
 use crate::console::{Browser, batch};
 use crate::daemon::{Daemon, HttpSession, http, modern_request};
 use crate::harness::{EVENT_WAIT, Env, audit_line_at, wait_until};

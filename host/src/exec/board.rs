@@ -55,4 +55,7 @@ pub trait Board: Send + Sync {
     /// The answer given to question `id`: `None` while it waits (or once it is gone); an ended
     /// question without an operator's answer was withdrawn.
     async fn verdict(&self, id: &str) -> Result<Option<Option<Verdict>>, BoardError>;
+    /// Say how much longer someone at this daemon's console can answer (`here_ms`, 0 for
+    /// nobody); hear how much longer someone at another daemon's console can (0 for nobody).
+    async fn attend(&self, here_ms: i64) -> Result<i64, BoardError>;
 }

@@ -27,6 +27,10 @@ const REMEMBERED: usize = 4096;
 /// How long an operator's last request to the console's API counts as someone there to answer.
 pub const PRESENT_FOR: Duration = Duration::from_secs(30);
 
+/// How long an open event stream counts as someone there, as told to the rest of a fleet: a
+/// stream that closes (or a daemon that dies) stops counting this long after.
+const STREAM_FOR: Duration = Duration::from_secs(3);
+
 struct Waiting {
     question: Arc<Question>,
     reply: oneshot::Sender<Verdict>,
@@ -42,6 +46,8 @@ pub struct Questions {
     streams: Arc<AtomicUsize>,
     /// When an operator last used the console's API.
     seen: Mutex<Option<Instant>>,
+    /// Until when someone at another daemon's console can answer (in a fleet).
+    elsewhere: Mutex<Option<Instant>>,
     /// Where the console is (`http://ADDR/console/`), for the log and the model's messages.
     address: OnceLock<String>,
     /// The fleet's questions, when the daemon is one of a fleet.
@@ -95,15 +101,30 @@ impl Questions {
     }
 
     /// Whether someone can answer in the console now: an event stream is open, or an operator
-    /// used the API within [`PRESENT_FOR`].
+    /// used the API within [`PRESENT_FOR`], here or (in a fleet) at another daemon's console.
     pub fn attended(&self) -> bool {
         self.is_open()
-            && (self.streams.load(Ordering::Acquire) > 0
+            && (!self.here_for().is_zero()
                 || self
-                    .seen
+                    .elsewhere
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .is_some_and(|at| at.elapsed() < PRESENT_FOR))
+                    .is_some_and(|until| Instant::now() < until))
+    }
+
+    /// How much longer someone at this daemon's console can answer: while an event stream is
+    /// open, [`STREAM_FOR`] (said again while it stays open); else what is left of
+    /// [`PRESENT_FOR`] since an operator's last request.
+    fn here_for(&self) -> Duration {
+        if self.streams.load(Ordering::Acquire) > 0 {
+            return STREAM_FOR;
+        }
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map_or(Duration::ZERO, |at| {
+                PRESENT_FOR.saturating_sub(at.elapsed())
+            })
     }
 
     /// The questions waiting now, oldest first.

@@ -32,6 +32,9 @@ pub(super) const LOAD_WAIT: Duration = Duration::from_secs(90);
 /// answers well within the 5 s the most impatient clients wait.
 const LIST_WAIT: Duration = Duration::from_secs(3);
 
+/// How often a daemon of a fleet says whether someone is at its console, and hears the others.
+const ATTENDANCE_EVERY: Duration = Duration::from_secs(1);
+
 /// What every call and every front end of one daemon shares.
 pub struct Services {
     /// The operator's config, as the host loaded it: the callers' profiles come from here.
@@ -102,6 +105,18 @@ impl Services {
     ) {
         self.questions.share(board);
         let services = Arc::downgrade(self);
+        let attending = services.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(ATTENDANCE_EVERY);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                let Some(services) = attending.upgrade() else {
+                    return;
+                };
+                services.questions.attend_fleet().await;
+            }
+        });
         tokio::spawn(async move {
             while let Some(notice) = notices.recv().await {
                 let Some(services) = services.upgrade() else {

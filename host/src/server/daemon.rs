@@ -81,8 +81,8 @@ impl Server {
 
     /// A one-time console sign-in link's path and query (`/console/signin?token=…`), when the
     /// console is on.
-    pub fn console_sign_in_path(&self) -> Option<String> {
-        self.console.as_ref().map(|c| c.sign_in_path())
+    pub async fn console_sign_in_path(&self) -> Option<String> {
+        self.console.as_ref()?.sign_in_path().await.ok()
     }
 
     /// An MCP handler for one in-process transport (a call has no deadline beyond the plugin's).

@@ -74,16 +74,21 @@ pub enum ServeError {
 
 /// Tell the person starting the daemon where the console is, and on loopback without `[auth]`
 /// give them the one-time link that signs a browser in.
-fn announce_console(console: &super::console::Console, local: SocketAddr, auth: bool) {
+async fn announce_console(console: &super::console::Console, local: SocketAddr, auth: bool) {
     if auth {
         crate::diagnostics::say(&format!(
             "toolhost: console at http://{local}/console/ (sign in with your identity provider)"
         ));
     } else if local.ip().is_loopback() {
-        crate::diagnostics::say(&format!(
-            "toolhost: console sign-in link (once): http://{local}{}",
-            console.sign_in_path()
-        ));
+        match console.sign_in_path().await {
+            Ok(path) => crate::diagnostics::say(&format!(
+                "toolhost: console sign-in link (once): http://{local}{path}"
+            )),
+            Err(e) => crate::diagnostics::say(&format!(
+                "toolhost: console at http://{local}/console/; no sign-in link, as the state store \
+                 did not answer ({e}): `toolhost console-link` mints one"
+            )),
+        }
     } else {
         crate::diagnostics::say(&format!(
             "toolhost: console at http://{local}/console/ for operators' bearer tokens (no sign-in link off loopback)"
@@ -149,7 +154,7 @@ pub async fn serve(server: Server, options: ServeOptions) -> Result<(), ServeErr
                 services
                     .questions
                     .locate(format!("http://{local}/console/"));
-                announce_console(console, local, services.config.auth.is_some());
+                announce_console(console, local, services.config.auth.is_some()).await;
             }
             let app = app::app(
                 shared.clone(),

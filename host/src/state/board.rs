@@ -217,10 +217,32 @@ impl Board for Questions {
             Some(_) => Some(None),
         })
     }
+
+    async fn attend(&self, here_ms: i64) -> Result<i64, BoardError> {
+        // One round trip: say this daemon's, hear the longest of the others'.
+        let sql = format!(
+            "WITH said AS (INSERT INTO console_presence (daemon, until_ms) \
+               VALUES ($1, {NOW} + $2) \
+               ON CONFLICT (daemon) DO UPDATE SET until_ms = EXCLUDED.until_ms) \
+             SELECT COALESCE(MAX(until_ms) - {NOW}, 0)::BIGINT FROM console_presence \
+             WHERE daemon <> $1 AND until_ms > {NOW}"
+        );
+        let rows = self
+            .query(&sql, &[(&self.daemon, Type::TEXT), (&here_ms, Type::INT8)])
+            .await?;
+        rows.first()
+            .map_or(Ok(0), |r| r.try_get::<_, i64>(0).map_err(broken))
+    }
 }
 
 /// Withdraw the questions of daemons silent since `silent_since` (other than `except`), telling
 /// every console, and forget ended questions long past their expiry.
+/// Forget what consoles said of their attendance a minute past its end.
+async fn forget_presence(pg: &Postgres) -> Result<(), StateError> {
+    let sql = format!("DELETE FROM console_presence WHERE until_ms < {NOW} - 60000");
+    pg.query_typed(&sql, &[]).await.map(drop)
+}
+
 pub(super) async fn sweep(
     pg: &Postgres,
     silent_since: i64,
@@ -237,7 +259,7 @@ pub(super) async fn sweep(
         .await?;
     let forget = format!("DELETE FROM questions WHERE expires_ms < {NOW} - $1");
     pg.query_typed(&forget, &[(&KEPT_MS, Type::INT8)]).await?;
-    Ok(())
+    forget_presence(pg).await
 }
 
 /// Hear the channel on a connection of its own for as long as `notices` has a reader; after a

@@ -90,6 +90,25 @@ pub(super) const MIGRATIONS: &[Migration] = &[
             operator TEXT
         )",
     },
+    Migration {
+        version: 5,
+        name: "the console's sessions, sign-in links and attendance, shared by a fleet",
+        sql: "CREATE TABLE console_sessions (
+            key TEXT PRIMARY KEY,
+            operator TEXT NOT NULL,
+            expires_ms BIGINT NOT NULL
+        );
+        CREATE TABLE console_links (
+            key TEXT PRIMARY KEY,
+            operator TEXT NOT NULL,
+            daemon TEXT NOT NULL,
+            expires_ms BIGINT NOT NULL
+        );
+        CREATE TABLE console_presence (
+            daemon TEXT PRIMARY KEY,
+            until_ms BIGINT NOT NULL
+        )",
+    },
 ];
 
 /// The migrations still to apply to a database at `current`; a database ahead of this build is

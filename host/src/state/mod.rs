@@ -7,6 +7,7 @@ mod board;
 mod buckets;
 mod migrations;
 mod postgres;
+mod signins;
 mod sql;
 mod sqlite;
 
@@ -16,6 +17,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 use toolhost_config::config::StateStore;
 use toolhost_gate::task::TaskStatus;
+
+pub use self::signins::SignIns;
 
 /// Why the store could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -200,6 +203,12 @@ pub trait Store: Send + Sync {
         let _ = daemon;
         None
     }
+    /// The console sessions and sign-in links every daemon of a fleet honours, as `daemon` keeps
+    /// them; `None` where the store serves one daemon, whose console keeps them in memory.
+    fn sign_ins(&self, daemon: &str) -> Option<Arc<dyn SignIns>> {
+        let _ = daemon;
+        None
+    }
 }
 
 /// A fleet's [`Board`](crate::exec::Board) and what the other daemons say on it.
@@ -242,6 +251,11 @@ trait Backend: Send + Sync {
     }
     /// See [`Store::board`].
     fn board(&self, daemon: &str) -> Option<Shared> {
+        let _ = daemon;
+        None
+    }
+    /// See [`Store::sign_ins`].
+    fn sign_ins(&self, daemon: &str) -> Option<Arc<dyn SignIns>> {
         let _ = daemon;
         None
     }
@@ -331,6 +345,10 @@ impl<B: Backend> Store for Sql<B> {
 
     fn ledger(&self, daemon: &str) -> Option<Arc<dyn crate::exec::Ledger>> {
         self.0.ledger(daemon)
+    }
+
+    fn sign_ins(&self, daemon: &str) -> Option<Arc<dyn SignIns>> {
+        self.0.sign_ins(daemon)
     }
 }
 

@@ -2,6 +2,7 @@
 //! waiting here, and what the other daemons say on the [`Board`].
 
 use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -30,6 +31,31 @@ impl Questions {
             }
         }
         listed
+    }
+
+    /// Tell the fleet whether someone at this daemon's console can answer, and hear whether
+    /// someone at another's can: a question asked here may then wait for them.
+    pub async fn attend_fleet(&self) {
+        let Some(board) = self.board.get() else {
+            return;
+        };
+        let here = if self.is_open() {
+            i64::try_from(self.here_for().as_millis()).unwrap_or(i64::MAX)
+        } else {
+            0
+        };
+        match board.attend(here).await {
+            Ok(ms) => {
+                let until = (ms > 0).then(|| {
+                    Instant::now() + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+                });
+                *self
+                    .elsewhere
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = until;
+            }
+            Err(e) => tracing::debug!("the fleet's console attendance could not be shared: {e}"),
+        }
     }
 
     /// Wake the call waiting here on question `id` with the fleet's `verdict`, if one still does.

@@ -60,7 +60,10 @@ pub(super) async fn signed_in(
             name: caller.to_string(),
             csrf: None,
         }
-    } else if let Some(session) = console.sessions.find(request.headers()) {
+    } else if let Some(session) = match console.sessions.find(request.headers()).await {
+        Ok(found) => found,
+        Err(e) => return super::unavailable(&e),
+    } {
         Operator {
             name: session.operator,
             csrf: Some(session.csrf),

@@ -26,7 +26,9 @@ pub(super) async fn session(Extension(op): Extension<Operator>) -> Response {
 
 /// `POST signout`.
 pub(super) async fn sign_out(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
-    console.sessions.close(&headers);
+    if let Err(e) = console.sessions.close(&headers).await {
+        return super::unavailable(&e);
+    }
     console.services().questions.left();
     let mut response = Json(json!({ "signed_out": true })).into_response();
     if let Ok(v) = HeaderValue::from_str(&set_cookie(None)) {
@@ -52,7 +54,10 @@ pub(super) async fn new_link(
         operator = %toolhost_call::text::OneLine(&operator.name),
         "console sign-in link minted"
     );
-    Json(json!({ "path": console.sign_in_path_for(&operator.name) })).into_response()
+    match console.sign_in_path_for(&operator.name).await {
+        Ok(path) => Json(json!({ "path": path })).into_response(),
+        Err(e) => super::unavailable(&e),
+    }
 }
 
 /// `GET approvals`.

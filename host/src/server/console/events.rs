@@ -38,7 +38,7 @@ enum Viewer {
 impl Viewer {
     async fn may_see(&self, console: &Console) -> bool {
         match self {
-            Self::Session(key) => console.sessions.is_live(key),
+            Self::Session(key) => console.sessions.is_live(key).await,
             Self::Bearer(presented) => presented
                 .caller()
                 .await
@@ -51,7 +51,7 @@ impl Viewer {
 pub(super) async fn events(State(console): State<Arc<Console>>, request: Request) -> Response {
     let viewer = if let Some(presented) = request.extensions().get::<Presented>() {
         Viewer::Bearer(presented.clone())
-    } else if let Some(key) = console.sessions.key(request.headers()) {
+    } else if let Some(key) = console.sessions.key(request.headers()).await {
         Viewer::Session(key)
     } else {
         // The API's gate let in neither a token nor a session: the session just ended.

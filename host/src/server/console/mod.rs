@@ -25,6 +25,7 @@ use self::session::{Sessions, set_cookie};
 use super::http::reply::error;
 use super::shared::Shared;
 use crate::exec::Services;
+use crate::state::StateError;
 use toolhost_config::config::ServerConfig;
 use toolhost_gate::caller::Caller;
 
@@ -49,9 +50,14 @@ impl Console {
             server,
             &config.callers,
         );
+        let store = shared.clone();
+        let sessions = Sessions::new(move || {
+            let tasks = store.tasks()?;
+            tasks.store().sign_ins(tasks.daemon())
+        });
         Self {
             shared,
-            sessions: Sessions::default(),
+            sessions,
             login,
             prints_links: std::sync::atomic::AtomicBool::new(false),
         }
@@ -67,15 +73,16 @@ impl Console {
 
     /// A new one-time sign-in link's path and query, for the daemon to print on stderr (from
     /// now on, after each use too).
-    pub(crate) fn sign_in_path(&self) -> String {
+    pub(crate) async fn sign_in_path(&self) -> Result<String, StateError> {
         self.prints_links
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        self.sign_in_path_for("local operator")
+        self.sign_in_path_for("local operator").await
     }
 
     /// A new one-time sign-in link's path and query, whose session is `operator`'s.
-    fn sign_in_path_for(&self, operator: &str) -> String {
-        format!("/console/signin?token={}", self.sessions.new_link(operator))
+    async fn sign_in_path_for(&self, operator: &str) -> Result<String, StateError> {
+        let token = self.sessions.new_link(operator).await?;
+        Ok(format!("/console/signin?token={token}"))
     }
 }
 
@@ -137,9 +144,14 @@ async fn sign_in(
     State(console): State<Arc<Console>>,
     query: Result<Query<SignIn>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let cookie = query
-        .ok()
-        .and_then(|Query(q)| console.sessions.sign_in_with_link(&q.token));
+    let cookie = match query {
+        Ok(Query(q)) => console.sessions.sign_in_with_link(&q.token).await,
+        Err(_) => Ok(None),
+    };
+    let cookie = match cookie {
+        Ok(cookie) => cookie,
+        Err(e) => return unavailable(&e),
+    };
     let Some(cookie) = cookie else {
         return error(
             StatusCode::FORBIDDEN,
@@ -152,10 +164,12 @@ async fn sign_in(
         .prints_links
         .load(std::sync::atomic::Ordering::Relaxed)
     {
-        crate::diagnostics::say(&format!(
-            "toolhost: console signed in; the next sign-in link is {}",
-            console.sign_in_path()
-        ));
+        match console.sign_in_path().await {
+            Ok(path) => crate::diagnostics::say(&format!(
+                "toolhost: console signed in; the next sign-in link is {path}"
+            )),
+            Err(e) => tracing::warn!("no next console sign-in link: {e}"),
+        }
     }
     let mut response = Redirect::to("/console/").into_response();
     if let Ok(v) = HeaderValue::from_str(&set_cookie(Some(&cookie))) {
@@ -198,7 +212,10 @@ async fn callback(
     };
     match login.finish(&back.state, &back.code).await {
         Ok(operator) => {
-            let cookie = console.sessions.open(operator);
+            let cookie = match console.sessions.open(operator).await {
+                Ok(cookie) => cookie,
+                Err(e) => return unavailable(&e),
+            };
             let mut response = Redirect::to("/console/").into_response();
             if let Ok(v) = HeaderValue::from_str(&set_cookie(Some(&cookie))) {
                 response.headers_mut().insert(header::SET_COOKIE, v);
@@ -207,6 +224,14 @@ async fn callback(
         }
         Err(e) => refused(&e),
     }
+}
+
+/// The store that keeps the fleet's sessions did not answer.
+fn unavailable(e: &StateError) -> Response {
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("the console's sessions are kept in the state store, which did not answer: {e}"),
+    )
 }
 
 fn refused(e: &LoginError) -> Response {

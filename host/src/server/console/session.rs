@@ -1,20 +1,24 @@
 //! Who is signed in to the console: sessions behind an `HttpOnly`, `SameSite=Strict` cookie, each
 //! with its own anti-CSRF token, and the one-time sign-in link the daemon prints on loopback
-//! without `[auth]`. Sessions live in memory: a restart signs everyone out, which is what an
-//! operator expects of a daemon they restarted.
+//! without `[auth]` or mints for an operator's token. Alone, a daemon keeps them in memory: a
+//! restart signs everyone out, which is what an operator expects of a daemon they restarted. In a
+//! fleet (a PostgreSQL `[state]`) they live in the store, so every daemon behind the balancer
+//! honours a session, signing out ends it on all, and a link is spent once fleet-wide.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, header};
 use sha2::{Digest, Sha256};
 
+use crate::state::{SignIns, StateError};
+
 /// The cookie's name. `__Host-` would pin it to HTTPS, which a loopback console does not have.
 pub(super) const COOKIE: &str = "toolhost_console";
 /// How long a session lasts.
 pub(super) const LIFETIME: Duration = Duration::from_secs(12 * 3600);
-/// Sessions kept at most; the oldest goes first.
+/// Sessions kept at most in memory; the oldest goes first.
 const MAX_SESSIONS: usize = 256;
 
 /// A signed-in operator.
@@ -24,104 +28,179 @@ pub(crate) struct Session {
     pub(crate) operator: String,
     /// What every action made with this session's cookie must echo in `X-CSRF-Token`.
     pub(crate) csrf: String,
-    expires: Instant,
 }
 
 /// Sessions, and the sign-in link's token.
-#[derive(Default)]
 pub(crate) struct Sessions {
-    /// By the SHA-256 of the cookie's value: a memory dump names no usable cookie.
-    by_cookie: Mutex<HashMap<[u8; 32], Session>>,
+    /// Finds the fleet's sessions: `Some` once a shared store is open.
+    find_fleet: Box<dyn Fn() -> Option<Arc<dyn SignIns>> + Send + Sync>,
+    /// The fleet's sessions, once found in the store.
+    fleet: OnceLock<Arc<dyn SignIns>>,
+    /// A daemon's own: by the SHA-256 of the cookie's value (a memory dump names no usable
+    /// cookie), with who and until when.
+    by_cookie: Mutex<HashMap<[u8; 32], (String, Instant)>>,
     /// The SHA-256 of the one-time sign-in token while it is unused, and who its session is for.
     link: Mutex<Option<([u8; 32], String)>>,
 }
 
 impl Sessions {
-    /// A new one-time sign-in token for `operator`, replacing any unused one.
-    pub(crate) fn new_link(&self, operator: &str) -> String {
+    /// Sessions kept in the fleet's store once `find_fleet` finds it, in memory until then.
+    pub(crate) fn new(
+        find_fleet: impl Fn() -> Option<Arc<dyn SignIns>> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            find_fleet: Box::new(find_fleet),
+            fleet: OnceLock::new(),
+            by_cookie: Mutex::default(),
+            link: Mutex::default(),
+        }
+    }
+
+    /// The fleet's sessions, when the store is shared and open.
+    fn fleet(&self) -> Option<&Arc<dyn SignIns>> {
+        if let Some(fleet) = self.fleet.get() {
+            return Some(fleet);
+        }
+        let found = (self.find_fleet)()?;
+        Some(self.fleet.get_or_init(|| found))
+    }
+
+    /// A new one-time sign-in token for `operator`, replacing this daemon's unused one.
+    pub(crate) async fn new_link(&self, operator: &str) -> Result<String, StateError> {
         let token = random_hex();
-        *self.link.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((sha256(&token), operator.to_owned()));
-        token
+        if let Some(fleet) = self.fleet() {
+            fleet
+                .put_link(&hex(&sha256(&token)), operator, lifetime_ms())
+                .await?;
+            self.link
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+        } else {
+            *self.link.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some((sha256(&token), operator.to_owned()));
+        }
+        Ok(token)
     }
 
     /// Spend the sign-in token: a new session for the operator it was made for, as its cookie
     /// value.
-    pub(crate) fn sign_in_with_link(&self, token: &str) -> Option<String> {
-        let mut link = self.link.lock().unwrap_or_else(PoisonError::into_inner);
-        let (expected, _) = link.as_ref()?;
-        if !constant_time_eq(&sha256(token), expected) {
-            return None;
+    pub(crate) async fn sign_in_with_link(
+        &self,
+        token: &str,
+    ) -> Result<Option<String>, StateError> {
+        let local = {
+            let mut link = self.link.lock().unwrap_or_else(PoisonError::into_inner);
+            match link.as_ref() {
+                Some((expected, _)) if constant_time_eq(&sha256(token), expected) => {
+                    link.take().map(|(_, operator)| operator)
+                }
+                _ => None,
+            }
+        };
+        let operator = match (local, self.fleet()) {
+            (Some(operator), _) => Some(operator),
+            (None, Some(fleet)) => fleet.spend_link(&hex(&sha256(token))).await?,
+            (None, None) => None,
+        };
+        match operator {
+            Some(operator) => self.open(operator).await.map(Some),
+            None => Ok(None),
         }
-        let (_, operator) = link.take()?;
-        drop(link);
-        Some(self.open(operator))
     }
 
     /// A new session for `operator`, as its cookie value.
-    pub(crate) fn open(&self, operator: String) -> String {
+    pub(crate) async fn open(&self, operator: String) -> Result<String, StateError> {
         let cookie = random_hex();
-        let session = Session {
-            operator,
-            csrf: random_hex(),
-            expires: Instant::now() + LIFETIME,
-        };
+        if let Some(fleet) = self.fleet() {
+            fleet
+                .open(&hex(&sha256(&cookie)), &operator, lifetime_ms())
+                .await?;
+            return Ok(cookie);
+        }
         let mut sessions = self
             .by_cookie
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
-        sessions.retain(|_, s| s.expires > now);
+        sessions.retain(|_, (_, expires)| *expires > now);
         if sessions.len() >= MAX_SESSIONS
             && let Some(oldest) = sessions
                 .iter()
-                .min_by_key(|(_, s)| s.expires)
+                .min_by_key(|(_, (_, expires))| *expires)
                 .map(|(k, _)| *k)
         {
             sessions.remove(&oldest);
         }
-        sessions.insert(sha256(&cookie), session);
-        cookie
+        sessions.insert(sha256(&cookie), (operator, now + LIFETIME));
+        Ok(cookie)
     }
 
     /// The session a request's cookie names, if it is valid.
-    pub(crate) fn find(&self, headers: &HeaderMap) -> Option<Session> {
-        let cookie = cookie(headers)?;
-        let sessions = self
+    pub(crate) async fn find(&self, headers: &HeaderMap) -> Result<Option<Session>, StateError> {
+        let Some(cookie) = cookie(headers) else {
+            return Ok(None);
+        };
+        // Derived from the cookie, so that no store keeps it: unguessable without the cookie,
+        // and the cookie cannot be recovered from it.
+        let csrf: [u8; 32] = Sha256::digest(format!("toolhost console csrf\0{cookie}")).into();
+        let csrf = hex(&csrf);
+        let operator = self.operator(&sha256(&cookie)).await?;
+        Ok(operator.map(|operator| Session { operator, csrf }))
+    }
+
+    /// Who the session `key` is, if it is signed in and unexpired.
+    async fn operator(&self, key: &[u8; 32]) -> Result<Option<String>, StateError> {
+        let local = self
             .by_cookie
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        sessions
-            .get(&sha256(&cookie))
-            .filter(|s| s.expires > Instant::now())
-            .cloned()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .filter(|(_, expires)| *expires > Instant::now())
+            .map(|(operator, _)| operator.clone());
+        match (local, self.fleet()) {
+            (Some(operator), _) => Ok(Some(operator)),
+            (None, Some(fleet)) => fleet.find(&hex(key)).await,
+            (None, None) => Ok(None),
+        }
     }
 
     /// The key of the session a request's cookie names, if it is valid now: for a response that
     /// lasts (the event stream) to ask [`Self::is_live`] again.
-    pub(crate) fn key(&self, headers: &HeaderMap) -> Option<[u8; 32]> {
+    pub(crate) async fn key(&self, headers: &HeaderMap) -> Option<[u8; 32]> {
         let key = sha256(&cookie(headers)?);
-        self.is_live(&key).then_some(key)
+        self.is_live(&key).await.then_some(key)
     }
 
-    /// Whether the session `key` names is still signed in and unexpired.
-    pub(crate) fn is_live(&self, key: &[u8; 32]) -> bool {
+    /// Whether the session `key` names is still signed in and unexpired (not, when the store
+    /// does not answer).
+    pub(crate) async fn is_live(&self, key: &[u8; 32]) -> bool {
+        matches!(self.operator(key).await, Ok(Some(_)))
+    }
+
+    /// End the session a request's cookie names, on every daemon.
+    pub(crate) async fn close(&self, headers: &HeaderMap) -> Result<(), StateError> {
+        let Some(cookie) = cookie(headers) else {
+            return Ok(());
+        };
+        let key = sha256(&cookie);
         self.by_cookie
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(key)
-            .is_some_and(|s| s.expires > Instant::now())
-    }
-
-    /// End the session a request's cookie names.
-    pub(crate) fn close(&self, headers: &HeaderMap) {
-        if let Some(cookie) = cookie(headers) {
-            self.by_cookie
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&sha256(&cookie));
+            .remove(&key);
+        match self.fleet() {
+            Some(fleet) => fleet.close(&hex(&key)).await,
+            None => Ok(()),
         }
     }
+}
+
+fn lifetime_ms() -> i64 {
+    i64::try_from(LIFETIME.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn hex(digest: &[u8; 32]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The `Set-Cookie` value that holds `value`, or clears the cookie when `None`.
@@ -169,39 +248,4 @@ fn random_hex() -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use axum::http::HeaderValue;
-
-    fn with_cookie(value: &str) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        h.insert(header::COOKIE, HeaderValue::from_str(value).unwrap());
-        h
-    }
-
-    #[test]
-    fn the_link_signs_in_once() {
-        let sessions = Sessions::default();
-        let token = sessions.new_link("local operator");
-        assert!(sessions.sign_in_with_link("wrong").is_none());
-        let cookie = sessions.sign_in_with_link(&token).expect("first use");
-        assert!(sessions.sign_in_with_link(&token).is_none(), "replayed");
-        let found = sessions
-            .find(&with_cookie(&format!("a=b; {COOKIE}={cookie}")))
-            .unwrap();
-        assert_eq!(found.operator, "local operator");
-        assert_eq!(found.csrf.len(), 64);
-    }
-
-    #[test]
-    fn two_cookies_of_the_name_or_a_closed_session_find_nothing() {
-        let sessions = Sessions::default();
-        let cookie = sessions.open("op".into());
-        let doubled = format!("{COOKIE}={cookie}; {COOKIE}=planted");
-        assert!(sessions.find(&with_cookie(&doubled)).is_none());
-        let one = with_cookie(&format!("{COOKIE}={cookie}"));
-        assert!(sessions.find(&one).is_some());
-        sessions.close(&one);
-        assert!(sessions.find(&one).is_none());
-    }
-}
+mod tests;

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 
 use super::{Postgres, dollars, fail, params};
 use crate::state::buckets::{Buckets, sweep};
+use crate::state::signins::{Desk, SignIns};
 use crate::state::{Backend, Row, Shared, StateError, Statement, TaskRecord};
 
 fn row(r: &tokio_postgres::Row) -> Result<Row, StateError> {
@@ -42,9 +43,14 @@ impl Backend for Postgres {
         Some((Arc::new(board), notices))
     }
 
+    fn sign_ins(&self, daemon: &str) -> Option<Arc<dyn SignIns>> {
+        Some(Arc::new(Desk::new(self.clone(), daemon)))
+    }
+
     async fn sweep_more(&self, silent_since: i64, except: &str) -> Result<(), StateError> {
         sweep(self, silent_since, except).await?;
-        crate::state::board::sweep(self, silent_since, except).await
+        crate::state::board::sweep(self, silent_since, except).await?;
+        crate::state::signins::sweep(self).await
     }
 
     async fn ping(&self) -> Result<(), StateError> {

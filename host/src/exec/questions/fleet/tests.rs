@@ -31,6 +31,8 @@ struct Store {
     rows: Mutex<HashMap<String, Row>>,
     listeners: Mutex<Vec<mpsc::UnboundedSender<Notice>>>,
     down: AtomicBool,
+    /// Until when someone is at each daemon's console.
+    presence: Mutex<HashMap<String, std::time::Instant>>,
 }
 
 impl Store {
@@ -149,6 +151,21 @@ impl Board for Fake {
         self.up()?;
         let rows = self.store.rows.lock().unwrap();
         Ok(rows.get(id).and_then(|r| r.answer.clone()))
+    }
+
+    async fn attend(&self, here_ms: i64) -> Result<i64, BoardError> {
+        self.up()?;
+        let now = std::time::Instant::now();
+        let mut presence = self.store.presence.lock().unwrap();
+        let here = Duration::from_millis(u64::try_from(here_ms).unwrap());
+        presence.insert(self.daemon.clone(), now + here);
+        let longest = presence
+            .iter()
+            .filter(|(d, _)| **d != self.daemon)
+            .map(|(_, until)| until.saturating_duration_since(now))
+            .max()
+            .unwrap_or_default();
+        Ok(i64::try_from(longest.as_millis()).unwrap())
     }
 }
 
@@ -320,4 +337,32 @@ async fn with_the_board_down_a_daemon_answers_its_own_questions() {
     let ((answer, _), result) = tokio::join!(ask, answer);
     result.unwrap();
     assert_eq!(answer, Answer::Approved);
+}
+
+#[tokio::test]
+async fn someone_at_another_daemons_console_is_someone_there() {
+    let store = Arc::new(Store::default());
+    let (one, two) = (daemon(&store, "one"), daemon(&store, "two"));
+    one.questions.attend_fleet().await;
+    assert!(!one.questions.attended(), "nobody anywhere");
+    // An operator's event stream open on two: one hears of it on its next round.
+    let stream = two.questions.attend();
+    two.questions.attend_fleet().await;
+    one.questions.attend_fleet().await;
+    assert!(one.questions.attended(), "someone at two's console");
+    // The stream closes and the operator signs out: the next rounds say so.
+    drop(stream);
+    two.questions.left();
+    two.questions.attend_fleet().await;
+    one.questions.attend_fleet().await;
+    assert!(!one.questions.attended(), "nobody any more");
+    // A request to two's API counts too; a store that does not answer changes nothing here.
+    two.questions.seen();
+    two.questions.attend_fleet().await;
+    store.down.store(true, Ordering::Release);
+    one.questions.attend_fleet().await;
+    assert!(!one.questions.attended());
+    store.down.store(false, Ordering::Release);
+    one.questions.attend_fleet().await;
+    assert!(one.questions.attended());
 }
