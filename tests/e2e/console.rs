@@ -63,7 +63,7 @@ impl Browser {
         Self { addr, cookie, csrf }
     }
 
-    fn get(&self, path: &str) -> Value {
+    pub(crate) fn get(&self, path: &str) -> Value {
         get(self.addr, path, &[("Cookie", &self.cookie)])
     }
 

@@ -16,6 +16,17 @@ function ToolCell({ tool, depth }) {
   );
 }
 
+/** Which daemon of a fleet runs or ran the call (nothing on a daemon alone). */
+function Daemon({ name }) {
+  if (!name) return null;
+  return (
+    <span class="muted" data-testid="call-daemon">
+      {' on '}
+      {fmt.text(name)}
+    </span>
+  );
+}
+
 function RunningRow({ call, depth, now, onOpen, selected }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
@@ -40,7 +51,10 @@ function RunningRow({ call, depth, now, onOpen, selected }) {
     >
       <ToolCell tool={tool} depth={depth} />
       <td data-testid="call-caller">{fmt.caller(call.caller)}</td>
-      <td data-testid="call-origin">{fmt.text(call.origin)}</td>
+      <td data-testid="call-origin">
+        {fmt.text(call.origin)}
+        <Daemon name={call.daemon} />
+      </td>
       <td data-testid="call-state" class={call.waiting ? 'warn' : 'running'}>
         {call.waiting ? 'waiting for approval' : 'running'}
       </td>
@@ -80,7 +94,10 @@ function RecentRow({ record, depth, onOpen, selected }) {
     >
       <td data-testid="call-ended">{fmt.time(record.ts_end)}</td>
       <ToolCell tool={tool} depth={depth} />
-      <td data-testid="call-caller">{fmt.caller(record.caller)}</td>
+      <td data-testid="call-caller">
+        {fmt.caller(record.caller)}
+        <Daemon name={record.daemon} />
+      </td>
       <td data-testid="call-decision">{fmt.decision(record.decision)}</td>
       <td data-testid="call-outcome" class={fmt.outcomeClass(record)}>
         {fmt.outcome(record)}

@@ -131,9 +131,19 @@ export function useLive(enabled) {
       const record = parse(e);
       if (record && record.call_id !== undefined) apply({ type: 'ended', record });
     });
+    // Another daemon of the fleet started or ended calls: fetch the lists again, once for a burst.
+    let pending = null;
+    source.addEventListener('calls', () => {
+      if (pending !== null) return;
+      pending = setTimeout(() => {
+        pending = null;
+        if (!stopped) refetch();
+      }, 200);
+    });
 
     return () => {
       stopped = true;
+      if (pending !== null) clearTimeout(pending);
       source.close();
     };
   }, [enabled, generation]);

@@ -29,6 +29,20 @@ pub enum Notice {
         /// The question.
         id: String,
     },
+    /// An operator asked `daemon` to cancel its call `id`.
+    Cancel {
+        /// The daemon running the call.
+        daemon: String,
+        /// The call's audit id.
+        id: String,
+        /// Who asked, as the audit log names them.
+        operator: String,
+    },
+    /// `daemon`'s running or recent calls changed.
+    Calls {
+        /// The daemon.
+        daemon: String,
+    },
     /// Notices may have been missed (the store's connection was lost and is back): look again.
     Missed,
 }
@@ -58,4 +72,20 @@ pub trait Board: Send + Sync {
     /// Say how much longer someone at this daemon's console can answer (`here_ms`, 0 for
     /// nobody); hear how much longer someone at another daemon's console can (0 for nobody).
     async fn attend(&self, here_ms: i64) -> Result<i64, BoardError>;
+    /// This daemon's name on the board.
+    fn daemon(&self) -> &str;
+    /// Show every console this daemon's `calls` (`{"running": […], "recent": […]}`).
+    async fn show_calls(&self, calls: &Value) -> Result<(), BoardError>;
+    /// The calls the other live daemons show, with each daemon's name.
+    async fn calls_elsewhere(&self) -> Result<Vec<(String, Value)>, BoardError>;
+    /// Ask the other daemon that shows call `id` running to cancel it for `operator`: which
+    /// daemon was asked, if one shows it.
+    async fn cancel_elsewhere(
+        &self,
+        id: &str,
+        operator: &str,
+    ) -> Result<Option<String>, BoardError>;
 }
+
+#[cfg(test)]
+pub(super) mod fake;

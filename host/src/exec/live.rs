@@ -4,6 +4,7 @@
 //! costs nothing while nobody follows: events are built only for subscribers.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use chrono::{DateTime, Utc};
@@ -11,6 +12,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use super::board::Board;
 use super::question::Question;
 use crate::audit::AuditRecord;
 use toolhost_gate::caller::Caller;
@@ -40,6 +42,8 @@ pub enum LiveEvent {
     Started(RunningView),
     /// A call ended; its end record.
     Ended(Arc<AuditRecord>),
+    /// Another daemon of the fleet started or ended calls: look at the lists again.
+    Elsewhere,
 }
 
 /// A running call as the console lists it.
@@ -97,6 +101,12 @@ pub struct Live {
     running: Mutex<HashMap<String, Running>>,
     recent: Mutex<VecDeque<Arc<AuditRecord>>>,
     events: broadcast::Sender<LiveEvent>,
+    /// Counts every change, so that the fleet is shown the lists only when they changed.
+    changes: AtomicU64,
+    /// The value of `changes` the fleet was last shown.
+    shown: AtomicU64,
+    /// The fleet's board, when the daemon is one of a fleet.
+    board: OnceLock<Arc<dyn Board>>,
 }
 
 impl Default for Live {
@@ -105,8 +115,21 @@ impl Default for Live {
             running: Mutex::new(HashMap::new()),
             recent: Mutex::new(VecDeque::with_capacity(RECENT)),
             events: broadcast::channel(BACKLOG).0,
+            changes: AtomicU64::new(0),
+            shown: AtomicU64::new(u64::MAX),
+            board: OnceLock::new(),
         }
     }
+}
+
+/// A call's end record as the console shows it: without the input unless the audit log keeps
+/// inputs.
+pub fn as_written(record: &AuditRecord, includes_input: bool) -> serde_json::Value {
+    let mut value = serde_json::to_value(record).unwrap_or(serde_json::Value::Null);
+    if !includes_input && let Some(o) = value.as_object_mut() {
+        o.remove("input");
+    }
+    value
 }
 
 /// Why a call could not be cancelled.
@@ -177,6 +200,7 @@ impl Live {
             cancelled_by: cancelled_by.clone(),
         };
         self.publish(|| LiveEvent::Started(running.view(call_id)));
+        self.changed();
         self.running
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -194,6 +218,11 @@ impl Live {
         if let Some(r) = running.get_mut(call_id) {
             r.waiting = waiting;
         }
+        self.changed();
+    }
+
+    fn changed(&self) {
+        self.changes.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Keep and publish a call's end record.
@@ -206,6 +235,7 @@ impl Live {
             }
             recent.push_back(record.clone());
         }
+        self.changed();
         self.publish(|| LiveEvent::Ended(record));
     }
 }
@@ -231,8 +261,10 @@ impl Drop for Listed<'_> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&self.call_id);
+        self.live.changed();
     }
 }
 
+pub(super) mod fleet;
 #[cfg(test)]
 mod tests;

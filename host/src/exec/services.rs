@@ -32,8 +32,11 @@ pub(super) const LOAD_WAIT: Duration = Duration::from_secs(90);
 /// answers well within the 5 s the most impatient clients wait.
 const LIST_WAIT: Duration = Duration::from_secs(3);
 
-/// How often a daemon of a fleet says whether someone is at its console, and hears the others.
-const ATTENDANCE_EVERY: Duration = Duration::from_secs(1);
+/// How often a daemon of a fleet shows its calls, when they changed.
+const SHOW_EVERY: Duration = Duration::from_millis(250);
+/// Every how many of those rounds it says whether someone is at its console, and hears the
+/// others (every second).
+const ATTEND_EVERY: u64 = 4;
 
 /// What every call and every front end of one daemon shares.
 pub struct Services {
@@ -96,25 +99,33 @@ impl Services {
         self.quotas.share(ledger);
     }
 
-    /// Share every question with the other daemons of a fleet on `board` (the state store's),
-    /// and act on what they say about them (`notices`) until the services are dropped.
-    pub fn share_questions(
+    /// Share the console with the fleet through its `board`: questions, who is at a console, and
+    /// the live calls; act on what the other daemons say (`notices`) until the services are
+    /// dropped.
+    pub fn share_console(
         self: &Arc<Self>,
         board: Arc<dyn Board>,
         mut notices: tokio::sync::mpsc::UnboundedReceiver<Notice>,
     ) {
-        self.questions.share(board);
+        self.questions.share(board.clone());
+        self.live.share(board);
         let services = Arc::downgrade(self);
-        let attending = services.clone();
+        let rounds = services.clone();
         tokio::spawn(async move {
-            let mut every = tokio::time::interval(ATTENDANCE_EVERY);
+            let mut every = tokio::time::interval(SHOW_EVERY);
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
+            for round in 0u64.. {
                 every.tick().await;
-                let Some(services) = attending.upgrade() else {
+                let Some(services) = rounds.upgrade() else {
                     return;
                 };
-                services.questions.attend_fleet().await;
+                services
+                    .live
+                    .show_fleet(services.audit.includes_input())
+                    .await;
+                if round % ATTEND_EVERY == 0 {
+                    services.questions.attend_fleet().await;
+                }
             }
         });
         tokio::spawn(async move {
@@ -122,7 +133,14 @@ impl Services {
                 let Some(services) = services.upgrade() else {
                     return;
                 };
-                services.questions.heard(notice, &services.live).await;
+                match notice {
+                    Notice::Cancel { .. } | Notice::Calls { .. } => services.live.heard(&notice),
+                    Notice::Missed => {
+                        services.live.heard(&notice);
+                        services.questions.heard(notice, &services.live).await;
+                    }
+                    _ => services.questions.heard(notice, &services.live).await,
+                }
             }
         });
     }

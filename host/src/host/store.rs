@@ -84,7 +84,7 @@ impl TaskStore {
                 services.share_quotas(ledger);
             }
             if let Some((board, notices)) = tasks.store().board(tasks.daemon()) {
-                services.share_questions(board, notices);
+                services.share_console(board, notices);
             }
         });
     }

@@ -15,26 +15,12 @@ use tokio_postgres::AsyncMessage;
 use tokio_postgres::types::Type;
 
 use super::StateError;
-use super::postgres::{Postgres, fail};
+use super::postgres::{CHANNEL, NOW, Postgres, announce, fail};
 use crate::exec::{AnswerError, Board, BoardError, Notice, Question, Verdict};
-
-/// The channel every daemon listens on.
-const CHANNEL: &str = "toolhost_questions";
-
-/// Now, in milliseconds since the epoch, by the database.
-const NOW: &str = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
 
 /// How long an ended question's row is kept past its expiry, to tell a late answer from an
 /// unknown id.
 const KEPT_MS: i64 = 10 * 60 * 1000;
-
-/// `pg_notify` of `event` for each row of the CTE `q` (which returns `id` and `daemon`).
-fn announce(event: &str) -> String {
-    format!(
-        "SELECT pg_notify('{CHANNEL}', json_build_object('event', '{event}', \
-         'daemon', daemon, 'id', id)::text) FROM q"
-    )
-}
 
 /// The questions of daemon `daemon`, and every other daemon's, in the shared database.
 pub(super) struct Questions {
@@ -233,6 +219,32 @@ impl Board for Questions {
         rows.first()
             .map_or(Ok(0), |r| r.try_get::<_, i64>(0).map_err(broken))
     }
+
+    fn daemon(&self) -> &str {
+        &self.daemon
+    }
+
+    async fn show_calls(&self, calls: &Value) -> Result<(), BoardError> {
+        super::calls::show(&self.pg, &self.daemon, calls)
+            .await
+            .map_err(broken)
+    }
+
+    async fn calls_elsewhere(&self) -> Result<Vec<(String, Value)>, BoardError> {
+        super::calls::elsewhere(&self.pg, &self.daemon)
+            .await
+            .map_err(broken)
+    }
+
+    async fn cancel_elsewhere(
+        &self,
+        id: &str,
+        operator: &str,
+    ) -> Result<Option<String>, BoardError> {
+        super::calls::cancel(&self.pg, &self.daemon, id, operator)
+            .await
+            .map_err(broken)
+    }
 }
 
 /// Withdraw the questions of daemons silent since `silent_since` (other than `except`), telling
@@ -259,6 +271,7 @@ pub(super) async fn sweep(
         .await?;
     let forget = format!("DELETE FROM questions WHERE expires_ms < {NOW} - $1");
     pg.query_typed(&forget, &[(&KEPT_MS, Type::INT8)]).await?;
+    super::calls::sweep(pg, silent_since, except).await?;
     forget_presence(pg).await
 }
 
@@ -341,6 +354,12 @@ fn parse(payload: &str) -> Option<Notice> {
     match v["event"].as_str()? {
         "asked" => Some(Notice::Asked { daemon, id }),
         "ended" => Some(Notice::Ended { daemon, id }),
+        "calls" => Some(Notice::Calls { daemon }),
+        "cancel" => Some(Notice::Cancel {
+            daemon,
+            id,
+            operator: v["operator"].as_str()?.to_owned(),
+        }),
         _ => None,
     }
 }

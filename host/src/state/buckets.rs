@@ -7,11 +7,8 @@ use tokio_postgres::types::Type;
 use toolhost_gate::quota::Rate;
 
 use super::StateError;
-use super::postgres::{Postgres, fail};
+use super::postgres::{NOW, Postgres, fail};
 use crate::exec::{Ledger, LedgerError, Taken};
-
-/// Now, in milliseconds since the epoch, by the database (the same all through a statement).
-const NOW: &str = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
 
 /// The bucket's level refilled to now: `$3` burst, `$4` tokens per millisecond.
 fn refilled() -> String {

@@ -92,7 +92,7 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 5,
-        name: "the console's sessions, sign-in links and attendance, shared by a fleet",
+        name: "the console's sessions, sign-in links, attendance and live calls, shared by a fleet",
         sql: "CREATE TABLE console_sessions (
             key TEXT PRIMARY KEY,
             operator TEXT NOT NULL,
@@ -107,6 +107,11 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         CREATE TABLE console_presence (
             daemon TEXT PRIMARY KEY,
             until_ms BIGINT NOT NULL
+        );
+        CREATE TABLE live_calls (
+            daemon TEXT PRIMARY KEY,
+            body TEXT NOT NULL,
+            updated_ms BIGINT NOT NULL
         )",
     },
 ];

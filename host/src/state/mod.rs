@@ -5,6 +5,7 @@
 
 mod board;
 mod buckets;
+mod calls;
 mod migrations;
 mod postgres;
 mod signins;

@@ -26,6 +26,20 @@ type Connection = tokio_postgres::Connection<
     <MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket>>::Stream,
 >;
 
+/// Now, in milliseconds since the epoch, by the database: one clock for every daemon.
+pub(super) const NOW: &str = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
+
+/// The channel every daemon of a fleet listens on, for what the consoles share.
+pub(super) const CHANNEL: &str = "toolhost_questions";
+
+/// `pg_notify` of `event` for each row of the CTE `q` (which returns `id` and `daemon`).
+pub(super) fn announce(event: &str) -> String {
+    format!(
+        "SELECT pg_notify('{CHANNEL}', json_build_object('event', '{event}', \
+         'daemon', daemon, 'id', id)::text) FROM q"
+    )
+}
+
 /// A PostgreSQL database (a handle: clones share the connection).
 #[derive(Clone)]
 pub(super) struct Postgres {

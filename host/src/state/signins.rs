@@ -7,10 +7,7 @@ use async_trait::async_trait;
 use tokio_postgres::types::Type;
 
 use super::StateError;
-use super::postgres::Postgres;
-
-/// Now, in milliseconds since the epoch, by the database.
-const NOW: &str = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
+use super::postgres::{NOW, Postgres};
 
 /// Sessions and sign-in links shared by a fleet's consoles. Keys are the hex SHA-256 of the
 /// cookie or link token; `lifetime_ms` counts from the database's clock.

@@ -1,7 +1,8 @@
 //! One console for the fleet: a session signed in on one daemon is honoured by every daemon behind
 //! the balancer, signing out on one ends it on all (an event stream held open elsewhere ends too),
 //! and a one-time sign-in link is spent once wherever it lands. An operator watching any daemon's
-//! console is there for a question asked on any other.
+//! console is there for a question asked on any other. One console lists every daemon's calls,
+//! each naming its daemon, and its cancel reaches the daemon that runs the call.
 
 use std::time::{Duration, Instant};
 
@@ -11,7 +12,7 @@ use super::{fleet, fleet_with};
 use crate::attendance::Stream;
 use crate::console::{Browser, batch, sign_in_link};
 use crate::daemon::http;
-use crate::harness::{EVENT_WAIT, wait_until};
+use crate::harness::{EVENT_WAIT, wait_for, wait_until};
 
 /// `GET /console/api/session` on `addr` with `cookie`: the status and the body.
 fn session(addr: std::net::SocketAddr, cookie: &str) -> (u16, Value) {
@@ -136,4 +137,86 @@ lease-ms = 2000
     assert_eq!(status, 200, "{body}");
     let reply = client.join().unwrap();
     assert_eq!(reply["content"][0]["content"], "from A", "{reply}");
+}
+
+#[test]
+fn one_console_shows_every_daemons_calls_and_cancels_on_the_owner() {
+    let Some(f) = fleet("fleet-live") else {
+        return;
+    };
+    let on_c = Browser::sign_in(f.daemons[2].as_ref().unwrap());
+    let stream = Stream::open(f.addrs[2], &[("Cookie", &on_c.cookie)]);
+    // A long call on each daemon.
+    let clients: Vec<_> = f
+        .addrs
+        .iter()
+        .enumerate()
+        .map(|(i, addr)| {
+            let addr = *addr;
+            std::thread::spawn(move || batch(addr, "sleep", json!({"ms": 50000 + i})))
+        })
+        .collect();
+    // C's console lists all three, each naming its daemon.
+    let running = wait_for("three running calls in C's console", EVENT_WAIT, || {
+        let running = on_c.get("/console/api/calls")["running"]
+            .as_array()?
+            .clone();
+        (running.len() == 3).then_some(running)
+    });
+    let mut daemons: Vec<&str> = running
+        .iter()
+        .map(|r| r["daemon"].as_str().unwrap())
+        .collect();
+    daemons.sort_unstable();
+    daemons.dedup();
+    assert_eq!(daemons.len(), 3, "{running:?}");
+    assert!(
+        stream.text().contains("event: calls"),
+        "C's page was told to look again: {}",
+        stream.text()
+    );
+
+    // Cancelling A's call from C's console stops it on A, and A's record names the operator.
+    let (mine, c_own) = (audit_begin(&f.audits[0]), audit_begin(&f.audits[2]));
+    let daemon_of = |id: &str| {
+        let call = running.iter().find(|r| r["call_id"] == id).unwrap();
+        call["daemon"].clone()
+    };
+    assert_ne!(daemon_of(&mine), daemon_of(&c_own));
+    let path = format!("/console/api/calls/{mine}/cancel");
+    let token = [("X-CSRF-Token", on_c.csrf.as_str())];
+    let (status, body) = on_c.post(&path, &token, &json!({}));
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["daemon"], daemon_of(&mine), "sent to its owner");
+    let answer = clients.into_iter().next().unwrap().join().unwrap();
+    let text = answer["content"][0]["content"].as_str().unwrap_or_default();
+    assert!(text.contains("stopped by toolhost's operator"), "{answer}");
+    let record = wait_for("A's record of the cancelled call", EVENT_WAIT, || {
+        super::audit_lines(&f.audits[0])
+            .into_iter()
+            .find(|r| r["call_id"] == mine.as_str() && r["event"] != "begin")
+    });
+    assert_eq!(record["error_kind"], "cancelled", "{record}");
+    assert_eq!(record["detail"], "cancelled by the operator local operator");
+    // ... and C's console shows it ended, on A.
+    let recent = wait_for("A's ended call in C's console", EVENT_WAIT, || {
+        let recent = on_c.get("/console/api/calls")["recent"].as_array()?.clone();
+        recent.into_iter().find(|r| r["call_id"] == mine.as_str())
+    });
+    assert_eq!(recent["daemon"], daemon_of(&mine), "{recent}");
+    assert_eq!(
+        on_c.post(&path, &token, &json!({})).0,
+        404,
+        "no longer running anywhere"
+    );
+}
+
+/// The call id of the first call `audit` began.
+fn audit_begin(audit: &std::path::Path) -> String {
+    wait_for("a begun call in the audit log", EVENT_WAIT, || {
+        super::audit_lines(&audit.to_path_buf())
+            .into_iter()
+            .find(|r| r["event"] == "begin")
+            .and_then(|r| r["call_id"].as_str().map(str::to_owned))
+    })
 }

@@ -112,6 +112,8 @@ impl Questions {
                     }
                 }
             }
+            // The live calls' notices: see `Live::heard`.
+            Notice::Cancel { .. } | Notice::Calls { .. } => {}
         }
     }
 }

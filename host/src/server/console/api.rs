@@ -15,7 +15,7 @@ use super::Console;
 use super::access::Operator;
 use super::session::set_cookie;
 use crate::audit::AuditRecord;
-use crate::exec::{AnswerError, Verdict};
+use crate::exec::{AnswerError, Cancelled, Verdict};
 use crate::registry::PluginStatus;
 use crate::server::http::reply::error;
 
@@ -116,15 +116,11 @@ pub(super) async fn answer(
     }
 }
 
-/// `GET calls`: calls in flight and the last ended ones.
+/// `GET calls`: calls in flight and the last ended ones, of every daemon in a fleet.
 pub(super) async fn calls(State(console): State<Arc<Console>>) -> Response {
-    let live = &console.services().live;
-    let recent: Vec<Value> = live
-        .recent()
-        .iter()
-        .map(|r| console.as_written(r))
-        .collect();
-    Json(json!({ "running": live.running(), "recent": recent })).into_response()
+    let services = console.services();
+    let listed = services.live.listed(services.audit.includes_input()).await;
+    Json(json!({ "running": listed.running, "recent": listed.recent })).into_response()
 }
 
 /// `GET calls/{call_id}`: the call's end record, else what runs.
@@ -139,10 +135,21 @@ pub(super) async fn call(
     if let Some(running) = live.running().into_iter().find(|r| r.call_id == call_id) {
         return Json(json!({ "running": running })).into_response();
     }
-    match console.audit_record(&call_id).await {
-        Some(record) => Json(record).into_response(),
-        None => error(StatusCode::NOT_FOUND, format!("no call {call_id} is known")),
+    if let Some(record) = console.audit_record(&call_id).await {
+        return Json(record).into_response();
     }
+    // Another daemon's call, while that daemon shows it.
+    let services = console.services();
+    if services.live.daemon().is_some() {
+        let listed = services.live.listed(services.audit.includes_input()).await;
+        if let Some(record) = listed.recent.into_iter().find(|r| r["call_id"] == call_id) {
+            return Json(record).into_response();
+        }
+        if let Some(running) = listed.running.into_iter().find(|r| r["call_id"] == call_id) {
+            return Json(json!({ "running": running })).into_response();
+        }
+    }
+    error(StatusCode::NOT_FOUND, format!("no call {call_id} is known"))
 }
 
 /// `POST calls/{call_id}/cancel`.
@@ -151,8 +158,18 @@ pub(super) async fn cancel(
     Extension(op): Extension<Operator>,
     Path(call_id): Path<String>,
 ) -> Response {
-    match console.services().live.cancel(&call_id, &op.name) {
-        Ok(()) => (StatusCode::ACCEPTED, Json(json!({ "cancelled": true }))).into_response(),
+    let live = &console.services().live;
+    match live.cancel_anywhere(&call_id, &op.name).await {
+        Ok(Cancelled::Here) => (
+            StatusCode::ACCEPTED,
+            Json(json!({ "cancelled": true, "daemon": live.daemon() })),
+        )
+            .into_response(),
+        Ok(Cancelled::Elsewhere(daemon)) => (
+            StatusCode::ACCEPTED,
+            Json(json!({ "cancelled": true, "daemon": daemon })),
+        )
+            .into_response(),
         Err(e) => error(StatusCode::NOT_FOUND, e.to_string()),
     }
 }
@@ -312,12 +329,6 @@ fn limits(plugin: &crate::registry::LoadedPlugin) -> Value {
 impl Console {
     /// A record as the audit log has it: without the input unless the log keeps inputs.
     pub(super) fn as_written(&self, record: &AuditRecord) -> Value {
-        let mut value = serde_json::to_value(record).unwrap_or(Value::Null);
-        if !self.services().audit.includes_input()
-            && let Some(o) = value.as_object_mut()
-        {
-            o.remove("input");
-        }
-        value
+        crate::exec::as_written(record, self.services().audit.includes_input())
     }
 }

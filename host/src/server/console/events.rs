@@ -106,6 +106,7 @@ fn encode(console: &Console, event: LiveEvent) -> Event {
         ),
         LiveEvent::Started(r) => ("started", json!(r)),
         LiveEvent::Ended(record) => ("ended", console.as_written(&record)),
+        LiveEvent::Elsewhere => ("calls", json!({})),
     };
     // JSON has no raw newlines, so each event is one `data:` line.
     Event::default().event(name).data(data.to_string())
