@@ -121,6 +121,48 @@ function Charts({ stats }) {
   ));
 }
 
+/** Every daemon of a fleet: alive (spoke within 5 s), ready, what it runs. */
+function Fleet({ fleet, here }) {
+  const daemons = fleet.daemons || [];
+  return (
+    <div>
+      <p data-testid="fleet-status" class={fleet.status === 'ok' ? 'ok' : 'warn'}>
+        {fmt.text(fleet.status)}: {fmt.count(fleet.alive)} of {fmt.count(daemons.length)} daemons alive,{' '}
+        {fmt.count(fleet.ready)} ready{fleet.error ? ` (${fmt.text(fleet.error)})` : ''}
+      </p>
+      <table class="grid" data-testid="health-fleet">
+        <thead>
+          <tr>
+            <th scope="col">Daemon</th><th scope="col">State</th><th scope="col">Tools</th>
+            <th scope="col">Rejected</th><th scope="col">Running</th><th scope="col">In flight</th>
+            <th scope="col">Last heard</th>
+          </tr>
+        </thead>
+        <tbody>
+          {daemons.map((d, i) => {
+            const h = d.health || {};
+            const state = fmt.text(d.state);
+            return (
+              <tr key={i} data-testid="health-daemon" data-daemon={fmt.text(d.daemon)}>
+                <td>
+                  <code>{fmt.text(d.daemon)}</code>
+                  {d.daemon === here ? <span class="muted"> (this one)</span> : null}
+                </td>
+                <td data-testid="daemon-state" class={state === 'ready' ? 'ok' : 'warn'}>{state}</td>
+                <td class="num">{fmt.count(h.tools)}</td>
+                <td class="num">{fmt.count(h.rejected)}</td>
+                <td class="num">{fmt.count(h.running)}</td>
+                <td class="num">{fmt.count(h.in_flight)}</td>
+                <td class="num">{fmt.count(Math.round((d.said_ms_ago || 0) / 1000))} s ago</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
 export function Health() {
   const [health, setHealth] = useState(null);
   const [stats, setStats] = useState(null);
@@ -152,6 +194,9 @@ export function Health() {
       {error ? <p class="error" role="alert" data-testid="health-error">{error}</p> : null}
       {health ? (
         <div>
+          {h.fleet ? (
+            <section aria-label="Fleet"><h3>Fleet</h3><Fleet fleet={h.fleet} here={h.daemon} /></section>
+          ) : null}
           <section aria-label="Tools"><h3>Tools</h3><Tools tools={h.tools || []} /></section>
           <section aria-label="Charts">
             <h3>Last hour</h3>

@@ -70,8 +70,11 @@ pub trait Board: Send + Sync {
     /// question without an operator's answer was withdrawn.
     async fn verdict(&self, id: &str) -> Result<Option<Option<Verdict>>, BoardError>;
     /// Say how much longer someone at this daemon's console can answer (`here_ms`, 0 for
-    /// nobody); hear how much longer someone at another daemon's console can (0 for nobody).
-    async fn attend(&self, here_ms: i64) -> Result<i64, BoardError>;
+    /// nobody) and how this daemon is (`health`); hear how much longer someone at another
+    /// daemon's console can (0 for nobody).
+    async fn attend(&self, here_ms: i64, health: &Value) -> Result<i64, BoardError>;
+    /// Every daemon's last word on its health: `{"daemon", "health", "said_ms_ago"}`.
+    async fn daemons(&self) -> Result<Vec<Value>, BoardError>;
     /// This daemon's name on the board.
     fn daemon(&self) -> &str;
     /// Show every console this daemon's `calls` (`{"running": […], "recent": […]}`).

@@ -19,7 +19,7 @@ use super::questions::Questions;
 use super::quiet::Slots;
 use super::quota::{Ledger, Quotas};
 use crate::audit::AuditLog;
-use crate::registry::{Catalog, Registry};
+use crate::registry::{Catalog, PluginStatus, Registry};
 use crate::stats::Stats;
 
 /// How long a call to a tool that is not served waits while plugins load (one of them may bring
@@ -111,11 +111,19 @@ impl Services {
         self.live.share(board);
         let services = Arc::downgrade(self);
         let rounds = services.clone();
+        let stopping = self.admission.stopping().clone();
         tokio::spawn(async move {
             let mut every = tokio::time::interval(SHOW_EVERY);
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut said_stopping = false;
             for round in 0u64.. {
-                every.tick().await;
+                // A daemon that starts stopping says so at once: the fleet shows it stopped, not
+                // silent, once it is gone.
+                let now_stopping = tokio::select! {
+                    _ = every.tick() => false,
+                    () = stopping.cancelled(), if !said_stopping => true,
+                };
+                said_stopping |= now_stopping;
                 let Some(services) = rounds.upgrade() else {
                     return;
                 };
@@ -123,8 +131,8 @@ impl Services {
                     .live
                     .show_fleet(services.audit.includes_input())
                     .await;
-                if round % ATTEND_EVERY == 0 {
-                    services.questions.attend_fleet().await;
+                if round % ATTEND_EVERY == 0 || now_stopping {
+                    services.questions.attend_fleet(&services.summary()).await;
                 }
             }
         });
@@ -143,6 +151,27 @@ impl Services {
                 }
             }
         });
+    }
+
+    /// How this daemon is, in a few numbers: what the fleet's consoles show of it.
+    pub fn summary(&self) -> serde_json::Value {
+        let catalog = self.registry.catalog();
+        let rejected = catalog
+            .plugins
+            .values()
+            .filter(|p| matches!(p, PluginStatus::Rejected { .. }))
+            .count();
+        serde_json::json!({
+            "ready": !catalog.is_loading(),
+            "stopping": self.admission.stopping().is_cancelled(),
+            "tools": catalog.tools.len(),
+            "plugins": catalog.plugins.len() - rejected,
+            "rejected": rejected,
+            "running": self.running(),
+            "in_flight": self.admission.in_flight(),
+            "console": self.questions.address(),
+            "version": env!("CARGO_PKG_VERSION"),
+        })
     }
 
     /// Calls running in a sandbox right now.

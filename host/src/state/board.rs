@@ -204,20 +204,46 @@ impl Board for Questions {
         })
     }
 
-    async fn attend(&self, here_ms: i64) -> Result<i64, BoardError> {
+    async fn attend(&self, here_ms: i64, health: &Value) -> Result<i64, BoardError> {
         // One round trip: say this daemon's, hear the longest of the others'.
         let sql = format!(
-            "WITH said AS (INSERT INTO console_presence (daemon, until_ms) \
-               VALUES ($1, {NOW} + $2) \
-               ON CONFLICT (daemon) DO UPDATE SET until_ms = EXCLUDED.until_ms) \
-             SELECT COALESCE(MAX(until_ms) - {NOW}, 0)::BIGINT FROM console_presence \
-             WHERE daemon <> $1 AND until_ms > {NOW}"
+            "WITH said AS (INSERT INTO fleet_daemons (daemon, console_until_ms, health, updated_ms) \
+               VALUES ($1, {NOW} + $2, $3, {NOW}) \
+               ON CONFLICT (daemon) DO UPDATE SET console_until_ms = EXCLUDED.console_until_ms, \
+                 health = EXCLUDED.health, updated_ms = EXCLUDED.updated_ms) \
+             SELECT COALESCE(MAX(console_until_ms) - {NOW}, 0)::BIGINT FROM fleet_daemons \
+             WHERE daemon <> $1 AND console_until_ms > {NOW}"
         );
+        let health = health.to_string();
         let rows = self
-            .query(&sql, &[(&self.daemon, Type::TEXT), (&here_ms, Type::INT8)])
+            .query(
+                &sql,
+                &[
+                    (&self.daemon, Type::TEXT),
+                    (&here_ms, Type::INT8),
+                    (&health, Type::TEXT),
+                ],
+            )
             .await?;
         rows.first()
             .map_or(Ok(0), |r| r.try_get::<_, i64>(0).map_err(broken))
+    }
+
+    async fn daemons(&self) -> Result<Vec<Value>, BoardError> {
+        let sql = format!(
+            "SELECT daemon, health, ({NOW} - updated_ms)::BIGINT FROM fleet_daemons ORDER BY daemon"
+        );
+        let rows = self.query(&sql, &[]).await?;
+        rows.iter()
+            .map(|r| {
+                let health: String = r.try_get(1).map_err(broken)?;
+                Ok(serde_json::json!({
+                    "daemon": r.try_get::<_, String>(0).map_err(broken)?,
+                    "health": serde_json::from_str::<Value>(&health).map_err(broken)?,
+                    "said_ms_ago": r.try_get::<_, i64>(2).map_err(broken)?,
+                }))
+            })
+            .collect()
     }
 
     fn daemon(&self) -> &str {
@@ -249,10 +275,15 @@ impl Board for Questions {
 
 /// Withdraw the questions of daemons silent since `silent_since` (other than `except`), telling
 /// every console, and forget ended questions long past their expiry.
-/// Forget what consoles said of their attendance a minute past its end.
-async fn forget_presence(pg: &Postgres) -> Result<(), StateError> {
-    let sql = format!("DELETE FROM console_presence WHERE until_ms < {NOW} - 60000");
-    pg.query_typed(&sql, &[]).await.map(drop)
+/// How long a silent daemon stays in the fleet's health, shown stopped or silent.
+const SILENT_KEPT_MS: i64 = 60 * 1000;
+
+/// Forget the attendance and health of daemons silent for [`SILENT_KEPT_MS`].
+async fn forget_daemons(pg: &Postgres) -> Result<(), StateError> {
+    let sql = format!("DELETE FROM fleet_daemons WHERE updated_ms < {NOW} - $1");
+    pg.query_typed(&sql, &[(&SILENT_KEPT_MS, Type::INT8)])
+        .await
+        .map(drop)
 }
 
 pub(super) async fn sweep(
@@ -272,7 +303,7 @@ pub(super) async fn sweep(
     let forget = format!("DELETE FROM questions WHERE expires_ms < {NOW} - $1");
     pg.query_typed(&forget, &[(&KEPT_MS, Type::INT8)]).await?;
     super::calls::sweep(pg, silent_since, except).await?;
-    forget_presence(pg).await
+    forget_daemons(pg).await
 }
 
 /// Hear the channel on a connection of its own for as long as `notices` has a reader; after a

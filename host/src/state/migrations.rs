@@ -92,7 +92,7 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 5,
-        name: "the console's sessions, sign-in links, attendance and live calls, shared by a fleet",
+        name: "the console's sessions, sign-in links, live calls and each daemon's attendance and health, shared by a fleet",
         sql: "CREATE TABLE console_sessions (
             key TEXT PRIMARY KEY,
             operator TEXT NOT NULL,
@@ -104,9 +104,11 @@ pub(super) const MIGRATIONS: &[Migration] = &[
             daemon TEXT NOT NULL,
             expires_ms BIGINT NOT NULL
         );
-        CREATE TABLE console_presence (
+        CREATE TABLE fleet_daemons (
             daemon TEXT PRIMARY KEY,
-            until_ms BIGINT NOT NULL
+            console_until_ms BIGINT NOT NULL,
+            health TEXT NOT NULL,
+            updated_ms BIGINT NOT NULL
         );
         CREATE TABLE live_calls (
             daemon TEXT PRIMARY KEY,

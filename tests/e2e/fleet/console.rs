@@ -2,7 +2,8 @@
 //! the balancer, signing out on one ends it on all (an event stream held open elsewhere ends too),
 //! and a one-time sign-in link is spent once wherever it lands. An operator watching any daemon's
 //! console is there for a question asked on any other. One console lists every daemon's calls,
-//! each naming its daemon, and its cancel reaches the daemon that runs the call.
+//! each naming its daemon, and its cancel reaches the daemon that runs the call; its health page
+//! shows every daemon, and a daemon stopped apart from one killed.
 
 use std::time::{Duration, Instant};
 
@@ -141,7 +142,7 @@ lease-ms = 2000
 
 #[test]
 fn one_console_shows_every_daemons_calls_and_cancels_on_the_owner() {
-    let Some(f) = fleet("fleet-live") else {
+    let Some(mut f) = fleet("fleet-live") else {
         return;
     };
     let on_c = Browser::sign_in(f.daemons[2].as_ref().unwrap());
@@ -209,6 +210,37 @@ fn one_console_shows_every_daemons_calls_and_cancels_on_the_owner() {
         404,
         "no longer running anywhere"
     );
+
+    // Health: each daemon, and the fleet (`ok` once every daemon has compiled its plugins: a
+    // first start on a busy machine takes a while, and calls wait for it meanwhile).
+    let health = wait_for("every daemon ready", Duration::from_secs(120), || {
+        let health = on_c.get("/console/api/health");
+        (health["fleet"]["status"] == "ok").then_some(health)
+    });
+    let fleet = &health["fleet"];
+    assert_eq!(fleet["ready"], 3, "{fleet}");
+    let state_of = |fleet: &Value, daemon: &Value| {
+        let all = fleet["daemons"].as_array().cloned().unwrap_or_default();
+        let found = all.into_iter().find(|d| d["daemon"] == *daemon);
+        found.map(|d| d["state"].clone()).unwrap_or(Value::Null)
+    };
+    assert_eq!(state_of(fleet, &health["daemon"]), "ready", "{health}");
+    // B stops (its call cancelled first, so it drains at once); A is killed.
+    let b_call = audit_begin(&f.audits[1]);
+    let (a_id, b_id) = (daemon_of(&mine), daemon_of(&b_call));
+    let cancel_b = format!("/console/api/calls/{b_call}/cancel");
+    assert_eq!(on_c.post(&cancel_b, &token, &json!({})).0, 202);
+    let stopping = f.daemons[1].take().unwrap();
+    stopping.signal("TERM");
+    f.daemons[0].take().unwrap().signal("KILL");
+    let fleet = wait_for("B stopped and A silent", Duration::from_secs(20), || {
+        let fleet = on_c.get("/console/api/health")["fleet"].clone();
+        let states = (state_of(&fleet, &a_id), state_of(&fleet, &b_id));
+        (states == ("silent".into(), "stopped".into())).then_some(fleet)
+    });
+    assert_eq!(fleet["status"], "degraded", "{fleet}");
+    assert_eq!(fleet["alive"], 1, "{fleet}");
+    drop(stopping);
 }
 
 /// The call id of the first call `audit` began.

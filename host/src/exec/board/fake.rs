@@ -28,6 +28,8 @@ pub(crate) struct Store {
     pub(crate) down: AtomicBool,
     /// Until when someone is at each daemon's console.
     presence: Mutex<HashMap<String, std::time::Instant>>,
+    /// What each daemon said of its health.
+    pub(crate) health: Mutex<HashMap<String, Value>>,
     /// What each daemon shows of its calls.
     calls: Mutex<HashMap<String, Value>>,
 }
@@ -150,12 +152,14 @@ impl Board for Fake {
         Ok(rows.get(id).and_then(|r| r.answer.clone()))
     }
 
-    async fn attend(&self, here_ms: i64) -> Result<i64, BoardError> {
+    async fn attend(&self, here_ms: i64, health: &Value) -> Result<i64, BoardError> {
         self.up()?;
         let now = std::time::Instant::now();
         let mut presence = self.store.presence.lock().unwrap();
         let here = Duration::from_millis(u64::try_from(here_ms).unwrap());
         presence.insert(self.daemon.clone(), now + here);
+        let mut said = self.store.health.lock().unwrap();
+        said.insert(self.daemon.clone(), health.clone());
         let longest = presence
             .iter()
             .filter(|(d, _)| **d != self.daemon)
@@ -163,6 +167,17 @@ impl Board for Fake {
             .max()
             .unwrap_or_default();
         Ok(i64::try_from(longest.as_millis()).unwrap())
+    }
+
+    async fn daemons(&self) -> Result<Vec<Value>, BoardError> {
+        self.up()?;
+        let said = self.store.health.lock().unwrap();
+        let mut all: Vec<_> = said
+            .iter()
+            .map(|(d, h)| json!({"daemon": d, "health": h, "said_ms_ago": 0}))
+            .collect();
+        all.sort_by(|a, b| a["daemon"].as_str().cmp(&b["daemon"].as_str()));
+        Ok(all)
     }
 
     fn daemon(&self) -> &str {

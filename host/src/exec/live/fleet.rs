@@ -14,6 +14,9 @@ use crate::exec::board::{Board, Notice};
 /// Recent calls a daemon shows the fleet (the newest).
 const SHOWN_RECENT: usize = 50;
 
+/// A daemon that said nothing for this long is shown silent (each says how it is every second).
+const SILENT_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Where a cancelled call runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cancelled {
@@ -63,6 +66,46 @@ impl Live {
             Ok(()) => self.shown.store(changes, Ordering::Relaxed),
             Err(e) => tracing::debug!("the fleet could not be shown this daemon's calls: {e}"),
         }
+    }
+
+    /// Every daemon of the fleet with its last word on its health (`None` alone), and its state:
+    /// `ready`, `loading` or `stopping` while it spoke within the last 5 s; then `stopped` if its
+    /// last word was that it was stopping, else `silent` (killed, hung or cut off). The fleet is
+    /// `ok` while no daemon is silent or loading; a silent one is forgotten after a minute.
+    pub async fn fleet_health(&self) -> Option<Value> {
+        let board = self.board.get()?;
+        let mut daemons = match board.daemons().await {
+            Ok(daemons) => daemons,
+            Err(e) => return Some(json!({ "status": "unknown", "error": e.to_string() })),
+        };
+        let silent = i64::try_from(SILENT_AFTER.as_millis()).unwrap_or(i64::MAX);
+        for d in &mut daemons {
+            let alive = d["said_ms_ago"].as_i64().is_some_and(|ago| ago < silent);
+            let stopping = d["health"]["stopping"] == true;
+            let state = match (alive, stopping) {
+                (true, true) => "stopping",
+                (true, false) if d["health"]["ready"] == true => "ready",
+                (true, false) => "loading",
+                (false, true) => "stopped",
+                (false, false) => "silent",
+            };
+            d["alive"] = json!(alive);
+            d["state"] = json!(state);
+        }
+        let count = |state: &str| daemons.iter().filter(|d| d["state"] == state).count();
+        let alive = daemons.iter().filter(|d| d["alive"] == true).count();
+        let ready = count("ready");
+        let status = if count("silent") + count("loading") == 0 {
+            "ok"
+        } else {
+            "degraded"
+        };
+        Some(json!({
+            "status": status,
+            "alive": alive,
+            "ready": ready,
+            "daemons": daemons,
+        }))
     }
 
     /// This daemon's calls and (in a fleet) every other live daemon's, each naming its daemon.

@@ -33,9 +33,10 @@ impl Questions {
         listed
     }
 
-    /// Tell the fleet whether someone at this daemon's console can answer, and hear whether
-    /// someone at another's can: a question asked here may then wait for them.
-    pub async fn attend_fleet(&self) {
+    /// Tell the fleet whether someone at this daemon's console can answer (and how the daemon
+    /// is, `health`), and hear whether someone at another's can: a question asked here may then
+    /// wait for them.
+    pub async fn attend_fleet(&self, health: &Value) {
         let Some(board) = self.board.get() else {
             return;
         };
@@ -44,7 +45,7 @@ impl Questions {
         } else {
             0
         };
-        match board.attend(here).await {
+        match board.attend(here, health).await {
             Ok(ms) => {
                 let until = (ms > 0).then(|| {
                     Instant::now() + Duration::from_millis(u64::try_from(ms).unwrap_or(0))

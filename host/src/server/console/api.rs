@@ -238,12 +238,14 @@ pub(super) async fn health(State(console): State<Arc<Console>>) -> Response {
         None => Vec::new(),
     };
     Json(json!({
+        "daemon": services.live.daemon(),
         "tools": tools,
         "plugins": plugins,
         "rejected": rejected,
         "tasks": tasks,
         "running": services.running(),
         "in_flight": services.admission.in_flight(),
+        "fleet": services.live.fleet_health().await,
     }))
     .into_response()
 }

@@ -188,26 +188,26 @@ async fn with_the_board_down_a_daemon_answers_its_own_questions() {
 async fn someone_at_another_daemons_console_is_someone_there() {
     let store = Arc::new(Store::default());
     let (one, two) = (daemon(&store, "one"), daemon(&store, "two"));
-    one.questions.attend_fleet().await;
+    one.questions.attend_fleet(&json!({})).await;
     assert!(!one.questions.attended(), "nobody anywhere");
     // An operator's event stream open on two: one hears of it on its next round.
     let stream = two.questions.attend();
-    two.questions.attend_fleet().await;
-    one.questions.attend_fleet().await;
+    two.questions.attend_fleet(&json!({})).await;
+    one.questions.attend_fleet(&json!({})).await;
     assert!(one.questions.attended(), "someone at two's console");
     // The stream closes and the operator signs out: the next rounds say so.
     drop(stream);
     two.questions.left();
-    two.questions.attend_fleet().await;
-    one.questions.attend_fleet().await;
+    two.questions.attend_fleet(&json!({})).await;
+    one.questions.attend_fleet(&json!({})).await;
     assert!(!one.questions.attended(), "nobody any more");
     // A request to two's API counts too; a store that does not answer changes nothing here.
     two.questions.seen();
-    two.questions.attend_fleet().await;
+    two.questions.attend_fleet(&json!({})).await;
     store.down.store(true, Ordering::Release);
-    one.questions.attend_fleet().await;
+    one.questions.attend_fleet(&json!({})).await;
     assert!(!one.questions.attended());
     store.down.store(false, Ordering::Release);
-    one.questions.attend_fleet().await;
+    one.questions.attend_fleet(&json!({})).await;
     assert!(one.questions.attended());
 }
