@@ -26,6 +26,7 @@
 mod begin;
 mod breaker;
 mod hash;
+pub mod index;
 mod line;
 pub mod query;
 mod reader;

@@ -57,7 +57,7 @@ fn postgres_migrations_run_once_and_readiness_follows_the_store() {
          2|the fleet's quota buckets and running counts\n\
          3|each quota bucket's burst and rate, so that idle, full buckets can be swept\n\
          4|the fleet's questions to the console\n\
-         5|the console's sessions, sign-in links, live calls and each daemon's attendance and health, shared by a fleet\n"
+         5|the fleet's console: sessions, sign-in links, live calls, each daemon's attendance and health, and the audit index\n"
     );
     let daemons = pg.psql("SELECT count(*) FROM daemons");
     assert_eq!(daemons.trim(), "2", "each daemon beats its heartbeat");

@@ -20,6 +20,7 @@ mod backward;
 mod cursor;
 mod export;
 mod filter;
+mod fleet;
 
 use std::fs::File;
 use std::io;
@@ -36,6 +37,7 @@ pub use self::filter::{
     DEFAULT_LIMIT, DecisionKind, Filter, MAX_LIMIT, Needle, OutcomeFilter, ParamError, Params,
     Request,
 };
+pub use self::fleet::{FleetCursor, FleetPage, SCAN_ROWS, fleet_page, fleet_request};
 use super::record::{AuditRecord, Event};
 
 /// Bytes one page may read before it answers with what it has: 64 MiB, about 80,000 records,
@@ -190,7 +192,7 @@ fn last_byte(mut file: &File, end: u64) -> io::Result<u8> {
 
 #[cfg(test)]
 #[path = "query/tests.rs"]
-mod tests;
+pub(crate) mod tests;
 
 #[cfg(test)]
 #[path = "query/filter_tests.rs"]

@@ -159,7 +159,7 @@ impl Host {
         };
         match TaskStore::new(tasks, &host.config, &host.stop, &host.background) {
             Ok(store) => {
-                store.share_quotas(&host.services, &host.stop, &host.background);
+                store.share(&host.services, &host.stop, &host.background);
                 host.store = Some(store);
             }
             Err(e) => {

@@ -70,21 +70,30 @@ impl TaskStore {
         self.when_ready(stop, background, move |tasks| server.attach_tasks(tasks));
     }
 
-    /// Share the daemon's quotas and questions with the fleet through the store (a PostgreSQL
-    /// store's ledger and board), now if the store is open, else as soon as it is.
-    pub(super) fn share_quotas(
+    /// Share the daemon's quotas, console and audit with the fleet through the store (a
+    /// PostgreSQL store's ledger, board and audit index), now if the store is open, else as soon
+    /// as it is.
+    pub(super) fn share(
         &self,
         services: &Arc<Services>,
         stop: &CancellationToken,
         background: &Background,
     ) {
         let services = services.clone();
+        let (shipping, shippers) = (stop.clone(), background.clone());
         self.when_ready(stop, background, move |tasks| {
             if let Some(ledger) = tasks.store().ledger(tasks.daemon()) {
                 services.share_quotas(ledger);
             }
             if let Some((board, notices)) = tasks.store().board(tasks.daemon()) {
                 services.share_console(board, notices);
+            }
+            if let (Some(index), Some(path)) = (
+                tasks.store().audit_index(tasks.daemon()),
+                services.config.audit_path.clone(),
+            ) {
+                let ship = crate::audit::index::ship(path, index, shipping.child_token());
+                spawn(&shippers, ship);
             }
         });
     }

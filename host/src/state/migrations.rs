@@ -92,7 +92,7 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 5,
-        name: "the console's sessions, sign-in links, live calls and each daemon's attendance and health, shared by a fleet",
+        name: "the fleet's console: sessions, sign-in links, live calls, each daemon's attendance and health, and the audit index",
         sql: "CREATE TABLE console_sessions (
             key TEXT PRIMARY KEY,
             operator TEXT NOT NULL,
@@ -114,7 +114,16 @@ pub(super) const MIGRATIONS: &[Migration] = &[
             daemon TEXT PRIMARY KEY,
             body TEXT NOT NULL,
             updated_ms BIGINT NOT NULL
-        )",
+        );
+        CREATE TABLE audit_records (
+            call_id TEXT PRIMARY KEY,
+            daemon TEXT NOT NULL,
+            ts_ms BIGINT NOT NULL,
+            tool TEXT NOT NULL,
+            line TEXT NOT NULL
+        );
+        CREATE INDEX audit_records_by_time ON audit_records (ts_ms, call_id);
+        CREATE INDEX audit_records_by_tool ON audit_records (tool, ts_ms, call_id)",
     },
 ];
 

@@ -3,6 +3,7 @@
 //! used. One [`Store`] trait; `sqlite` is the embedded default for one daemon, `postgres`
 //! serves many. Both apply the same versioned migrations (`migrations`) at open.
 
+mod audit;
 mod board;
 mod buckets;
 mod calls;
@@ -20,6 +21,7 @@ use toolhost_config::config::StateStore;
 use toolhost_gate::task::TaskStatus;
 
 pub use self::signins::SignIns;
+use crate::audit::index::AuditIndex;
 
 /// Why the store could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -210,6 +212,12 @@ pub trait Store: Send + Sync {
         let _ = daemon;
         None
     }
+    /// The fleet's audit index, as `daemon` ships to it; `None` where the store serves one
+    /// daemon, whose console reads its own file.
+    fn audit_index(&self, daemon: &str) -> Option<Arc<dyn AuditIndex>> {
+        let _ = daemon;
+        None
+    }
 }
 
 /// A fleet's [`Board`](crate::exec::Board) and what the other daemons say on it.
@@ -257,6 +265,11 @@ trait Backend: Send + Sync {
     }
     /// See [`Store::sign_ins`].
     fn sign_ins(&self, daemon: &str) -> Option<Arc<dyn SignIns>> {
+        let _ = daemon;
+        None
+    }
+    /// See [`Store::audit_index`].
+    fn audit_index(&self, daemon: &str) -> Option<Arc<dyn AuditIndex>> {
         let _ = daemon;
         None
     }
@@ -350,6 +363,10 @@ impl<B: Backend> Store for Sql<B> {
 
     fn sign_ins(&self, daemon: &str) -> Option<Arc<dyn SignIns>> {
         self.0.sign_ins(daemon)
+    }
+
+    fn audit_index(&self, daemon: &str) -> Option<Arc<dyn AuditIndex>> {
+        self.0.audit_index(daemon)
     }
 }
 

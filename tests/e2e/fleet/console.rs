@@ -3,7 +3,8 @@
 //! and a one-time sign-in link is spent once wherever it lands. An operator watching any daemon's
 //! console is there for a question asked on any other. One console lists every daemon's calls,
 //! each naming its daemon, and its cancel reaches the daemon that runs the call; its health page
-//! shows every daemon, and a daemon stopped apart from one killed.
+//! shows every daemon, and a daemon stopped apart from one killed. Its audit browser pages and
+//! exports every daemon's records, also a killed daemon's.
 
 use std::time::{Duration, Instant};
 
@@ -251,4 +252,71 @@ fn audit_begin(audit: &std::path::Path) -> String {
             .find(|r| r["event"] == "begin")
             .and_then(|r| r["call_id"].as_str().map(str::to_owned))
     })
+}
+
+#[test]
+fn the_audit_browser_pages_and_exports_the_whole_fleets_records() {
+    let Some(mut f) = fleet("fleet-audit") else {
+        return;
+    };
+    for (i, addr) in f.addrs.iter().enumerate() {
+        let answer = batch(*addr, "sleep", json!({"ms": 1 + i}));
+        assert_eq!(answer["content"][0]["is_error"], false, "{answer}");
+    }
+    let on_c = Browser::sign_in(f.daemons[2].as_ref().unwrap());
+    let records = |query: &str| {
+        let page = on_c.get(&format!("/console/api/audit?{query}"));
+        page["records"].as_array().cloned().unwrap_or_default()
+    };
+    // Each daemon's record reaches the index within a round of being written.
+    let found = wait_for("a record of each daemon", EVENT_WAIT, || {
+        let found = records("tool=sleep");
+        (found.len() == 3).then_some(found)
+    });
+    let mut daemons: Vec<&str> = found
+        .iter()
+        .map(|r| r["daemon"].as_str().unwrap())
+        .collect();
+    daemons.sort_unstable();
+    daemons.dedup();
+    assert_eq!(daemons.len(), 3, "{found:?}");
+    assert_eq!(
+        records("tool=sleep&q=%22ms%22%3A2").len(),
+        0,
+        "inputs are not logged"
+    );
+    assert_eq!(records("tool=echo").len(), 0);
+
+    // Paging one record at a time walks the three, by cursor.
+    let mut seen = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = on_c.get(&format!("/console/api/audit?tool=sleep&limit=1{cursor}"));
+        let page_records = page["records"].as_array().unwrap();
+        seen.extend(page_records.iter().map(|r| r["call_id"].clone()));
+        match page["next"].as_str() {
+            Some(next) => cursor = format!("&cursor={next}"),
+            None => break,
+        }
+        assert!(seen.len() <= 3, "{seen:?}");
+    }
+    assert_eq!(seen.len(), 3, "{seen:?}");
+
+    // The export holds the same records; `scope=local` reads C's own file.
+    let export = http(
+        f.addrs[2],
+        "GET",
+        "/console/api/audit/export?tool=sleep",
+        &[("Cookie", &on_c.cookie)],
+        b"",
+    );
+    assert_eq!(export.status, 200);
+    let lines = String::from_utf8_lossy(&export.body).lines().count();
+    assert_eq!(lines, 3, "{}", String::from_utf8_lossy(&export.body));
+    assert_eq!(records("tool=sleep&scope=local").len(), 1);
+
+    // A killed daemon's records stay findable.
+    f.daemons[0].take().unwrap().signal("KILL");
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(records("tool=sleep").len(), 3);
 }

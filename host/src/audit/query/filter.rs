@@ -85,6 +85,9 @@ pub enum ParamError {
     /// `cursor` was not made by this server.
     #[error(transparent)]
     Cursor(#[from] CursorError),
+    /// `cursor` was not made by the fleet's audit index.
+    #[error("cursor {0:?} was not made by the fleet's audit index; start again without a cursor")]
+    FleetCursor(String),
 }
 
 impl Params {

@@ -15,7 +15,7 @@ use crate::audit::record::{Decision, Outcome};
 use crate::audit::testdir::TestDir;
 
 /// The `i`th call of a varied log: four tools, every fifth call a timeout, callers alice and bob.
-pub(super) fn record(i: usize) -> AuditRecord {
+pub(crate) fn record(i: usize) -> AuditRecord {
     let mut record = sample();
     record.call_id = format!("c{i}");
     record.tool = ["fetch_url", "read_file", "grep", "echo"][i % 4].into();

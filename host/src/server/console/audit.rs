@@ -15,8 +15,11 @@ use serde_json::{Value, json};
 use super::Console;
 use axum::extract::rejection::QueryRejection;
 
+use crate::audit::index::AuditIndex;
 use crate::audit::query::{self, Export, Params, QueryError, Request};
 use crate::server::http::reply::error;
+use serde::Deserialize;
+use std::str::FromStr;
 
 /// A validated query of the log, and the log's path; or the answer that says why not.
 type Asked = Result<(Request, std::path::PathBuf), Box<Response>>;
@@ -45,11 +48,33 @@ fn asked(console: &Console, params: Result<Query<Params>, QueryRejection>) -> As
     Ok((request, path))
 }
 
-/// `GET audit?…`: one page.
+/// `?scope=local`: this daemon's own file, though the daemon is one of a fleet.
+#[derive(Deserialize, Default)]
+pub(super) struct Scope {
+    scope: Option<String>,
+}
+
+impl Console {
+    /// The fleet's audit index, unless the request asks for this daemon's file (or the daemon is
+    /// alone).
+    fn fleet_index(&self, scope: &Scope) -> Option<Arc<dyn AuditIndex>> {
+        if scope.scope.as_deref() == Some("local") {
+            return None;
+        }
+        let tasks = self.shared.tasks()?;
+        tasks.store().audit_index(tasks.daemon())
+    }
+}
+
+/// `GET audit?…`: one page, of the fleet's index in a fleet, else of this daemon's file.
 pub(super) async fn page(
     State(console): State<Arc<Console>>,
+    Query(scope): Query<Scope>,
     params: Result<Query<Params>, QueryRejection>,
 ) -> Response {
+    if let Some(index) = console.fleet_index(&scope) {
+        return fleet_page(index.as_ref(), params).await;
+    }
     let (request, path) = match asked(&console, params) {
         Ok(asked) => asked,
         Err(answer) => return *answer,
@@ -77,11 +102,81 @@ pub(super) async fn page(
     }
 }
 
+/// A page of the fleet's index.
+async fn fleet_page(
+    index: &dyn AuditIndex,
+    params: Result<Query<Params>, QueryRejection>,
+) -> Response {
+    let Ok(Query(params)) = params else {
+        return error(StatusCode::BAD_REQUEST, "the query string does not parse");
+    };
+    let (filter, cursor, limit) = match query::fleet_request(&params) {
+        Ok(request) => request,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    match query::fleet_page(index, &filter, cursor, limit).await {
+        Ok(page) => Json(page).into_response(),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+/// Every record of the fleet's index the filters match, newest first, as JSONL, page by page.
+fn fleet_export(index: Arc<dyn AuditIndex>, params: &Params) -> Response {
+    let (filter, _, _) = match query::fleet_request(params) {
+        Ok(request) => request,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    // `None` once done; else where the next page starts (`None` for the newest).
+    let start: Option<Option<String>> = Some(None);
+    let chunks = stream::unfold(start, move |state| {
+        let (index, filter) = (index.clone(), filter.clone());
+        async move {
+            let cursor = match state? {
+                Some(c) => Some(query::FleetCursor::from_str(&c).ok()?),
+                None => None,
+            };
+            match query::fleet_page(index.as_ref(), &filter, cursor, query::MAX_LIMIT).await {
+                Ok(page) => {
+                    let mut bytes = Vec::new();
+                    for record in &page.records {
+                        bytes.extend_from_slice(record.to_string().as_bytes());
+                        bytes.push(b'\n');
+                    }
+                    Some((Ok::<_, std::io::Error>(bytes), page.next.map(Some)))
+                }
+                Err(e) => Some((Err(std::io::Error::other(e.to_string())), None)),
+            }
+        }
+    });
+    jsonl(Body::from_stream(chunks))
+}
+
+fn jsonl(body: Body) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "application/x-ndjson"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"toolhost-audit.jsonl\"",
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}
+
 /// `GET audit/export?…`: every record the filters match, newest first, as JSONL, streamed.
 pub(super) async fn export(
     State(console): State<Arc<Console>>,
+    Query(scope): Query<Scope>,
     params: Result<Query<Params>, QueryRejection>,
 ) -> Response {
+    if let Some(index) = console.fleet_index(&scope) {
+        let Ok(Query(params)) = params else {
+            return error(StatusCode::BAD_REQUEST, "the query string does not parse");
+        };
+        return fleet_export(index, &params);
+    }
     let (request, path) = match asked(&console, params) {
         Ok(asked) => asked,
         Err(answer) => return *answer,
@@ -108,17 +203,7 @@ pub(super) async fn export(
             }
         },
     );
-    (
-        [
-            (header::CONTENT_TYPE, "application/x-ndjson"),
-            (
-                header::CONTENT_DISPOSITION,
-                "attachment; filename=\"toolhost-audit.jsonl\"",
-            ),
-        ],
-        Body::from_stream(chunks),
-    )
-        .into_response()
+    jsonl(Body::from_stream(chunks))
 }
 
 /// `GET stats`: each tool's calls, errors and latency per interval over the last hour.

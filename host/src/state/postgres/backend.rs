@@ -6,6 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{Postgres, dollars, fail, params};
+use crate::audit::index::AuditIndex;
 use crate::state::buckets::{Buckets, sweep};
 use crate::state::signins::{Desk, SignIns};
 use crate::state::{Backend, Row, Shared, StateError, Statement, TaskRecord};
@@ -47,10 +48,18 @@ impl Backend for Postgres {
         Some(Arc::new(Desk::new(self.clone(), daemon)))
     }
 
+    fn audit_index(&self, daemon: &str) -> Option<Arc<dyn AuditIndex>> {
+        Some(Arc::new(crate::state::audit::Index::new(
+            self.clone(),
+            daemon,
+        )))
+    }
+
     async fn sweep_more(&self, silent_since: i64, except: &str) -> Result<(), StateError> {
         sweep(self, silent_since, except).await?;
         crate::state::board::sweep(self, silent_since, except).await?;
-        crate::state::signins::sweep(self).await
+        crate::state::signins::sweep(self).await?;
+        crate::state::audit::sweep(self).await
     }
 
     async fn ping(&self) -> Result<(), StateError> {
