@@ -10,6 +10,9 @@
 #                                         noisy machine, where wall-clock figures are not)
 #   scripts/bench.sh --console            the console: the audit browser's first page over 1,000,000
 #                                         records, and a call's end to its event on the live stream
+#   scripts/bench.sh --fleet [--rounds R] the fleet's approval queue: a question's delay to another
+#                                         daemon's console and from its answer to the call's reply,
+#                                         against one daemon (throwaway PostgreSQL)
 #   scripts/bench.sh --callgrind-mcp [N]  instructions per echo call in the server over MCP stdio and
 #                                         HTTP: toolhost, the native rmcp server, and the floor (the
 #                                         native server with each call in a fresh sandbox; valgrind)
@@ -101,9 +104,10 @@ if [[ "$*" == *wassette* && -z "${TOOLHOST_BENCH_WASSETTE:-}" ]]; then
     export TOOLHOST_BENCH_WASSETTE="$cache/target/release/wassette"
 fi
 
-# A throwaway PostgreSQL on loopback for the fleet's row of the quota part, when it is installed.
+# A throwaway PostgreSQL on loopback for the fleet's row of the quota part and for --fleet, when it
+# is installed.
 pg_bin="$(compgen -G '/usr/lib/postgresql/*/bin' | sort -V | tail -1)"
-if [[ -z "${TOOLHOST_BENCH_STATE_URL:-}" && -n "$pg_bin" && ( $# -eq 0 || "$*" == *quota* || "$*" == --quick || "$*" == --json* ) ]]; then
+if [[ -z "${TOOLHOST_BENCH_STATE_URL:-}" && -n "$pg_bin" && ( $# -eq 0 || "$*" == *quota* || "$*" == --quick || "$*" == --json* || "${1:-}" == --fleet ) ]]; then
     pg_dir="$(mktemp -d /tmp/toolhost-bench-pg.XXXXXX)"
     as=()
     if [[ "$(id -u)" == 0 ]]; then chown postgres "$pg_dir"; as=(runuser -u postgres --); fi
@@ -116,7 +120,17 @@ if [[ -z "${TOOLHOST_BENCH_STATE_URL:-}" && -n "$pg_bin" && ( $# -eq 0 || "$*" =
         && "${as[@]}" "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U toolhost toolhost \
         && export TOOLHOST_BENCH_STATE_URL="postgres://toolhost@127.0.0.1:$pg_port/toolhost" \
         || echo "bench.sh: no PostgreSQL for the quota part's fleet row (see $pg_dir/log)" >&2
-    "$exe" "$@"
+    if [[ "${1:-}" != --fleet ]]; then
+        "$exe" "$@"
+        exit $?
+    fi
+fi
+
+if [[ "${1:-}" == "--fleet" ]]; then
+    [[ -n "${TOOLHOST_BENCH_STATE_URL:-}" ]] || { echo "bench.sh: --fleet needs PostgreSQL" >&2; exit 2; }
+    cargo build --release -p toolhost --bin toolhost --quiet
+    python3 "$root/scripts/fleet-bench.py" --toolhost "$root/target/release/toolhost" \
+        --state-url "$TOOLHOST_BENCH_STATE_URL" "${@:2}"
     exit $?
 fi
 
