@@ -1,6 +1,8 @@
 // End-to-end tests of the operator's console (docs/console.md) in a real browser: Debian's
 // Chromium driven by playwright-core, against the real daemon with the echo and hostile plugins.
-// Each scenario starts its own daemon and browser. Run by tests/console/run.sh (`node --test`).
+// Each scenario starts its own daemon and browser; scenario 10 starts a fleet (three daemons on a
+// throwaway PostgreSQL behind HAProxy, fleet.mjs) and uses the page through the balancer. Run by
+// tests/console/run.sh (`node --test`).
 //
 //   TOOLHOST_BIN=/path/to/toolhost node --test --test-concurrency=1 console.test.mjs
 
@@ -12,6 +14,7 @@ import {
   root, signIn, sleep, startDaemon, text, until,
 } from './harness.mjs';
 import { join } from 'node:path';
+import { startFleet } from './fleet.mjs';
 
 const ASK_ECHO = `
 [permissions]
@@ -589,4 +592,77 @@ test('9d CSP: the header is on /console/ and the console runs without a violatio
     assert.deepEqual(problems.csp.filter((m) => m.startsWith(daemon.origin)), [], 'CSP console messages');
     assert.deepEqual(problems.pageErrors, [], 'page errors');
   });
+});
+
+const FLEET_ASK = `
+[permissions]
+ask = ["echo"]
+[server]
+state-key-env = "TOOLHOST_STATE_KEY"
+approval-timeout-ms = 30000
+[console]
+approvals = "both"
+`;
+
+/** A batch call of echo with `text`, straight to one daemon. */
+function batchTo(origin, text) {
+  const message = { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'echo', input: { text } }] };
+  return fetch(`${origin}/v1/tool-calls?format=anthropic`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(message),
+  }).then(async (r) => {
+    const answer = JSON.parse(await r.text());
+    const blocks = Array.isArray(answer) ? answer : answer.content || [];
+    return blocks.find((b) => b.type === 'tool_result');
+  });
+}
+
+test('10 fleet: behind a balancer the page answers every daemon\'s questions, and signing out ends the session on all', { timeout: 180000 }, async (t) => {
+  const fleet = await startFleet(FLEET_ASK);
+  if (!fleet) {
+    t.skip('no PostgreSQL or HAProxy (scripts/services.sh)');
+    return;
+  }
+  let browser;
+  try {
+    browser = await openBrowser();
+    const { page, context } = browser;
+    // The link daemon 0 printed, opened through the balancer: any daemon may spend it.
+    const link = new URL(fleet.daemons[0].signinLink);
+    const res = await page.goto(`${fleet.origin}${link.pathname}${link.search}`);
+    assert.equal(res && res.status(), 200);
+    await page.getByTestId('operator').waitFor();
+    await page.getByTestId('live-status').getByText('live', { exact: true }).waitFor();
+    // A question asked on each daemon shows on the page, whichever daemon serves it, and its
+    // approval reaches the call where it waits.
+    for (const [i, d] of fleet.daemons.entries()) {
+      const call = batchTo(d.origin, `from daemon ${i}`);
+      const q = await questionFor(page, 'echo', `from daemon ${i}`);
+      await q.getByTestId('approve').click();
+      const result = await call;
+      assert.ok(result && !result.is_error, JSON.stringify(result));
+      assert.match(JSON.stringify(result.content), new RegExp(`from daemon ${i}`));
+    }
+    const denied = batchTo(fleet.daemons[1].origin, 'to be denied');
+    await (await questionFor(page, 'echo', 'to be denied')).getByTestId('deny').click();
+    const result = await denied;
+    assert.equal(result.is_error, true, JSON.stringify(result));
+    await screenshot(page, '10-fleet');
+    // Signing out through the balancer ends the session on every daemon.
+    const cookie = (await context.cookies()).find((c) => c.name === 'toolhost_console');
+    assert.ok(cookie, 'a session cookie');
+    await page.getByTestId('signout').click();
+    for (const d of fleet.daemons) {
+      await until(async () => {
+        const r = await fetch(`${d.origin}/console/api/session`, { headers: { Cookie: `toolhost_console=${cookie.value}` } });
+        return r.status === 401;
+      }, `the session to end on daemon ${d.port}`, 10000);
+    }
+  } catch (e) {
+    if (browser) await screenshot(browser.page, `FAILED-10-fleet-${Date.now()}`).catch(() => {});
+    e.message += fleet.daemons.map((d, i) => `\n--- daemon ${i} stderr ---\n${d.stderr()}`).join('');
+    throw e;
+  } finally {
+    if (browser) await browser.close();
+    await fleet.stop();
+  }
 });

@@ -50,7 +50,7 @@ async function waitForBinary() {
  * (component paths) beside echo and hostile. Returns
  * { dir, port, origin, mcpUrl, signinLink, auditPath, stderr(), stop() }.
  */
-export async function startDaemon(config, extra = []) {
+export async function startDaemon(config, extra = [], { env = {}, audit = null } = {}) {
   await waitForBinary();
   const dir = mkdtempSync(join(tmpdir(), 'toolhost-console-'));
   mkdirSync(join(dir, 'plugins'));
@@ -58,8 +58,9 @@ export async function startDaemon(config, extra = []) {
   writeFileSync(join(dir, 'toolhost.toml'), config);
   const child = spawn(
     bin,
-    ['serve', '--http', '127.0.0.1:0', '--no-watch', '--config', join(dir, 'toolhost.toml'), '--plugins', join(dir, 'plugins')],
-    { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
+    ['serve', '--http', '127.0.0.1:0', '--no-watch', '--config', join(dir, 'toolhost.toml'), '--plugins', join(dir, 'plugins'),
+      ...(audit ? ['--audit', audit] : [])],
+    { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } },
   );
   let err = '';
   let exited = null;
