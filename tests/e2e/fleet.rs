@@ -98,6 +98,12 @@ fn fleet_with(test: &str, config: &str) -> Option<Fleet> {
     })
 }
 
+/// `browser`'s POST of `body` to `path` with its CSRF token, and the browser back.
+fn answer_as(browser: Browser, path: &str, body: &Value) -> (Browser, (u16, Value)) {
+    let answered = browser.post(path, &[("X-CSRF-Token", browser.csrf.as_str())], body);
+    (browser, answered)
+}
+
 /// A stateless 2026-07-28 request (declaring the tasks extension and form elicitation).
 fn modern(addr: SocketAddr, method: &str, params: Value) -> Value {
     let capabilities =
@@ -510,7 +516,6 @@ approvals = "console"
     let (a, b) = (f.addrs[0], f.addrs[1]);
     let on_b = Browser::sign_in(f.daemons[1].as_ref().unwrap());
     let on_c = Browser::sign_in(f.daemons[2].as_ref().unwrap());
-    let token_b = [("X-CSRF-Token", on_b.csrf.as_str())];
     let token_c = [("X-CSRF-Token", on_c.csrf.as_str())];
 
     // A client's call on daemon A asks; daemon C's console lists the question, naming A.
@@ -537,25 +542,36 @@ approvals = "console"
         "still waiting, also on B"
     );
 
-    // C's approval wakes the call on A at once; B's answer after it is too late.
+    // Two operators answer at once, on C (approve) and on B (deny): exactly one answer wins
+    // fleet-wide, the other is 409; the winner wakes the call on A at once.
     let answered = Instant::now();
-    let (status, body) = on_c.post(&path, &token_c, &approve);
-    assert_eq!(status, 200, "{body}");
     let deny = json!({"answer": "deny", "input_sha256": question["input_sha256"]});
-    let (late, body) = on_b.post(&path, &token_b, &deny);
-    assert_eq!(late, 409, "one answer wins fleet-wide: {body}");
+    let (c_path, b_path) = (path.clone(), path.clone());
+    let from_c = std::thread::spawn(move || answer_as(on_c, &c_path, &approve));
+    let from_b = std::thread::spawn(move || answer_as(on_b, &b_path, &deny));
+    let (on_c, (c_status, c_body)) = from_c.join().unwrap();
+    let (on_b, (b_status, b_body)) = from_b.join().unwrap();
+    let token_c = [("X-CSRF-Token", on_c.csrf.as_str())];
+    let mut statuses = [c_status, b_status];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 409], "one answer wins: {c_body} / {b_body}");
+    let approved = c_status == 200;
     let reply = client.join().unwrap();
     assert!(
         answered.elapsed() < Duration::from_secs(5),
         "woken by the notice, not a poll: {:?}",
         answered.elapsed()
     );
-    assert_eq!(reply["content"][0]["content"], "from A", "{reply}");
+    if approved {
+        assert_eq!(reply["content"][0]["content"], "from A", "{reply}");
+    } else {
+        assert_eq!(reply["content"][0]["is_error"], true, "{reply}");
+    }
     let record = audit_lines(&f.audits[0])
         .into_iter()
         .find(|r| r["tool"] == "echo" && r["event"] != "begin")
         .expect("A recorded the call");
-    assert_eq!(record["decision"]["answer"], true, "{record}");
+    assert_eq!(record["decision"]["answer"], approved, "{record}");
     assert_eq!(record["decision"]["operator"], "local operator", "{record}");
     wait_until("the question to leave every console", EVENT_WAIT, || {
         on_b.listed().is_empty() && on_c.listed().is_empty()
