@@ -98,6 +98,15 @@ fn fleet_with(test: &str, config: &str) -> Option<Fleet> {
     })
 }
 
+/// A fleet's config where `echo` asks, an approval waits a minute, and `more` follows.
+fn asking_echo(more: &str) -> String {
+    format!(
+        "[permissions]\nmode = \"bypass\"\nask = [\"echo\"]\n\n\
+         [server]\nstate-key-env = \"TOOLHOST_STATE_KEY\"\napproval-timeout-ms = 60000\n\n\
+         [state]\nurl-env = \"TOOLHOST_STATE_URL\"\n\n[tasks]\nlease-ms = 2000\n\n{more}"
+    )
+}
+
 /// `browser`'s POST of `body` to `path` with its CSRF token, and the browser back.
 fn answer_as(browser: Browser, path: &str, body: &Value) -> (Browser, (u16, Value)) {
     let answered = browser.post(path, &[("X-CSRF-Token", browser.csrf.as_str())], body);
@@ -492,25 +501,8 @@ fuel = 100000000
 
 #[test]
 fn a_question_asked_on_one_daemon_is_answered_once_in_anothers_console() {
-    let config = r#"
-[permissions]
-mode = "bypass"
-ask = ["echo"]
-
-[server]
-state-key-env = "TOOLHOST_STATE_KEY"
-approval-timeout-ms = 60000
-
-[state]
-url-env = "TOOLHOST_STATE_URL"
-
-[tasks]
-lease-ms = 2000
-
-[console]
-approvals = "console"
-"#;
-    let Some(mut f) = fleet_with("fleet-questions", config) else {
+    let config = asking_echo("[console]\napprovals = \"console\"\n");
+    let Some(mut f) = fleet_with("fleet-questions", &config) else {
         return;
     };
     let (a, b) = (f.addrs[0], f.addrs[1]);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{fleet, fleet_with};
+use super::{asking_echo, fleet, fleet_with};
 use crate::attendance::Stream;
 use crate::console::{Browser, batch, sign_in_link};
 use crate::daemon::http;
@@ -94,22 +94,7 @@ fn a_console_session_and_its_sign_in_link_hold_across_the_fleet() {
 
 #[test]
 fn an_operator_at_any_daemons_console_is_there_for_a_question_asked_on_another() {
-    let config = r#"
-[permissions]
-mode = "bypass"
-ask = ["echo"]
-
-[server]
-state-key-env = "TOOLHOST_STATE_KEY"
-approval-timeout-ms = 60000
-
-[state]
-url-env = "TOOLHOST_STATE_URL"
-
-[tasks]
-lease-ms = 2000
-"#;
-    let Some(f) = fleet_with("fleet-attendance", config) else {
+    let Some(f) = fleet_with("fleet-attendance", &asking_echo("")) else {
         return;
     };
     let (a, c) = (f.addrs[0], f.addrs[2]);
