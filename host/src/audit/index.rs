@@ -20,8 +20,10 @@ use super::record::{AuditRecord, Event};
 pub const SHIP_EVERY: Duration = Duration::from_millis(250);
 /// The tail of its log a daemon ships again when it starts.
 pub const RESHIPPED_ON_START: u64 = 1024 * 1024;
-/// How long one batch may take to be kept.
-const ADD_WAIT: Duration = Duration::from_secs(5);
+/// How long one batch may take to be kept (a batch is a few milliseconds' work; one that timed out
+/// is shipped again, and kept once). Short, so that a stopping daemon never waits long on a store
+/// that hangs.
+const ADD_WAIT: Duration = Duration::from_secs(1);
 /// Records shipped in one statement at most.
 const BATCH: usize = 500;
 /// Bytes read from the log in one round at most (the next round goes on).
