@@ -80,9 +80,8 @@ pub trait AuditIndex: Send + Sync {
     async fn scan(&self, scan: &Scan) -> Result<Vec<Found>, IndexError>;
 }
 
-/// Ship the end records the log at `path` gains to `index` until `stop`.
-pub async fn ship(path: PathBuf, index: Arc<dyn AuditIndex>, stop: CancellationToken) {
-    let mut tail = Tail::new(path);
+/// Ship the end records `tail`'s log gains to `index` until `stop`.
+pub async fn ship(mut tail: Tail, index: Arc<dyn AuditIndex>, stop: CancellationToken) {
     let mut every = tokio::time::interval(SHIP_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -127,10 +126,10 @@ pub async fn ship(path: PathBuf, index: Arc<dyn AuditIndex>, stop: CancellationT
 }
 
 /// Where shipping stands in one log file.
-struct Tail {
+pub struct Tail {
     path: PathBuf,
-    /// The file's identity and the offset of the first byte not yet shipped; `None` before the
-    /// first read (which starts [`RESHIPPED_ON_START`] before the end).
+    /// The file's identity and the offset of the first byte not yet shipped; `None` while the
+    /// file did not exist (everything in it is then new).
     at: Option<(FileId, u64)>,
     /// The offset the last read reached, shipped once [`Self::commit`] says so.
     read_to: Option<(FileId, u64)>,
@@ -140,10 +139,17 @@ struct Tail {
 struct FileId(u64, u64);
 
 impl Tail {
-    fn new(path: PathBuf) -> Self {
+    /// Shipping of the log at `path` from now on, and of its last [`RESHIPPED_ON_START`] bytes:
+    /// taken when the daemon starts, so that what it writes while the store is still out of reach
+    /// is shipped once the store answers.
+    pub fn from_now(path: PathBuf) -> Self {
+        let at = File::open(&path).and_then(|mut file| {
+            let meta = file.metadata()?;
+            Ok((file_id(&meta), start_of_tail(&mut file, meta.len())?))
+        });
         Self {
             path,
-            at: None,
+            at: at.ok(),
             read_to: None,
         }
     }
@@ -161,9 +167,8 @@ impl Tail {
         let from = match self.at {
             // The same file, not truncated: go on.
             Some((at_id, offset)) if at_id == id && offset <= len => offset,
-            // Rotated or rewritten: from its start. The first time: the tail.
-            Some(_) => 0,
-            None => start_of_tail(&mut file, len)?,
+            // Rotated, rewritten, or made since the start: from its start.
+            _ => 0,
         };
         let upto = len.min(from + READ_AT_MOST);
         let mut bytes = vec![0; usize::try_from(upto - from).unwrap_or(0)];
@@ -171,6 +176,15 @@ impl Tail {
         file.read_exact(&mut bytes)?;
         // Only whole lines: a torn or unfinished last line waits for the next round.
         let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        if whole == 0 && upto - from == READ_AT_MOST {
+            // One line longer than a round reads: skip it (its rest fails to parse next round)
+            // rather than stall here for good.
+            tracing::warn!(
+                "an audit line over {READ_AT_MOST} bytes was not put in the fleet's index"
+            );
+            self.read_to = Some((id, upto));
+            return Ok(Vec::new());
+        }
         self.read_to = Some((id, from + whole as u64));
         Ok(bytes[..whole]
             .split(|b| *b == b'\n')

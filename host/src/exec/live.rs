@@ -200,11 +200,12 @@ impl Live {
             cancelled_by: cancelled_by.clone(),
         };
         self.publish(|| LiveEvent::Started(running.view(call_id)));
-        self.changed();
         self.running
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(call_id.to_owned(), running);
+        // After the insert: a snapshot taken in between would mark this state shown without it.
+        self.changed();
         Listed {
             live: self,
             call_id: call_id.to_owned(),

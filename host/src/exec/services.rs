@@ -127,10 +127,8 @@ impl Services {
                 let Some(services) = rounds.upgrade() else {
                     return;
                 };
-                services
-                    .live
-                    .show_fleet(services.audit.includes_input())
-                    .await;
+                // Never the inputs: the snapshot is rewritten often and read by every daemon.
+                services.live.show_fleet(false).await;
                 if round % ATTEND_EVERY == 0 || now_stopping {
                     services.questions.attend_fleet(&services.summary()).await;
                 }

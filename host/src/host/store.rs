@@ -81,6 +81,13 @@ impl TaskStore {
     ) {
         let services = services.clone();
         let (shipping, shippers) = (stop.clone(), background.clone());
+        // Where shipping starts is taken now: what the daemon writes before the store answers
+        // is shipped too.
+        let tail = services
+            .config
+            .audit_path
+            .clone()
+            .map(crate::audit::index::Tail::from_now);
         self.when_ready(stop, background, move |tasks| {
             if let Some(ledger) = tasks.store().ledger(tasks.daemon()) {
                 services.share_quotas(ledger);
@@ -88,11 +95,8 @@ impl TaskStore {
             if let Some((board, notices)) = tasks.store().board(tasks.daemon()) {
                 services.share_console(board, notices);
             }
-            if let (Some(index), Some(path)) = (
-                tasks.store().audit_index(tasks.daemon()),
-                services.config.audit_path.clone(),
-            ) {
-                let ship = crate::audit::index::ship(path, index, shipping.child_token());
+            if let (Some(index), Some(tail)) = (tasks.store().audit_index(tasks.daemon()), tail) {
+                let ship = crate::audit::index::ship(tail, index, shipping.child_token());
                 spawn(&shippers, ship);
             }
         });

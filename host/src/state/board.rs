@@ -273,8 +273,6 @@ impl Board for Questions {
     }
 }
 
-/// Withdraw the questions of daemons silent since `silent_since` (other than `except`), telling
-/// every console, and forget ended questions long past their expiry.
 /// How long a silent daemon stays in the fleet's health, shown stopped or silent.
 const SILENT_KEPT_MS: i64 = 60 * 1000;
 
@@ -286,6 +284,8 @@ async fn forget_daemons(pg: &Postgres) -> Result<(), StateError> {
         .map(drop)
 }
 
+/// Withdraw the questions of daemons silent since `silent_since` (other than `except`), telling
+/// every console, and forget ended questions long past their expiry.
 pub(super) async fn sweep(
     pg: &Postgres,
     silent_since: i64,

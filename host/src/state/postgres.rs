@@ -46,6 +46,8 @@ pub(super) struct Postgres {
     url: Arc<str>,
     tls: MakeRustlsConnect,
     client: Arc<Mutex<Option<Arc<Client>>>>,
+    /// The second connection, for the console's traffic ([`Self::beside`]).
+    beside: Arc<Mutex<Option<Arc<Client>>>>,
 }
 
 /// TLS as the URL's `sslmode` asks, verifying the server against the webpki roots and the
@@ -109,10 +111,24 @@ impl Postgres {
             url: url.into(),
             tls: tls(ca_file)?,
             client: Arc::default(),
+            beside: Arc::default(),
         };
         let client = store.client().await?;
         migrate(&client).await?;
         Ok(store)
+    }
+
+    /// A handle on a second connection of the daemon's, opened on first use, for what the
+    /// console shares with the fleet (questions, sessions, live calls, the audit index): a long
+    /// page or a burst of look-ups never queues ahead of a call's statements (the quota ledger,
+    /// tasks) on the pipelined connection.
+    pub(super) fn beside(&self) -> Self {
+        Self {
+            url: self.url.clone(),
+            tls: self.tls.clone(),
+            client: self.beside.clone(),
+            beside: self.beside.clone(),
+        }
     }
 
     /// The open connection, or a new one if it dropped.

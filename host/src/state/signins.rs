@@ -116,11 +116,22 @@ impl SignIns for Desk {
     }
 }
 
-/// Forget expired sessions and links.
-pub(super) async fn sweep(pg: &Postgres) -> Result<(), StateError> {
+/// Forget expired sessions and links, and the unused links of daemons silent since
+/// `silent_since` (other than `except`): as on a daemon alone, a restart ends the link it printed.
+pub(super) async fn sweep(
+    pg: &Postgres,
+    silent_since: i64,
+    except: &str,
+) -> Result<(), StateError> {
     for table in ["console_sessions", "console_links"] {
         let sql = format!("DELETE FROM {table} WHERE expires_ms <= {NOW}");
         pg.query_typed(&sql, &[]).await?;
     }
-    Ok(())
+    pg.query_typed(
+        "DELETE FROM console_links WHERE daemon <> $2 \
+           AND daemon NOT IN (SELECT id FROM daemons WHERE heartbeat_ms >= $1)",
+        &[(&silent_since, Type::INT8), (&except, Type::TEXT)],
+    )
+    .await
+    .map(drop)
 }

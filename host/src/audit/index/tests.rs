@@ -41,7 +41,7 @@ async fn end_records_are_shipped_once_and_whole_lines_only() {
     let dir = TestDir::new();
     let path = dir.path().join("audit.jsonl");
     let index = Memory::of("d1");
-    let mut tail = Tail::new(path.clone());
+    let mut tail = Tail::from_now(path.clone());
     assert!(
         round(&mut tail, &index).await,
         "no log yet is nothing to ship"
@@ -71,7 +71,7 @@ async fn a_failed_round_is_shipped_again_and_a_rotated_log_from_its_start() {
     let dir = TestDir::new();
     let path = dir.path().join("audit.jsonl");
     let index = Memory::of("d1");
-    let mut tail = Tail::new(path.clone());
+    let mut tail = Tail::from_now(path.clone());
     append(&path, 0..2);
     index.down.store(true, Ordering::Release);
     assert!(!round(&mut tail, &index).await);
@@ -94,7 +94,7 @@ async fn a_start_on_a_long_log_ships_its_tail_again() {
     let len = std::fs::metadata(&path).unwrap().len();
     assert!(len > 2 * RESHIPPED_ON_START, "{len}");
     let index = Memory::of("d2");
-    let mut tail = Tail::new(path.clone());
+    let mut tail = Tail::from_now(path.clone());
     round(&mut tail, &index).await;
     let ids = index.ids();
     assert!(!ids.is_empty() && ids.len() < 2000, "{}", ids.len());
@@ -108,9 +108,34 @@ async fn ship_keeps_going_until_stopped_and_ships_a_last_round() {
     let path = dir.path().join("audit.jsonl");
     let index = Arc::new(Memory::of("d1"));
     let stop = CancellationToken::new();
-    let shipping = tokio::spawn(ship(path.clone(), index.clone(), stop.clone()));
+    let shipping = tokio::spawn(ship(
+        Tail::from_now(path.clone()),
+        index.clone(),
+        stop.clone(),
+    ));
     append(&path, 0..2);
     stop.cancel();
     shipping.await.unwrap();
     assert_eq!(index.ids(), ["c0", "c1"]);
+}
+
+#[tokio::test]
+async fn a_line_longer_than_a_round_reads_is_skipped_not_stuck_on() {
+    let dir = TestDir::new();
+    let path = dir.path().join("audit.jsonl");
+    let index = Memory::of("d1");
+    let mut tail = Tail::from_now(path.clone());
+    let long = vec![b'x'; usize::try_from(READ_AT_MOST).unwrap() + 10];
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .unwrap();
+    file.write_all(&long).unwrap();
+    file.write_all(b"\n").unwrap();
+    append(&path, 0..1);
+    for _ in 0..3 {
+        round(&mut tail, &index).await;
+    }
+    assert_eq!(index.ids(), ["c0"], "the record after it is shipped");
 }

@@ -82,7 +82,10 @@ pub async fn fleet_page(
     let scan = Scan {
         before: cursor.map(|c| (c.ts_ms, c.call_id)),
         since_ms: filter.since.map(|t| t.timestamp_millis()),
-        until_ms: filter.until.map(|t| t.timestamp_millis()),
+        // Up: a call that started within `until`'s millisecond but before it is still in.
+        until_ms: filter
+            .until
+            .map(|t| (t.timestamp_micros() + 999).div_euclid(1000)),
         tool: filter.tool.clone(),
         rows: SCAN_ROWS,
     };

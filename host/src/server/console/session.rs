@@ -149,20 +149,20 @@ impl Sessions {
         Ok(operator.map(|operator| Session { operator, csrf }))
     }
 
-    /// Who the session `key` is, if it is signed in and unexpired.
+    /// Who the session `key` is, if it is signed in and unexpired. Once the fleet's store is
+    /// there, only its sessions count: one kept in memory before could not be signed out on the
+    /// other daemons.
     async fn operator(&self, key: &[u8; 32]) -> Result<Option<String>, StateError> {
-        let local = self
+        if let Some(fleet) = self.fleet() {
+            return fleet.find(&hex(key)).await;
+        }
+        Ok(self
             .by_cookie
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(key)
             .filter(|(_, expires)| *expires > Instant::now())
-            .map(|(operator, _)| operator.clone());
-        match (local, self.fleet()) {
-            (Some(operator), _) => Ok(Some(operator)),
-            (None, Some(fleet)) => fleet.find(&hex(key)).await,
-            (None, None) => Ok(None),
-        }
+            .map(|(operator, _)| operator.clone()))
     }
 
     /// The key of the session a request's cookie names, if it is valid now: for a response that

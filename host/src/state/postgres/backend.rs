@@ -40,17 +40,17 @@ impl Backend for Postgres {
     }
 
     fn board(&self, daemon: &str) -> Option<Shared> {
-        let (board, notices) = crate::state::board::Questions::open(self.clone(), daemon);
+        let (board, notices) = crate::state::board::Questions::open(self.beside(), daemon);
         Some((Arc::new(board), notices))
     }
 
     fn sign_ins(&self, daemon: &str) -> Option<Arc<dyn SignIns>> {
-        Some(Arc::new(Desk::new(self.clone(), daemon)))
+        Some(Arc::new(Desk::new(self.beside(), daemon)))
     }
 
     fn audit_index(&self, daemon: &str) -> Option<Arc<dyn AuditIndex>> {
         Some(Arc::new(crate::state::audit::Index::new(
-            self.clone(),
+            self.beside(),
             daemon,
         )))
     }
@@ -58,7 +58,7 @@ impl Backend for Postgres {
     async fn sweep_more(&self, silent_since: i64, except: &str) -> Result<(), StateError> {
         sweep(self, silent_since, except).await?;
         crate::state::board::sweep(self, silent_since, except).await?;
-        crate::state::signins::sweep(self).await?;
+        crate::state::signins::sweep(self, silent_since, except).await?;
         crate::state::audit::sweep(self).await
     }
 
