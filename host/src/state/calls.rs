@@ -78,11 +78,5 @@ pub(super) async fn sweep(
     silent_since: i64,
     except: &str,
 ) -> Result<(), StateError> {
-    pg.query_typed(
-        "DELETE FROM live_calls WHERE daemon <> $2 \
-           AND daemon NOT IN (SELECT id FROM daemons WHERE heartbeat_ms >= $1)",
-        &[(&silent_since, Type::INT8), (&except, Type::TEXT)],
-    )
-    .await
-    .map(drop)
+    pg.forget_silent("live_calls", silent_since, except).await
 }

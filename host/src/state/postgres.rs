@@ -10,7 +10,7 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use tokio::sync::Mutex;
 use tokio_postgres::Client;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 mod backend;
@@ -129,6 +129,23 @@ impl Postgres {
             client: self.beside.clone(),
             beside: self.beside.clone(),
         }
+    }
+
+    /// Delete the rows of `table` (a constant) kept by daemons silent since `silent_since`, other
+    /// than `except`, whose `daemon` column names them.
+    pub(super) async fn forget_silent(
+        &self,
+        table: &'static str,
+        silent_since: i64,
+        except: &str,
+    ) -> Result<(), StateError> {
+        let sql = format!(
+            "DELETE FROM {table} WHERE daemon <> $2 \
+               AND daemon NOT IN (SELECT id FROM daemons WHERE heartbeat_ms >= $1)"
+        );
+        self.query_typed(&sql, &[(&silent_since, Type::INT8), (&except, Type::TEXT)])
+            .await
+            .map(drop)
     }
 
     /// The open connection, or a new one if it dropped.

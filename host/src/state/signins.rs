@@ -127,11 +127,6 @@ pub(super) async fn sweep(
         let sql = format!("DELETE FROM {table} WHERE expires_ms <= {NOW}");
         pg.query_typed(&sql, &[]).await?;
     }
-    pg.query_typed(
-        "DELETE FROM console_links WHERE daemon <> $2 \
-           AND daemon NOT IN (SELECT id FROM daemons WHERE heartbeat_ms >= $1)",
-        &[(&silent_since, Type::INT8), (&except, Type::TEXT)],
-    )
-    .await
-    .map(drop)
+    pg.forget_silent("console_links", silent_since, except)
+        .await
 }
