@@ -6,7 +6,7 @@
 //! before a kill reach the index when a daemon starts on that file again.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, BufRead, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -210,15 +210,16 @@ fn start_of_tail(file: &mut File, len: u64) -> io::Result<u64> {
     }
     let from = len - RESHIPPED_ON_START;
     file.seek(SeekFrom::Start(from - 1))?;
+    // Up to the first newline only. The byte before `from` is read too: a newline there means
+    // `from` starts a line.
     let mut head = Vec::new();
-    file.by_ref()
-        .take(RESHIPPED_ON_START)
-        .read_to_end(&mut head)?;
-    // The byte before `from` was read too: a newline there means `from` starts a line.
-    Ok(head
-        .iter()
-        .position(|b| *b == b'\n')
-        .map_or(len, |i| from - 1 + i as u64 + 1))
+    let read =
+        io::BufReader::new(file.by_ref().take(RESHIPPED_ON_START)).read_until(b'\n', &mut head)?;
+    Ok(if head.last() == Some(&b'\n') {
+        from - 1 + read as u64
+    } else {
+        len
+    })
 }
 
 #[cfg(unix)]

@@ -82,11 +82,13 @@ impl TaskStore {
         let services = services.clone();
         let (shipping, shippers) = (stop.clone(), background.clone());
         // Where shipping starts is taken now: what the daemon writes before the store answers
-        // is shipped too.
-        let tail = services
-            .config
-            .audit_path
-            .clone()
+        // is shipped too. Only a fleet's store has an index: a daemon alone reads nothing here.
+        let fleet = matches!(
+            services.config.state,
+            toolhost_config::config::StateStore::Postgres { .. }
+        );
+        let tail = (services.config.audit_path.clone())
+            .filter(|_| fleet)
             .map(crate::audit::index::Tail::from_now);
         self.when_ready(stop, background, move |tasks| {
             if let Some(ledger) = tasks.store().ledger(tasks.daemon()) {

@@ -16,6 +16,13 @@ use crate::console::{Browser, batch, sign_in_link};
 use crate::daemon::http;
 use crate::harness::{EVENT_WAIT, wait_for, wait_until};
 
+/// How many daemons `items` name, each once.
+fn daemons_named(items: &[Value]) -> usize {
+    let named: std::collections::BTreeSet<&str> =
+        items.iter().filter_map(|r| r["daemon"].as_str()).collect();
+    named.len()
+}
+
 /// `GET /console/api/session` on `addr` with `cookie`: the status and the body.
 fn session(addr: std::net::SocketAddr, cookie: &str) -> (u16, Value) {
     let reply = http(
@@ -150,13 +157,7 @@ fn one_console_shows_every_daemons_calls_and_cancels_on_the_owner() {
             .clone();
         (running.len() == 3).then_some(running)
     });
-    let mut daemons: Vec<&str> = running
-        .iter()
-        .map(|r| r["daemon"].as_str().unwrap())
-        .collect();
-    daemons.sort_unstable();
-    daemons.dedup();
-    assert_eq!(daemons.len(), 3, "{running:?}");
+    assert_eq!(daemons_named(&running), 3, "{running:?}");
     assert!(
         stream.text().contains("event: calls"),
         "C's page was told to look again: {}",
@@ -258,13 +259,7 @@ fn the_audit_browser_pages_and_exports_the_whole_fleets_records() {
         let found = records("tool=sleep");
         (found.len() == 3).then_some(found)
     });
-    let mut daemons: Vec<&str> = found
-        .iter()
-        .map(|r| r["daemon"].as_str().unwrap())
-        .collect();
-    daemons.sort_unstable();
-    daemons.dedup();
-    assert_eq!(daemons.len(), 3, "{found:?}");
+    assert_eq!(daemons_named(&found), 3, "{found:?}");
     assert_eq!(
         records("tool=sleep&q=%22ms%22%3A2").len(),
         0,
